@@ -1,0 +1,58 @@
+# nrtpy: two commands do everything on a fresh machine.
+#   make demo   create .venv, build and install nrtpy, run the quickstart
+#   make test   same set-up, then the C tests of the emulator and pytest
+# Other targets: make bench, make format, make clean.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BUILD  := build
+
+.PHONY: all demo test test-c test-python install deps bench format clean
+
+all: test
+
+# Build tools go into the venv so the project builds without isolation
+# (faster, and the C tests use the same meson).  zlib headers come from
+# Debian when missing (used by the NEFF reader).
+$(VENV)/.deps: pyproject.toml
+	@if [ ! -e /usr/include/zlib.h ] && command -v apt-get >/dev/null; then \
+	    echo "installing zlib1g-dev"; \
+	    (apt-get install -y -q zlib1g-dev || \
+	     (apt-get update -q && apt-get install -y -q zlib1g-dev)) >/dev/null; \
+	fi
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "meson-python>=0.15" "meson>=1.4" ninja \
+	    "numpy>=2.0" "ml_dtypes>=0.5" "pytest>=7"
+	touch $@
+
+deps: $(VENV)/.deps
+
+install: deps
+	$(PY) -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=$(BUILD)/py .
+
+demo: install
+	$(PY) examples/quickstart.py
+
+test-c: deps
+	@if [ -d $(BUILD)/c ]; then \
+	    $(VENV)/bin/meson setup --reconfigure $(BUILD)/c -Dpython=false -Dtests=true >/dev/null; \
+	else \
+	    $(VENV)/bin/meson setup $(BUILD)/c -Dpython=false -Dtests=true >/dev/null; \
+	fi
+	$(VENV)/bin/meson test -C $(BUILD)/c --print-errorlogs
+
+test-python: install
+	$(PY) -m pytest -q tests/python
+
+test: test-c test-python
+
+bench: install
+	$(PY) bench/bench_tensor_copy.py
+
+format:
+	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch]
+
+clean:
+	rm -rf $(BUILD) $(VENV)

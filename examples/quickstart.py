@@ -1,0 +1,95 @@
+"""nrtpy quickstart: device tensors on the emulated (or real) Neuron device.
+
+Run with ``make demo``, or ``python examples/quickstart.py`` once nrtpy is
+installed.  Every step below is an example of the nrtpy tensor API page.
+"""
+
+import numpy as np
+
+import nrtpy
+from nrtpy import NrtpyTensor
+
+
+def section(title: str) -> None:
+    print(f"\n== {title} " + "=" * max(0, 60 - len(title)))
+
+
+info = nrtpy.runtime_info()
+section("Runtime")
+print(f"library        {info['library']}")
+print(f"emulated       {info['emulated']}  (instance {info['instance']})")
+print(f"version        {info['version']}")
+print(f"visible cores  {info['visible_cores']} of {info['total_cores']}")
+
+# -- Create, write, and read (the seed example, verbatim) -------------------
+section("Create, write, and read")
+
+# Allocate a device tensor from a NumPy array
+data = np.random.randn(1, 10).astype(np.float32)
+tensor = NrtpyTensor.from_numpy(data, name="input")
+print(f"from_numpy     {tensor!r}")
+
+# Overwrite in place (no reallocation)
+new_data = np.zeros((1, 10), dtype=np.float32)
+tensor.write_from_numpy(new_data)
+
+# Read back to host
+host_array = tensor.numpy()
+print(f"numpy()        {host_array.dtype}{host_array.shape} = {host_array}")
+assert np.array_equal(host_array, new_data)
+
+# Read into an existing array: no new allocation on the host either.
+out = np.empty_like(data)
+tensor.write_from_numpy(data)
+assert tensor.numpy(out=out) is out and np.array_equal(out, data)
+print("numpy(out=)    read straight into a preallocated array")
+
+# -- Dtypes travel with the tensor ----------------------------------------
+section("Dtypes")
+import ml_dtypes  # noqa: E402
+
+for dt in (np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3, np.int64):
+    src = np.linspace(-2, 2, 6).astype(dt)
+    back = NrtpyTensor.from_numpy(src).numpy()
+    print(f"{np.dtype(dt).name:14s} -> {back.dtype.name:14s} {back}")
+    assert back.dtype == src.dtype and back.tobytes() == src.tobytes()
+
+# -- Device memory ------------------------------------------------------------
+section("Device memory")
+before = nrtpy.memory_stats(0)
+big = NrtpyTensor.from_numpy(np.ones((1024, 1024), dtype=np.float32), name="big")
+during = nrtpy.memory_stats(0)
+print(f"core 0 uses    {during.bytes_used - before.bytes_used} more bytes "
+      f"for {big!r}")
+nrtpy.get_nrtpy_singleton().free_tensor(big)
+print(f"after free     {nrtpy.memory_stats(0).bytes_used - before.bytes_used} "
+      f"bytes (limit {during.bytes_limit / 2**30:.0f} GiB per core)")
+
+# -- Multiple cores (the seed example) -------------------------------------
+section("Multiple cores")
+import warnings  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # reset() warns that old tensors die
+    nrtpy.reset()
+nrtpy.configure(visible_cores=[0, 1])
+
+# Allocate tensors on different cores
+t0 = NrtpyTensor.from_numpy(data, name="core0_input", core_id=0)
+t1 = NrtpyTensor.from_numpy(data, name="core1_input", core_id=1)
+print(f"core {t0.core_id}         {t0!r}")
+print(f"core {t1.core_id}         {t1!r}")
+
+# -- Errors carry the runtime's status --------------------------------------
+section("Errors")
+try:
+    nrtpy.get_nrtpy_singleton().allocate_tensor(64, core_id=7)
+except nrtpy.NrtError as e:
+    print(f"{type(e).__name__} status={e.status_code} ({e.status_name})")
+    print(f"  {e}")
+try:
+    tensor.numpy()  # made before reset(): its runtime is gone
+except nrtpy.NrtpyError as e:
+    print(f"NrtpyError     {e}")
+
+print("\nquickstart OK")

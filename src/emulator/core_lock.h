@@ -1,0 +1,55 @@
+/*
+ * core_lock.h - NeuronCore ownership across processes (internal).
+ *
+ * On hardware a NeuronCore belongs to one process at a time.  We model it
+ * with one lock file per physical core, locked with open-file-description
+ * locks (F_OFD_SETLK): the kernel drops them when the process exits or
+ * dies, so a crashed owner never leaves a core stuck.  The holder writes
+ * its PID into the file so that a refused process can name it.
+ *
+ * Files live in <root>/<namespace>/<instance>/nc<N>.lock, where <root> is
+ * $XDG_RUNTIME_DIR/nrtpy-emu when that is a directory of ours, else
+ * /tmp/nrtpy-emu-<uid>, and <namespace> is NRTPY_EMU_NAMESPACE ("default").
+ * Each directory is created mode 0700 and refused when it is not ours or
+ * is writable by others.  Locks are per physical core so that processes
+ * using different logical core sizes on Trn2 still exclude each other;
+ * messages name logical cores (vncs), in the instance's global numbering.
+ */
+#ifndef NRTEMU_CORE_LOCK_H
+#define NRTEMU_CORE_LOCK_H
+
+#include <stdint.h>
+
+#include "instance.h"
+
+struct nrtemu_core_locks {
+    int fds[NRTEMU_MAX_PHYSICAL_CORES]; /* -1: not held.  Owned. */
+};
+
+void nrtemu__core_locks_init(struct nrtemu_core_locks *locks);
+
+/*
+ * Claim vncs [first, first + count) of the instance, all or none.
+ * @return NRT_SUCCESS; NRT_RESOURCE naming the busy cores and their
+ *         holders; NRT_INVALID for a bad NRTPY_EMU_NAMESPACE; NRT_FAILURE
+ *         when the lock directory is unusable.
+ */
+NRT_STATUS nrtemu__core_locks_acquire(const char *func,
+                                      const struct nrtemu_config *cfg,
+                                      uint32_t first, uint32_t count,
+                                      struct nrtemu_core_locks *locks);
+
+/*
+ * Claim the first `count` contiguous free vncs.
+ * @param first[out] the first vnc claimed.
+ * @return as nrtemu__core_locks_acquire().
+ */
+NRT_STATUS nrtemu__core_locks_acquire_any(const char *func,
+                                          const struct nrtemu_config *cfg,
+                                          uint32_t count, uint32_t *first,
+                                          struct nrtemu_core_locks *locks);
+
+/* Release every core held. */
+void nrtemu__core_locks_release(struct nrtemu_core_locks *locks);
+
+#endif /* NRTEMU_CORE_LOCK_H */

@@ -1,0 +1,280 @@
+/*
+ * ext.h - shared declarations of the nrtpy._nrtpy extension.
+ *
+ * The extension is one module, loaded once per process: libnrt is a
+ * process-wide runtime, so its function table, the one live runtime and the
+ * module state are process-wide too.  Subinterpreters are refused.
+ */
+#ifndef NRTPY_EXT_H
+#define NRTPY_EXT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrtemu.h"
+
+/* ------------------------------------------------------ libnrt functions */
+
+/*
+ * The libnrt functions the extension uses, resolved with dlsym() from the
+ * chosen library into `libnrt`.  The extension never calls an nrt_* symbol
+ * by name, so the same code drives the real runtime and the emulator.
+ * Required functions must all be present or the module fails to import;
+ * optional ones fail only the call that needs them.
+ */
+#define LIBNRT_REQUIRED(X)       \
+    X(nrt_init)                  \
+    X(nrt_close)                 \
+    X(nrt_get_visible_nc_count)  \
+    X(nrt_tensor_allocate)       \
+    X(nrt_tensor_free)           \
+    X(nrt_tensor_read)           \
+    X(nrt_tensor_write)          \
+    X(nrt_tensor_allocate_slice) \
+    X(nrt_tensor_get_va)
+
+#define LIBNRT_OPTIONAL(X)                                              \
+    X(nrt_get_version)                                                  \
+    X(nrt_get_instance_info)                                            \
+    X(nrt_get_total_nc_count)                                           \
+    X(nrt_get_vnc_memory_stats)                                         \
+    X(nrt_tensor_get_size)                                              \
+    X(nrt_allocate_tensor_set)                                          \
+    X(nrt_destroy_tensor_set)                                           \
+    X(nrt_add_tensor_to_tensor_set)                                     \
+    X(nrt_load)                                                         \
+    X(nrt_load_collectives)                                             \
+    X(nrt_unload)                                                       \
+    X(nrt_execute)                                                      \
+    X(nrt_get_model_tensor_info)                                        \
+    X(nrt_free_model_tensor_info)                                       \
+    X(nrt_profile_start)                                                \
+    X(nrt_profile_stop)                                                 \
+    X(nrt_sys_trace_config_allocate)                                    \
+    X(nrt_sys_trace_config_free)                                        \
+    X(nrt_sys_trace_config_set_capture_enabled_for_nc)                  \
+    X(nrt_sys_trace_start)                                              \
+    X(nrt_sys_trace_stop)                                               \
+    X(nrt_sys_trace_fetch_options_allocate)                             \
+    X(nrt_sys_trace_fetch_options_free)                                 \
+    X(nrt_sys_trace_fetch_options_set_nc_idx)                           \
+    X(nrt_sys_trace_fetch_events)                                       \
+    X(nrt_sys_trace_buffer_free)                                        \
+    /* Emulator extras (nrt/nrtemu.h), absent from the real runtime. */ \
+    X(nrtemu_last_error)                                                \
+    X(nrtemu_instance_name)
+
+struct libnrt {
+#define LIBNRT_FIELD(name) __typeof__(&name) name;
+    LIBNRT_REQUIRED(LIBNRT_FIELD)
+    LIBNRT_OPTIONAL(LIBNRT_FIELD)
+#undef LIBNRT_FIELD
+    void *handle;
+    char path[4096]; /* the file actually loaded */
+    bool emulated;   /* true when the library is the nrtpy emulator */
+};
+
+/* The table, filled once by libnrt_load() at import; never unloaded. */
+extern struct libnrt libnrt;
+
+/* Choose and load the library (NRTPY_LIBNRT).  0, or -1 with ImportError. */
+int libnrt_load(void);
+
+/* Raise NrtpyError when an optional function is missing; 0 when present. */
+int libnrt_require(const void *fn, const char *name);
+#define LIBNRT_REQUIRE(name) libnrt_require((const void *)libnrt.name, #name)
+
+/* ------------------------------------------------------------ exceptions */
+
+typedef struct {
+    PyObject *NrtpyRuntimeError; /* RuntimeError subclass, common base */
+    PyObject *NrtpyError;        /* misuse found by nrtpy itself */
+    PyObject *NrtError;          /* a libnrt status other than success */
+    PyTypeObject *Nrtpy_Type;
+    PyTypeObject *NrtTensor_Type;
+    PyTypeObject *NrtpyTensor_Type;
+    PyTypeObject *NrtModel_Type;
+    PyTypeObject *TensorMetadata_Type;
+    PyTypeObject *ModelTensorInfo_Type;
+    PyTypeObject *SystemTraceSession_Type;
+    PyObject *np_empty;        /* numpy.empty */
+    PyObject *np_ascontiguous; /* numpy.ascontiguousarray */
+    PyObject *np_dtype;        /* numpy.dtype */
+    PyObject *default_runtime; /* the runtime tensors use; NULL when none */
+    PyObject *str_unnamed;     /* "unnamed_tensor" */
+} module_state;
+
+/* Process-wide: the module can be loaded once per process. */
+extern module_state *ext_state;
+
+/* Name of a status from the one status list; "UNKNOWN STATUS" if unknown. */
+const char *status_name(NRT_STATUS status);
+
+/*
+ * Raise NrtError for `status`: "NRT Error <NAME>(<n>): <action>[: <detail>]"
+ * where the detail is the emulator's last-error text when it has one.
+ * Must be called on the thread that made the failing libnrt call, right
+ * after it.  Always returns NULL.
+ */
+PyObject *raise_nrt_error(NRT_STATUS status, const char *action);
+
+/* The same with an explicit detail ("" for none). */
+PyObject *raise_nrt_error_detail(NRT_STATUS status, const char *action,
+                                 const char *detail);
+
+/* Copy the calling thread's libnrt failure detail (emulator only; "" on the
+ * real runtime).  Safe without the GIL. */
+void nrt_error_detail(char *buf, size_t len);
+
+/* Raise NrtpyError("Nrtpy Error: <formatted text>").  Returns NULL. */
+PyObject *raise_nrtpy_error(const char *fmt, ...);
+
+/* ------------------------------------------------------- runtime token */
+
+/*
+ * State shared by a runtime and every tensor it created.  It outlives the
+ * runtime object, so deallocating a tensor during interpreter teardown
+ * depends on nothing but this struct and the static function table.
+ *
+ * `closed` turns true before nrt_close() and never back.  `busy` counts
+ * operations running with the GIL released; close() waits for it to reach
+ * zero.  Both are set under the GIL; `busy` is decremented outside it.
+ */
+typedef struct runtime_token {
+    atomic_long refcnt;
+    atomic_bool closed;
+    atomic_long busy;
+} runtime_token;
+
+runtime_token *token_create(void);
+void token_incref(runtime_token *token);
+void token_decref(runtime_token *token);
+
+/* ---------------------------------------------------------------- types */
+
+typedef struct {
+    PyObject_HEAD runtime_token *token; /* owned reference */
+    int verbose_level;
+} NrtpyObject;
+
+typedef struct {
+    PyObject_HEAD nrt_tensor_t
+        *handle;          /* NULL once freed, and for 0-byte tensors */
+    runtime_token *token; /* owned reference */
+    PyObject *parent;     /* slice source (NrtTensor), kept alive; or NULL */
+    PyObject *name;       /* str */
+    size_t size;
+    uint32_t core_id;
+    int users;         /* operations in flight with the GIL released */
+    bool free_pending; /* freed while in use: free when users drops to 0 */
+} NrtTensorObject;
+
+/* Dimensions kept inline; more live in a PyMem block. */
+#define NRTPY_INLINE_DIMS 8
+
+typedef struct {
+    PyObject_HEAD PyObject
+        *tensor_ref; /* NrtTensor; NULL until __init__ ran */
+    PyObject *shape; /* tuple of int, built from dims on first use */
+    PyObject *dtype; /* numpy.dtype */
+    PyObject *name;  /* str or None */
+    size_t nbytes;
+    int ndim;
+    Py_ssize_t *dims; /* dims_inline, or a PyMem block when ndim is larger */
+    Py_ssize_t dims_inline[NRTPY_INLINE_DIMS];
+} NrtpyTensorObject;
+
+typedef struct {
+    PyObject_HEAD nrt_model_t *handle; /* NULL once unloaded */
+    runtime_token *token;              /* owned reference */
+    PyObject *neff_path;               /* str, as given */
+    uint32_t core_id;
+    uint32_t rank_id;
+    uint32_t world_size;
+    bool is_collective;
+    int users;           /* executions in flight with the GIL released */
+    bool unload_pending; /* unloaded while executing */
+} NrtModelObject;
+
+int runtime_type_init(PyObject *module);
+int model_types_init(PyObject *module);
+int sys_trace_type_init(PyObject *module);
+
+/* Nrtpy methods implemented in model_object.c. */
+PyObject *runtime_load_model(NrtpyObject *rt, PyObject *args,
+                             PyObject *kwargs);
+PyObject *runtime_unload_model(NrtpyObject *rt, PyObject *arg);
+PyObject *runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg);
+PyObject *runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs);
+
+int model_is_unloaded(NrtModelObject *m);
+void model_unload(NrtModelObject *m);
+int tensor_type_init(PyObject *module);
+int nrtpy_tensor_type_init(PyObject *module);
+
+/* The runtime tensors of NrtpyTensor use, created on first need. */
+NrtpyObject *default_runtime_get(void);
+
+/* Raise NrtpyError if the runtime is closed; 0 when usable. */
+int runtime_check_open(NrtpyObject *rt);
+
+/*
+ * Allocate an NrtTensor of `size` bytes on `core_id`.  size 0 gives a
+ * valid tensor without device memory (the runtime refuses 0-byte
+ * allocations) when `allow_empty`, else the runtime's error.
+ */
+NrtTensorObject *tensor_allocate(NrtpyObject *rt, size_t size,
+                                 uint32_t core_id, PyObject *name,
+                                 bool allow_empty);
+
+/* 1 if freed (explicitly, pending, or by closing its runtime), else 0. */
+int tensor_is_freed(NrtTensorObject *t);
+
+/* Free now, or once the last in-flight operation ends.  Idempotent. */
+void tensor_free(NrtTensorObject *t);
+
+/* Pin a tensor for an operation that releases the GIL (a reference and
+ * the in-use count), and unpin it with the GIL held again; unpinning the
+ * last use completes a free requested meanwhile. */
+void tensor_op_begin(NrtTensorObject *t);
+void tensor_op_end(NrtTensorObject *t);
+
+/*
+ * Copy between host memory and a tensor with the GIL released.  Checks
+ * freed state and bounds (overflow-safe) first, raising NrtpyError with
+ * the messages of the nrtpy contract, then NrtError on a libnrt failure.
+ * Returns 0 or -1.
+ */
+int tensor_write_bytes(NrtTensorObject *t, const void *buf, size_t offset,
+                       size_t size);
+int tensor_read_bytes(NrtTensorObject *t, void *buf, size_t offset,
+                      size_t size);
+
+/* Resolve an NrtTensor or an object with an NrtTensor `tensor_ref`.
+ * Returns a borrowed reference or NULL with TypeError. */
+NrtTensorObject *tensor_from_object(PyObject *obj, const char *argname);
+
+/* ---------------------------------------------------------- host memory */
+
+/*
+ * Host memory of a NumPy array (any dtype with a fixed item size,
+ * bfloat16 and fp8 included) or of any buffer-protocol object.
+ */
+typedef struct {
+    void *buf;
+    size_t len;
+    Py_buffer view;  /* used for non-NumPy objects */
+    PyObject *owner; /* NumPy array kept alive, or NULL */
+    bool has_view;
+} host_memory;
+
+/* Acquire C-contiguous memory; `writable` requires a writable object.
+ * Returns 0, or -1 with an exception (BufferError/ValueError/TypeError). */
+int host_memory_get(PyObject *obj, bool writable, host_memory *mem);
+void host_memory_release(host_memory *mem);
+
+#endif /* NRTPY_EXT_H */

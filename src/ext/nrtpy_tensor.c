@@ -1,0 +1,675 @@
+/*
+ * nrtpy_tensor.c - NrtpyTensor: a device tensor with a shape and a NumPy
+ * dtype, moved to and from NumPy arrays with one copy.
+ *
+ * It is written in C because its three methods are the per-call hot path
+ * of the API: the whole of from_numpy(), numpy() and write_from_numpy()
+ * runs here, without returning to Python in between.
+ */
+#include "ext.h"
+#include "numpy_api.h"
+
+#include <string.h>
+
+/* ---------------------------------------------------- argument parsing */
+
+/*
+ * Match positional and keyword arguments of a METH_FASTCALL|METH_KEYWORDS
+ * call against `names`; unspecified optional slots keep their defaults.
+ */
+static int
+parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames, const char *const *names, int nnames,
+           int nrequired, PyObject **out)
+{
+    if (nargs > nnames) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s() takes at most %d arguments (%zd given)", func,
+                     nnames, nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        out[i] = args[i];
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int j = 0; j < nnames; j++) {
+            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
+                found = j;
+                break;
+            }
+        }
+        if (found < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got an unexpected keyword argument %R", func,
+                         key);
+            return -1;
+        }
+        if (found < nargs) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() got multiple values for argument '%s'", func,
+                         names[found]);
+            return -1;
+        }
+        out[found] = args[nargs + k];
+    }
+    for (int j = 0; j < nrequired; j++) {
+        if (out[j] == NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s() missing required argument '%s'", func,
+                         names[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------ construction */
+
+/* A dtype NumPy can describe and that holds no Python objects. */
+static PyArray_Descr *
+dtype_convert(PyObject *obj)
+{
+    PyArray_Descr *descr = NULL;
+    if (!PyArray_DescrConverter(obj, &descr)) {
+        return NULL;
+    }
+    if (PyDataType_REFCHK(descr)) {
+        PyErr_Format(PyExc_TypeError,
+                     "dtype %R holds Python objects, which cannot live in "
+                     "device memory",
+                     (PyObject *)descr);
+        Py_DECREF(descr);
+        return NULL;
+    }
+    return descr;
+}
+
+/* Shape as a tuple of non-negative ints (an int means a 1-d shape), and
+ * its element count, overflow-checked. */
+static PyObject *
+shape_convert(PyObject *obj, size_t *count)
+{
+    PyObject *tuple;
+    if (PyLong_Check(obj)) {
+        tuple = PyTuple_Pack(1, obj);
+    } else {
+        tuple = PySequence_Tuple(obj);
+    }
+    if (tuple == NULL) {
+        return NULL;
+    }
+    Py_ssize_t ndim = PyTuple_GET_SIZE(tuple);
+    if (ndim > NPY_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError,
+                     "shape has %zd dimensions; at most %d "
+                     "are supported",
+                     ndim, NPY_MAXDIMS);
+        goto fail;
+    }
+    size_t n = 1;
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        PyObject *d = PyNumber_Index(PyTuple_GET_ITEM(tuple, i));
+        if (d == NULL) {
+            goto fail;
+        }
+        Py_ssize_t v = PyLong_AsSsize_t(d);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(d);
+            goto fail;
+        }
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "shape %R has a negative dimension",
+                         obj);
+            Py_DECREF(d);
+            goto fail;
+        }
+        /* Store exact ints, so shape compares equal to numpy's. */
+        Py_SETREF(PyTuple_GET_ITEM(tuple, i), d);
+        if (v != 0 && n > SIZE_MAX / (size_t)v) {
+            PyErr_Format(PyExc_ValueError, "shape %R is too large", obj);
+            goto fail;
+        }
+        n *= (size_t)v;
+    }
+    *count = n;
+    return tuple;
+fail:
+    Py_DECREF(tuple);
+    return NULL;
+}
+
+/*
+ * Set every field, without checks: callers have validated them.  The shape
+ * tuple is built only when asked for: from_numpy() of a small array is
+ * dominated by object creation, and numpy() reads `dims` directly.
+ */
+static int
+nrtpy_tensor_set(NrtpyTensorObject *self, PyObject *ref, int ndim,
+                 const npy_intp *dims, PyObject *dtype, PyObject *name,
+                 size_t nbytes)
+{
+    Py_ssize_t *store = self->dims_inline;
+    if (ndim > NRTPY_INLINE_DIMS) {
+        store = PyMem_Malloc((size_t)ndim * sizeof *store);
+        if (store == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (int i = 0; i < ndim; i++) {
+        store[i] = (Py_ssize_t)dims[i];
+    }
+    if (self->dims != NULL && self->dims != self->dims_inline) {
+        PyMem_Free(self->dims);
+    }
+    self->dims = store;
+    self->ndim = ndim;
+    Py_CLEAR(self->shape);
+    Py_XSETREF(self->tensor_ref, Py_NewRef(ref));
+    Py_XSETREF(self->dtype, Py_NewRef(dtype));
+    Py_XSETREF(self->name, Py_NewRef(name));
+    self->nbytes = nbytes;
+    return 0;
+}
+
+static PyObject *
+dims_tuple(int ndim, const Py_ssize_t *dims)
+{
+    PyObject *t = PyTuple_New(ndim);
+    if (t == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++) {
+        PyObject *d = PyLong_FromSsize_t(dims[i]);
+        if (d == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* The shape tuple (borrowed), built on first use. */
+static PyObject *
+nrtpy_tensor_shape(NrtpyTensorObject *self)
+{
+    if (self->shape == NULL && self->tensor_ref != NULL) {
+        self->shape = dims_tuple(self->ndim, self->dims);
+    }
+    return self->shape;
+}
+
+/* NrtTensor of an initialised tensor, or NULL with NrtpyError (a subclass
+ * whose __init__ did not call NrtpyTensor.__init__). */
+static NrtTensorObject *
+nrtpy_tensor_ref(NrtpyTensorObject *self)
+{
+    if (self->tensor_ref == NULL) {
+        raise_nrtpy_error("This %s was not initialised: its __init__ must "
+                          "call NrtpyTensor.__init__.",
+                          _PyType_Name(Py_TYPE(self)));
+        return NULL;
+    }
+    return (NrtTensorObject *)self->tensor_ref;
+}
+
+/*
+ * __init__: validate and set every field.  Allocation (tp_new) takes any
+ * arguments and sets nothing, so subclasses may add constructor arguments
+ * and call super().__init__(tensor_ref, shape, dtype, name).
+ */
+static int
+NrtpyTensor_init(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"tensor_ref", "shape", "dtype", "name", NULL};
+    PyObject *ref, *shape_obj, *dtype_obj, *name = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O:NrtpyTensor", kwlist,
+                                     &ref, &shape_obj, &dtype_obj, &name)) {
+        return -1;
+    }
+    if (!Py_IS_TYPE(ref, ext_state->NrtTensor_Type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "tensor_ref must be an NrtTensor, not %s",
+                     Py_TYPE(ref)->tp_name);
+        return -1;
+    }
+    if (name != Py_None && !PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "name must be a str or None, not %s",
+                     Py_TYPE(name)->tp_name);
+        return -1;
+    }
+    int result = -1;
+    size_t count = 0;
+    PyArray_Descr *descr = dtype_convert(dtype_obj);
+    if (descr == NULL) {
+        return -1;
+    }
+    PyObject *shape = shape_convert(shape_obj, &count);
+    if (shape == NULL) {
+        goto done;
+    }
+    size_t item = (size_t)PyDataType_ELSIZE(descr);
+    size_t have = ((NrtTensorObject *)ref)->size;
+    if (item != 0 && count > SIZE_MAX / item) {
+        PyErr_Format(PyExc_ValueError, "shape %R is too large", shape);
+        goto done;
+    }
+    if (count * item != have) {
+        PyErr_Format(PyExc_ValueError,
+                     "Size mismatch: shape %R of %R needs %zu bytes, the "
+                     "tensor has %zu bytes",
+                     shape, (PyObject *)descr, count * item, have);
+        goto done;
+    }
+    npy_intp dims[NPY_MAXDIMS];
+    int nd = (int)PyTuple_GET_SIZE(shape);
+    for (int i = 0; i < nd; i++) {
+        dims[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+    }
+    result = nrtpy_tensor_set((NrtpyTensorObject *)op, ref, nd, dims,
+                              (PyObject *)descr, name, have);
+done:
+    Py_XDECREF(shape);
+    Py_DECREF(descr);
+    return result;
+}
+
+/* --------------------------------------------------------- from_numpy */
+
+/* A C-contiguous ndarray for `obj`: itself when it already is one. */
+static PyArrayObject *
+as_contiguous_array(PyObject *obj)
+{
+    if (PyArray_Check(obj) && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)obj)) {
+        return (PyArrayObject *)Py_NewRef(obj);
+    }
+    PyObject *arr = PyArray_FROM_OF(obj, NPY_ARRAY_C_CONTIGUOUS);
+    return (PyArrayObject *)arr;
+}
+
+static PyObject *
+shape_tuple(PyArrayObject *a)
+{
+    int nd = PyArray_NDIM(a);
+    npy_intp *dims = PyArray_DIMS(a);
+    PyObject *t = PyTuple_New(nd);
+    if (t == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < nd; i++) {
+        PyObject *d = PyLong_FromSsize_t(dims[i]);
+        if (d == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+static PyObject *
+NrtpyTensor_from_numpy(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
+{
+    static const char *const names[] = {"array", "name", "core_id"};
+    PyObject *argv[3] = {NULL, Py_None, NULL};
+    if (parse_args("from_numpy", args, nargs, kwnames, names, 3, 1, argv) <
+        0) {
+        return NULL;
+    }
+    PyObject *name = argv[1];
+    uint32_t core_id = 0;
+    if (argv[2] != NULL) {
+        if (!PyLong_Check(argv[2])) {
+            PyErr_Format(PyExc_TypeError, "core_id must be an int, not %s",
+                         Py_TYPE(argv[2])->tp_name);
+            return NULL;
+        }
+        long v = PyLong_AsLong(argv[2]);
+        if (v == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (v < 0 || v > INT32_MAX) {
+            PyErr_Format(PyExc_ValueError,
+                         "core_id must be a non-negative int, got %R",
+                         argv[2]);
+            return NULL;
+        }
+        core_id = (uint32_t)v;
+    }
+    if (name != Py_None && !PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "name must be a str or None, not %s",
+                     Py_TYPE(name)->tp_name);
+        return NULL;
+    }
+
+    PyObject *result = NULL, *shape = NULL;
+    NrtTensorObject *ref = NULL;
+    host_memory mem = {0};
+    PyArrayObject *arr = as_contiguous_array(argv[0]);
+    if (arr == NULL) {
+        return NULL;
+    }
+    if (host_memory_get((PyObject *)arr, false, &mem) < 0) {
+        goto done;
+    }
+    NrtpyObject *rt = default_runtime_get();
+    if (rt == NULL) {
+        goto done;
+    }
+    ref = tensor_allocate(rt, mem.len, core_id, name, true);
+    if (ref == NULL) {
+        goto done;
+    }
+    if (tensor_write_bytes(ref, mem.buf, 0, mem.len) < 0) {
+        goto done;
+    }
+    PyObject *dtype = (PyObject *)PyArray_DESCR(arr);
+    if ((PyTypeObject *)cls == ext_state->NrtpyTensor_Type) {
+        result = ext_state->NrtpyTensor_Type->tp_alloc(
+            ext_state->NrtpyTensor_Type, 0);
+        if (result != NULL &&
+            nrtpy_tensor_set((NrtpyTensorObject *)result, (PyObject *)ref,
+                             PyArray_NDIM(arr), PyArray_DIMS(arr), dtype, name,
+                             mem.len) < 0) {
+            Py_CLEAR(result);
+        }
+    } else {
+        /* Subclasses get their own __init__/__new__ run. */
+        shape = shape_tuple(arr);
+        if (shape != NULL) {
+            result = PyObject_CallFunctionObjArgs(cls, (PyObject *)ref, shape,
+                                                  dtype, name, NULL);
+        }
+    }
+done:
+    host_memory_release(&mem);
+    Py_XDECREF(shape);
+    Py_XDECREF(ref);
+    Py_DECREF(arr);
+    return result;
+}
+
+/* ------------------------------------------------------ numpy / write */
+
+static PyObject *
+NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+                  PyObject *kwnames)
+{
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    static const char *const names[] = {"out"};
+    PyObject *argv[1] = {NULL};
+    if (parse_args("numpy", args, nargs, kwnames, names, 1, 0, argv) < 0) {
+        return NULL;
+    }
+    NrtTensorObject *ref = nrtpy_tensor_ref(self);
+    if (ref == NULL) {
+        return NULL;
+    }
+    /* Check first: an old tensor must fail without touching any runtime. */
+    if (tensor_is_freed(ref)) {
+        return raise_nrtpy_error("Unable to read from a freed tensor. Please "
+                                 "check the lifetime of the tensor.");
+    }
+    PyObject *out = argv[0];
+    if (out == NULL || out == Py_None) {
+        PyArray_Descr *descr = (PyArray_Descr *)self->dtype;
+        npy_intp dims[NPY_MAXDIMS];
+        int nd = self->ndim;
+        for (int i = 0; i < nd; i++) {
+            dims[i] = (npy_intp)self->dims[i];
+        }
+        Py_INCREF(descr); /* stolen by NewFromDescr */
+        out = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, NULL,
+                                   0, NULL);
+        if (out == NULL) {
+            return NULL;
+        }
+    } else {
+        Py_INCREF(out);
+    }
+    host_memory mem;
+    if (host_memory_get(out, true, &mem) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    int rc = -1;
+    if (mem.len != self->nbytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "Size mismatch: out has %zu bytes, the tensor %zu bytes",
+                     mem.len, self->nbytes);
+    } else {
+        rc = tensor_read_bytes(ref, mem.buf, 0, mem.len);
+    }
+    host_memory_release(&mem);
+    if (rc < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *
+NrtpyTensor_write_from_numpy(PyObject *op, PyObject *array)
+{
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    NrtTensorObject *ref = nrtpy_tensor_ref(self);
+    if (ref == NULL) {
+        return NULL;
+    }
+    if (tensor_is_freed(ref)) {
+        return raise_nrtpy_error("Unable to write to a freed tensor. Please "
+                                 "check the lifetime of the tensor.");
+    }
+    PyArrayObject *arr = as_contiguous_array(array);
+    if (arr == NULL) {
+        return NULL;
+    }
+    host_memory mem;
+    int rc = host_memory_get((PyObject *)arr, false, &mem);
+    Py_DECREF(arr);
+    if (rc < 0) {
+        return NULL;
+    }
+    if (mem.len != self->nbytes) {
+        PyErr_Format(PyExc_ValueError,
+                     "Size mismatch: source %zu bytes, target %zu bytes",
+                     mem.len, self->nbytes);
+        rc = -1;
+    } else {
+        rc = tensor_write_bytes(ref, mem.buf, 0, mem.len);
+    }
+    host_memory_release(&mem);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- object */
+
+static int
+NrtpyTensor_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    Py_VISIT(Py_TYPE(op));
+    Py_VISIT(self->tensor_ref);
+    Py_VISIT(self->shape);
+    Py_VISIT(self->dtype);
+    Py_VISIT(self->name);
+    return 0;
+}
+
+static int
+NrtpyTensor_clear(PyObject *op)
+{
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    Py_CLEAR(self->tensor_ref);
+    Py_CLEAR(self->shape);
+    Py_CLEAR(self->dtype);
+    Py_CLEAR(self->name);
+    if (self->dims != NULL && self->dims != self->dims_inline) {
+        PyMem_Free(self->dims);
+    }
+    self->dims = NULL;
+    return 0;
+}
+
+static void
+NrtpyTensor_dealloc(PyObject *op)
+{
+    PyTypeObject *tp = Py_TYPE(op);
+    PyObject_GC_UnTrack(op);
+    NrtpyTensor_clear(op);
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+NrtpyTensor_repr(PyObject *op)
+{
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    if (self->tensor_ref == NULL) {
+        return PyUnicode_FromFormat("<%s, not initialised>",
+                                    _PyType_Name(Py_TYPE(op)));
+    }
+    PyObject *shape = nrtpy_tensor_shape(self);
+    PyObject *dt = shape != NULL ? PyObject_Str(self->dtype) : NULL;
+    if (dt == NULL) {
+        return NULL;
+    }
+    PyObject *r;
+    if (self->name == Py_None) {
+        r = PyUnicode_FromFormat("%s(shape=%R, dtype=%U, name=None)",
+                                 _PyType_Name(Py_TYPE(op)), shape, dt);
+    } else {
+        r = PyUnicode_FromFormat("%s(shape=%R, dtype=%U, name=%U)",
+                                 _PyType_Name(Py_TYPE(op)), shape, dt,
+                                 self->name);
+    }
+    Py_DECREF(dt);
+    return r;
+}
+
+static PyObject *
+NrtpyTensor_get_tensor_ref(PyObject *op, void *c)
+{
+    (void)c;
+    PyObject *v = ((NrtpyTensorObject *)op)->tensor_ref;
+    return Py_NewRef(v != NULL ? v : Py_None);
+}
+
+static PyObject *
+NrtpyTensor_get_shape(PyObject *op, void *c)
+{
+    (void)c;
+    NrtpyTensorObject *self = (NrtpyTensorObject *)op;
+    if (self->tensor_ref == NULL) {
+        Py_RETURN_NONE;
+    }
+    PyObject *v = nrtpy_tensor_shape(self);
+    return v != NULL ? Py_NewRef(v) : NULL;
+}
+
+static PyObject *
+NrtpyTensor_get_dtype(PyObject *op, void *c)
+{
+    (void)c;
+    PyObject *v = ((NrtpyTensorObject *)op)->dtype;
+    return Py_NewRef(v != NULL ? v : Py_None);
+}
+
+static PyObject *
+NrtpyTensor_get_name(PyObject *op, void *c)
+{
+    (void)c;
+    PyObject *v = ((NrtpyTensorObject *)op)->name;
+    return Py_NewRef(v != NULL ? v : Py_None);
+}
+
+static PyObject *
+NrtpyTensor_get_nbytes(PyObject *op, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(((NrtpyTensorObject *)op)->nbytes);
+}
+
+static PyObject *
+NrtpyTensor_get_core_id(PyObject *op, void *c)
+{
+    (void)c;
+    NrtTensorObject *ref = nrtpy_tensor_ref((NrtpyTensorObject *)op);
+    return ref != NULL ? PyLong_FromUnsignedLong(ref->core_id) : NULL;
+}
+
+static PyGetSetDef NrtpyTensor_getset[] = {
+    {"tensor_ref", NrtpyTensor_get_tensor_ref, NULL,
+     "The NrtTensor holding the device memory.", NULL},
+    {"shape", NrtpyTensor_get_shape, NULL, "Shape, a tuple of ints.", NULL},
+    {"dtype", NrtpyTensor_get_dtype, NULL, "NumPy dtype.", NULL},
+    {"name", NrtpyTensor_get_name, NULL, "Name, or None.", NULL},
+    {"nbytes", NrtpyTensor_get_nbytes, NULL, "Size in bytes.", NULL},
+    {"core_id", NrtpyTensor_get_core_id, NULL,
+     "NeuronCore the tensor lives on.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef NrtpyTensor_methods[] = {
+    {"from_numpy", (PyCFunction)(void (*)(void))NrtpyTensor_from_numpy,
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
+     "from_numpy(array, name=None, core_id=0)\n--\n\n"
+     "Allocate a device tensor and copy `array` into it (made contiguous "
+     "first).\nThe tensor keeps the array's shape and dtype."},
+    {"numpy", (PyCFunction)(void (*)(void))NrtpyTensor_numpy,
+     METH_FASTCALL | METH_KEYWORDS,
+     "numpy(out=None)\n--\n\n"
+     "Read the tensor into a new array of its shape and dtype, or into "
+     "`out`,\na writable C-contiguous array of the same byte size, which "
+     "is returned."},
+    {"write_from_numpy", NrtpyTensor_write_from_numpy, METH_O,
+     "write_from_numpy(array)\n--\n\n"
+     "Overwrite the tensor with `array` (made contiguous first), which must "
+     "have\nthe tensor's byte size."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot NrtpyTensor_slots[] = {
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_init, NrtpyTensor_init},
+    {Py_tp_dealloc, NrtpyTensor_dealloc},
+    {Py_tp_traverse, NrtpyTensor_traverse},
+    {Py_tp_clear, NrtpyTensor_clear},
+    {Py_tp_repr, NrtpyTensor_repr},
+    {Py_tp_getset, NrtpyTensor_getset},
+    {Py_tp_methods, NrtpyTensor_methods},
+    {Py_tp_doc,
+     "NrtpyTensor(tensor_ref, shape, dtype, name=None)\n--\n\n"
+     "A tensor resident in device memory (HBM), with a shape and a NumPy "
+     "dtype.\nThe memory is freed when the tensor is garbage collected, or "
+     "explicitly\nwith nrtpy.get_nrtpy_singleton().free_tensor(tensor)."},
+    {0, NULL},
+};
+
+static PyType_Spec NrtpyTensor_spec = {
+    .name = "nrtpy._nrtpy.NrtpyTensor",
+    .basicsize = sizeof(NrtpyTensorObject),
+    /* GC: the name (a str subclass) and the dtype's metadata can refer
+     * back to the tensor. */
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = NrtpyTensor_slots,
+};
+
+int
+nrtpy_tensor_type_init(PyObject *module)
+{
+    ext_state->NrtpyTensor_Type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &NrtpyTensor_spec, NULL);
+    if (ext_state->NrtpyTensor_Type == NULL) {
+        return -1;
+    }
+    return PyModule_AddType(module, ext_state->NrtpyTensor_Type);
+}

@@ -1,0 +1,545 @@
+/*
+ * runtime_object.c - Nrtpy: the low-level runtime, one live per process.
+ *
+ * Creating one runs nrt_init(); close() runs nrt_close() once every
+ * operation in flight on another thread has finished.  Tensors hold the
+ * runtime's token, not the runtime, so a runtime collected before its
+ * tensors leaves them safely "freed".
+ */
+#include "ext.h"
+
+#include <time.h>
+
+/* The runtime that owns libnrt now; borrowed, cleared by its close(). */
+static NrtpyObject *live_runtime;
+
+NrtTensorObject *tensor_slice(NrtTensorObject *src, size_t offset, size_t size,
+                              PyObject *name);
+
+int
+runtime_check_open(NrtpyObject *rt)
+{
+    if (atomic_load(&rt->token->closed)) {
+        raise_nrtpy_error("The runtime is closed. Create a new one, or use "
+                          "nrtpy.get_nrtpy_singleton().");
+        return -1;
+    }
+    return 0;
+}
+
+/* A non-negative int that fits in size_t; TypeError otherwise, as nrtpy
+ * documents for sizes, offsets and core ids. */
+static int
+size_converter(PyObject *obj, void *out)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "expected a non-negative int, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    size_t v = PyLong_AsSize_t(obj);
+    if (v == (size_t)-1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "expected a non-negative int that fits in 64 bits, "
+                         "got %R",
+                         obj);
+        }
+        return 0;
+    }
+    *(size_t *)out = v;
+    return 1;
+}
+
+static int
+core_converter(PyObject *obj, void *out)
+{
+    size_t v;
+    if (!size_converter(obj, &v)) {
+        return 0;
+    }
+    if (v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "core_id %zu is out of range", v);
+        return 0;
+    }
+    *(uint32_t *)out = (uint32_t)v;
+    return 1;
+}
+
+static PyObject *
+Nrtpy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"verbose_level", NULL};
+    int verbose = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|i:Nrtpy", kwlist,
+                                     &verbose)) {
+        return NULL;
+    }
+    if (live_runtime != NULL) {
+        return raise_nrtpy_error(
+            "Cannot create Nrtpy instance: a previous instance still exists. "
+            "Call close() on the existing instance or delete it with all "
+            "tensors/models first.");
+    }
+    NrtpyObject *self = (NrtpyObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->verbose_level = verbose;
+    self->token = token_create();
+    if (self->token == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    /* Until init succeeds the object is "closed": its dealloc must not
+     * call nrt_close(). */
+    atomic_store(&self->token->closed, true);
+    if (verbose > 0) {
+        PySys_WriteStdout("Initializing Nrtpy Runtime\n");
+    }
+    NRT_STATUS st;
+    Py_BEGIN_ALLOW_THREADS
+        st = libnrt.nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "nrtpy", "1.0");
+    Py_END_ALLOW_THREADS
+    if (st != NRT_SUCCESS) {
+        raise_nrt_error(st, "Failed to initialize NRT runtime");
+        Py_DECREF(self);
+        return NULL;
+    }
+    atomic_store(&self->token->closed, false);
+    live_runtime = self;
+    return (PyObject *)self;
+}
+
+static void
+runtime_close(NrtpyObject *self)
+{
+    if (atomic_exchange(&self->token->closed, true)) {
+        return;
+    }
+    /* New operations now fail.  Wait for those running without the GIL
+     * (they never need the GIL to finish), then close libnrt. */
+    Py_BEGIN_ALLOW_THREADS
+        while (atomic_load(&self->token->busy) > 0) {
+            struct timespec pause = {0, 50 * 1000};
+            nanosleep(&pause, NULL);
+        }
+        libnrt.nrt_close();
+    Py_END_ALLOW_THREADS
+    if (live_runtime == self) {
+        live_runtime = NULL;
+    }
+}
+
+static PyObject *
+Nrtpy_close(PyObject *op, PyObject *unused)
+{
+    (void)unused;
+    runtime_close((NrtpyObject *)op);
+    return PyLong_FromLong(0);
+}
+
+static void
+Nrtpy_dealloc(PyObject *op)
+{
+    NrtpyObject *self = (NrtpyObject *)op;
+    PyTypeObject *tp = Py_TYPE(op);
+    if (self->token != NULL) {
+        runtime_close(self);
+        token_decref(self->token);
+    }
+    tp->tp_free(op);
+    Py_DECREF(tp);
+}
+
+static PyObject *
+Nrtpy_get_visible_neuron_core_count(PyObject *cls, PyObject *unused)
+{
+    (void)cls;
+    (void)unused;
+    uint32_t n = 0;
+    NRT_STATUS st = libnrt.nrt_get_visible_nc_count(&n);
+    if (st != NRT_SUCCESS) {
+        return raise_nrt_error(st, "Failed to get visible NC count");
+    }
+    return PyLong_FromUnsignedLong(n);
+}
+
+static PyObject *
+Nrtpy_allocate_tensor(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"size", "core_id", "name", NULL};
+    size_t size;
+    uint32_t core_id = 0;
+    PyObject *name = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|O&O:allocate_tensor",
+                                     kwlist, size_converter, &size,
+                                     core_converter, &core_id, &name)) {
+        return NULL;
+    }
+    return (PyObject *)tensor_allocate((NrtpyObject *)op, size, core_id, name,
+                                       false);
+}
+
+static PyObject *
+Nrtpy_slice_from_tensor(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"source", "offset", "size", "name", NULL};
+    PyObject *source;
+    size_t offset = 0, size = 0;
+    PyObject *name = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O&O&O:slice_from_tensor",
+                                     kwlist, &source, size_converter, &offset,
+                                     size_converter, &size, &name)) {
+        return NULL;
+    }
+    NrtTensorObject *src = tensor_from_object(source, "source");
+    if (src == NULL || runtime_check_open((NrtpyObject *)op) < 0) {
+        return NULL;
+    }
+    if (size == 0) {
+        /* 0 means "to the end"; an offset past the end is an error, not a
+         * wrapped-around size. */
+        if (offset > src->size) {
+            return raise_nrtpy_error("Slice offset %zu is past the end of the "
+                                     "source tensor (%zu bytes).",
+                                     offset, src->size);
+        }
+        size = src->size - offset;
+    }
+    return (PyObject *)tensor_slice(src, offset, size, name);
+}
+
+static PyObject *
+Nrtpy_free_tensor(PyObject *op, PyObject *arg)
+{
+    (void)op;
+    NrtTensorObject *t = tensor_from_object(arg, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    tensor_free(t);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Nrtpy_tensor_write(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    (void)op;
+    static char *kwlist[] = {"tensor", "data", "offset", NULL};
+    PyObject *tensor;
+    PyObject *data;
+    size_t offset = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!|O&:tensor_write",
+                                     kwlist, &tensor, &PyBytes_Type, &data,
+                                     size_converter, &offset)) {
+        return NULL;
+    }
+    NrtTensorObject *t = tensor_from_object(tensor, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    /* bytes are immutable, so the buffer stays valid without the GIL. */
+    Py_INCREF(data);
+    int rc = tensor_write_bytes(t, PyBytes_AS_STRING(data), offset,
+                                (size_t)PyBytes_GET_SIZE(data));
+    Py_DECREF(data);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Nrtpy_tensor_read(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    (void)op;
+    static char *kwlist[] = {"tensor", "offset", "size", NULL};
+    PyObject *tensor;
+    size_t offset = 0, size = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O&O&:tensor_read",
+                                     kwlist, &tensor, size_converter, &offset,
+                                     size_converter, &size)) {
+        return NULL;
+    }
+    NrtTensorObject *t = tensor_from_object(tensor, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    if (size == 0) {
+        if (offset > t->size) {
+            return raise_nrtpy_error(
+                "The read operation exceeds the tensor bound. Tensor size: "
+                "%zu bytes; Read size: 0 bytes; Offset: %zu bytes.",
+                t->size, offset);
+        }
+        size = t->size - offset;
+    }
+    if (tensor_is_freed(t)) {
+        /* Report the freed tensor before allocating the result. */
+        return raise_nrtpy_error("Unable to read from a freed tensor. Please "
+                                 "check the lifetime of the tensor.");
+    }
+    if (offset > t->size || size > t->size - offset) {
+        return raise_nrtpy_error(
+            "The read operation exceeds the tensor bound. Tensor size: %zu "
+            "bytes; Read size: %zu bytes; Offset: %zu bytes.",
+            t->size, size, offset);
+    }
+    /* Read straight into the bytes object: one copy. */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)size);
+    if (out == NULL) {
+        return NULL;
+    }
+    if (tensor_read_bytes(t, PyBytes_AS_STRING(out), offset, size) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Raise RuntimeError(msg) with the buffer error as its __context__, as
+ * the nrtpy contract specifies for buffer-protocol failures. */
+static PyObject *
+chain_buffer_error(const char *msg)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyErr_SetString(PyExc_RuntimeError, msg);
+    if (value != NULL) {
+        PyObject *t2, *v2, *tb2;
+        PyErr_Fetch(&t2, &v2, &tb2);
+        PyErr_NormalizeException(&t2, &v2, &tb2);
+        if (tb != NULL) {
+            PyException_SetTraceback(value, tb);
+        }
+        PyException_SetContext(v2, value); /* steals value */
+        PyErr_Restore(t2, v2, tb2);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+static PyObject *
+Nrtpy_tensor_write_from_pybuffer(PyObject *op, PyObject *args,
+                                 PyObject *kwargs)
+{
+    (void)op;
+    static char *kwlist[] = {"tensor", "buffer", "offset", NULL};
+    PyObject *tensor, *buffer;
+    size_t offset = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO|O&:tensor_write_from_pybuffer", kwlist, &tensor,
+            &buffer, size_converter, &offset)) {
+        return NULL;
+    }
+    NrtTensorObject *t = tensor_from_object(tensor, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    host_memory mem;
+    if (host_memory_get(buffer, false, &mem) < 0) {
+        return chain_buffer_error("Object does not support buffer protocol");
+    }
+    int rc = tensor_write_bytes(t, mem.buf, offset, mem.len);
+    host_memory_release(&mem);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Nrtpy_tensor_read_to_pybuffer(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    (void)op;
+    static char *kwlist[] = {"tensor", "buffer", "offset", "size", NULL};
+    PyObject *tensor, *buffer;
+    size_t offset = 0, size = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "OO|O&O&:tensor_read_to_pybuffer", kwlist, &tensor,
+            &buffer, size_converter, &offset, size_converter, &size)) {
+        return NULL;
+    }
+    NrtTensorObject *t = tensor_from_object(tensor, "tensor");
+    if (t == NULL) {
+        return NULL;
+    }
+    host_memory mem;
+    if (host_memory_get(buffer, true, &mem) < 0) {
+        return chain_buffer_error(
+            "Object does not support writable buffer protocol");
+    }
+    if (size == 0 && offset <= t->size) {
+        size = t->size - offset;
+    }
+    int rc = -1;
+    /* Check the destination before touching the device. */
+    if (mem.len < size) {
+        PyErr_Format(ext_state->NrtpyError,
+                     "Buffer too small for tensor data: buffer %zu bytes, "
+                     "read %zu bytes",
+                     mem.len, size);
+    } else {
+        rc = tensor_read_bytes(t, mem.buf, offset, size);
+    }
+    host_memory_release(&mem);
+    if (rc < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Nrtpy_get_is_closed(PyObject *op, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(atomic_load(&((NrtpyObject *)op)->token->closed));
+}
+
+static PyObject *
+Nrtpy_load_model(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return runtime_load_model((NrtpyObject *)op, args, kwargs);
+}
+
+static PyObject *
+Nrtpy_unload_model(PyObject *op, PyObject *arg)
+{
+    return runtime_unload_model((NrtpyObject *)op, arg);
+}
+
+static PyObject *
+Nrtpy_get_tensor_info(PyObject *op, PyObject *arg)
+{
+    return runtime_get_tensor_info((NrtpyObject *)op, arg);
+}
+
+static PyObject *
+Nrtpy_execute(PyObject *op, PyObject *args, PyObject *kwargs)
+{
+    return runtime_execute((NrtpyObject *)op, args, kwargs);
+}
+
+static PyMethodDef Nrtpy_methods[] = {
+    {"get_visible_neuron_core_count", Nrtpy_get_visible_neuron_core_count,
+     METH_NOARGS | METH_STATIC,
+     "get_visible_neuron_core_count()\n--\n\n"
+     "Number of NeuronCores visible to this process (works before init)."},
+    {"close", Nrtpy_close, METH_NOARGS,
+     "close()\n--\n\nClose the runtime; idempotent. Returns 0."},
+    {"allocate_tensor", (PyCFunction)(void (*)(void))Nrtpy_allocate_tensor,
+     METH_VARARGS | METH_KEYWORDS,
+     "allocate_tensor(size, core_id=0, name=None)\n--\n\n"
+     "Allocate `size` bytes of device memory on `core_id`."},
+    {"slice_from_tensor", (PyCFunction)(void (*)(void))Nrtpy_slice_from_tensor,
+     METH_VARARGS | METH_KEYWORDS,
+     "slice_from_tensor(source, offset=0, size=0, name=None)\n"
+     "--\n\nA view of `size` bytes (0: to the end) at `offset`; keeps the "
+     "source alive."},
+    {"free_tensor", Nrtpy_free_tensor, METH_O,
+     "free_tensor(tensor)\n--\n\nFree an NrtTensor or NrtpyTensor's "
+     "memory; a no-op if already freed."},
+    {"tensor_write", (PyCFunction)(void (*)(void))Nrtpy_tensor_write,
+     METH_VARARGS | METH_KEYWORDS,
+     "tensor_write(tensor, data, offset=0)\n--\n\n"
+     "Write `data` (bytes) at `offset`."},
+    {"tensor_read", (PyCFunction)(void (*)(void))Nrtpy_tensor_read,
+     METH_VARARGS | METH_KEYWORDS,
+     "tensor_read(tensor, offset=0, size=0)\n--\n\n"
+     "Read `size` bytes (0: to the end) at `offset`."},
+    {"tensor_write_from_pybuffer",
+     (PyCFunction)(void (*)(void))Nrtpy_tensor_write_from_pybuffer,
+     METH_VARARGS | METH_KEYWORDS,
+     "tensor_write_from_pybuffer(tensor, buffer, offset=0)\n--\n\n"
+     "Write a C-contiguous buffer or NumPy array at `offset`."},
+    {"tensor_read_to_pybuffer",
+     (PyCFunction)(void (*)(void))Nrtpy_tensor_read_to_pybuffer,
+     METH_VARARGS | METH_KEYWORDS,
+     "tensor_read_to_pybuffer(tensor, buffer, offset=0, size=0)\n"
+     "--\n\nRead into the start of a writable C-contiguous buffer."},
+    {"load_model", (PyCFunction)(void (*)(void))Nrtpy_load_model,
+     METH_VARARGS | METH_KEYWORDS,
+     "load_model(neff_file, core_id=0, cc_enabled=False, rank_id=0, "
+     "world_size=1)\n--\n\nRead a NEFF file and load it on "
+     "`core_id` (GIL released)."},
+    {"unload_model", Nrtpy_unload_model, METH_O,
+     "unload_model(model)\n--\n\nUnload; a no-op if already "
+     "unloaded."},
+    {"get_tensor_info", Nrtpy_get_tensor_info, METH_O,
+     "get_tensor_info(model)\n--\n\nThe model's inputs "
+     "and outputs, in NEFF order."},
+    {"execute", (PyCFunction)(void (*)(void))Nrtpy_execute,
+     METH_VARARGS | METH_KEYWORDS,
+     "execute(model, inputs, outputs, ntff_name=None, "
+     "save_trace=False)\n--\n\nRun the model once on tensors given by name "
+     "(GIL "
+     "released; the\ntensors and the model are held for the call)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Nrtpy_getset[] = {
+    {"is_closed", Nrtpy_get_is_closed, NULL, "True once closed.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot Nrtpy_slots[] = {
+    {Py_tp_new, Nrtpy_new},
+    {Py_tp_dealloc, Nrtpy_dealloc},
+    {Py_tp_methods, Nrtpy_methods},
+    {Py_tp_getset, Nrtpy_getset},
+    {Py_tp_doc, "Nrtpy(verbose_level=0)\n--\n\n"
+                "The low-level Neuron runtime: nrt_init() on creation, "
+                "nrt_close() on close().\nAt most one is alive per "
+                "process; most code uses get_nrtpy_singleton()."},
+    {0, NULL},
+};
+
+static PyType_Spec Nrtpy_spec = {
+    .name = "nrtpy._nrtpy.Nrtpy",
+    .basicsize = sizeof(NrtpyObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Nrtpy_slots,
+};
+
+int
+runtime_type_init(PyObject *module)
+{
+    ext_state->Nrtpy_Type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &Nrtpy_spec, NULL);
+    if (ext_state->Nrtpy_Type == NULL) {
+        return -1;
+    }
+    return PyModule_AddType(module, ext_state->Nrtpy_Type);
+}
+
+NrtpyObject *
+default_runtime_get(void)
+{
+    PyObject *rt = ext_state->default_runtime;
+    if (rt != NULL && !atomic_load(&((NrtpyObject *)rt)->token->closed)) {
+        return (NrtpyObject *)rt;
+    }
+    /* The singleton policy (locking, logging, configure) is Python's. */
+    PyObject *pkg = PyImport_ImportModule("nrtpy");
+    if (pkg == NULL) {
+        return NULL;
+    }
+    PyObject *fresh = PyObject_CallMethod(pkg, "get_nrtpy_singleton", NULL);
+    Py_DECREF(pkg);
+    if (fresh == NULL) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(fresh, ext_state->Nrtpy_Type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "get_nrtpy_singleton() returned %s, not Nrtpy",
+                     Py_TYPE(fresh)->tp_name);
+        Py_DECREF(fresh);
+        return NULL;
+    }
+    Py_XSETREF(ext_state->default_runtime, fresh);
+    return (NrtpyObject *)fresh;
+}

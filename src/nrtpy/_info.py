@@ -1,0 +1,46 @@
+"""Questions about the runtime: which library, which instance, how much memory."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from nrtpy import _nrtpy
+from nrtpy._singleton import get_nrtpy_singleton
+
+
+class MemoryStats(NamedTuple):
+    """Device memory of one NeuronCore, in bytes."""
+
+    bytes_used: int
+    bytes_limit: int
+
+
+def memory_stats(core_id: int = 0) -> MemoryStats:
+    """Bytes of device memory in use on ``core_id`` and the core's limit.
+
+    Starts the runtime if it is not running.
+
+    >>> import nrtpy
+    >>> nrtpy.memory_stats(0).bytes_limit > 0
+    True
+    """
+    if isinstance(core_id, bool) or not isinstance(core_id, int):
+        raise TypeError(f"core_id must be an int, got {type(core_id).__name__}")
+    if core_id < 0:
+        raise ValueError(f"core_id must be non-negative, got {core_id}")
+    get_nrtpy_singleton()
+    stats = _nrtpy.memory_stats(core_id)
+    return MemoryStats(stats["bytes_used"], stats["bytes_limit"])
+
+
+def runtime_info() -> dict[str, Any]:
+    """Describe the libnrt in use, without starting the runtime.
+
+    Keys: ``library`` (path of the loaded libnrt.so.1), ``emulated`` (True on
+    the nrtpy emulator), ``version``, ``version_detail``, ``instance`` (the
+    emulated instance profile, None on hardware), ``visible_cores``,
+    ``total_cores``.
+    """
+    info = _nrtpy.library_info()
+    info["visible_cores"] = _nrtpy.Nrtpy.get_visible_neuron_core_count()
+    return info

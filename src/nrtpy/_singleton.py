@@ -1,0 +1,112 @@
+"""The process-wide runtime: configure(), get_nrtpy_singleton(), reset().
+
+libnrt allows one runtime per process, so nrtpy keeps one, created on first
+use.  configure() chooses the visible NeuronCores before it starts; reset()
+closes it, after which tensors and models made before are unusable (they
+raise NrtpyError) and the next use starts a fresh runtime.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import warnings
+from collections.abc import Iterable
+
+from nrtpy._logging import logger
+from nrtpy._nrtpy import Nrtpy, NrtpyError
+
+_runtime: Nrtpy | None = None
+_lock = threading.Lock()
+
+
+def get_nrtpy_singleton() -> Nrtpy:
+    """Return the process's runtime, starting it (``nrt_init``) if needed."""
+    rt = _runtime
+    if rt is not None and not rt.is_closed:
+        return rt
+    return _start()
+
+
+def _start() -> Nrtpy:
+    global _runtime
+    with _lock:
+        if _runtime is None or _runtime.is_closed:
+            logger.info("Initializing Nrtpy Runtime")
+            _runtime = Nrtpy()
+            logger.info("Nrtpy Runtime initialized")
+        return _runtime
+
+
+def configure(visible_cores: Iterable[int] | None = None) -> None:
+    """Choose the NeuronCores the runtime will claim when it starts.
+
+    ``visible_cores`` is an iterable of non-negative core indices, written to
+    ``NEURON_RT_VISIBLE_CORES``; inside the process they are numbered from 0.
+    Must be called before the runtime starts (or after :func:`reset`).
+
+    Raises:
+        NrtpyError: the runtime is already active.
+        TypeError: ``visible_cores`` is an int or holds non-integers.
+        ValueError: a core index is negative.
+    """
+    with _lock:
+        if _runtime is not None and not _runtime.is_closed:
+            raise NrtpyError(
+                "Nrtpy Error: Cannot configure: nrtpy runtime is already "
+                "active. Call nrtpy.reset() first to close the runtime, then "
+                "configure()."
+            )
+    if visible_cores is None:
+        return
+    if isinstance(visible_cores, int):
+        raise TypeError(
+            f"visible_cores must be an iterable, not int. Use "
+            f"[{visible_cores}] or ({visible_cores},)"
+        )
+    cores = list(visible_cores)
+    for core in cores:
+        if isinstance(core, bool) or not isinstance(core, int):
+            raise TypeError(
+                f"visible_cores must contain integers, got {type(core)}: "
+                f"{core!r}"
+            )
+        if core < 0:
+            raise ValueError(f"Core ID must be non-negative, got {core}")
+    if cores:
+        value = ",".join(map(str, cores))
+        os.environ["NEURON_RT_VISIBLE_CORES"] = value
+        logger.info("Set NEURON_RT_VISIBLE_CORES to %s", value)
+
+
+def reset() -> None:
+    """Close the runtime.  Objects created before become unusable.
+
+    Using an old tensor or model afterwards raises NrtpyError; it never
+    starts a new runtime.  A no-op when no runtime is active.
+    """
+    global _runtime
+    with _lock:
+        rt, _runtime = _runtime, None
+        if rt is None or rt.is_closed:
+            return
+        warnings.warn(
+            "nrtpy.reset() called. All existing NrtpyTensor and NrtpyModel "
+            "objects are now invalid and should not be used.",
+            UserWarning,
+            stacklevel=2,
+        )
+        rt.close()
+        logger.info("Nrtpy Runtime closed")
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Close before the interpreter tears objects down: tensors freed later
+    # see a closed runtime and never call into libnrt.
+    global _runtime
+    with _lock:
+        rt, _runtime = _runtime, None
+    if rt is not None:
+        rt.close()

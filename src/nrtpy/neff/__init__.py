@@ -1,0 +1,199 @@
+"""Write and inspect NEFFs: ``nrtpy.neff.compile`` and ``nrtpy.neff.inspect``.
+
+``compile`` traces a Python function written with NumPy operators and
+functions into a NEFF that the nrtpy emulator executes::
+
+    import numpy as np
+    import nrtpy.neff
+
+    def kernel(a_input, b_input):
+        return a_input + b_input
+
+    a = np.ones((128, 512), np.float16)
+    path = nrtpy.neff.compile(kernel, a, a, path="add.neff")
+    model = nrtpy.NrtpyModel.load_from_neff(path)
+
+Inputs are named after the function's parameters, outputs ``output_0``,
+``output_1``, ...  (a tuple return gives several outputs).  NumPy arrays the
+function closes over become constants.  Supported: ``+ - * / @ **``,
+comparisons, unary ufuncs (``np.exp``, ``np.tanh``, ...), ``np.maximum``,
+``np.minimum``, ``np.where``, ``np.sum/mean/max/min/prod/argmax/argmin``
+with ``axis=`` and ``keepdims=``, ``np.matmul``, ``np.take``,
+``np.transpose`` / ``.T``, ``reshape``, ``astype``, ``np.concatenate``,
+``np.broadcast_to``, basic slicing with constants, and this module's
+``relu``, ``gelu``, ``sigmoid``, ``rsqrt``, ``softmax``.  Anything else raises
+``TypeError`` naming the operation.
+"""
+
+from __future__ import annotations
+
+import inspect as _inspect
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from nrtpy.neff import _container
+from nrtpy.neff._ops import gelu, relu, rsqrt, sigmoid, softmax
+from nrtpy.neff._trace import Program, Traced
+
+__all__ = ["compile", "inspect", "relu", "gelu", "sigmoid", "rsqrt", "softmax"]
+
+PROGRAM_FORMAT = "nrtpy-emulator-program"
+PROGRAM_VERSION = 1
+
+
+def _input_names(fn: Callable[..., Any], count: int) -> list[str]:
+    names: list[str] = []
+    for p in _inspect.signature(fn).parameters.values():
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
+        elif p.kind == p.VAR_POSITIONAL:
+            names.extend(f"{p.name}{i}" for i in range(count - len(names)))
+            break
+    if len(names) < count:
+        raise TypeError(f"{fn.__name__}() takes {len(names)} positional "
+                        f"arguments but {count} example inputs were given")
+    return names[:count]
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def compile(fn: Callable[..., Any], *example_inputs: Any,
+            path: str | Path, name: str | None = None) -> Path:
+    """Trace ``fn`` over arrays shaped like ``example_inputs``; write a NEFF.
+
+    Args:
+        fn: a function of arrays, written with NumPy operators and functions.
+        example_inputs: arrays (or objects with ``shape`` and ``dtype``) that
+            fix each input's shape and dtype; their values are not used.
+        path: where to write the NEFF.
+        name: the NEFF's name (default: ``fn.__name__``).
+
+    Returns:
+        ``path``, as a ``Path``.
+
+    Raises:
+        TypeError: ``fn`` uses an operation the emulator does not support.
+        ValueError: an input or output has no elements.
+    """
+    program = Program()
+    names = _input_names(fn, len(example_inputs))
+    inputs = []
+    for pname, example in zip(names, example_inputs):
+        shape = tuple(int(d) for d in np.shape(example))
+        dtype = np.dtype(example.dtype) if hasattr(example, "dtype") else np.asarray(example).dtype
+        if 0 in shape:
+            raise ValueError(f"input {pname!r} has no elements (shape {shape}); "
+                             f"NEFF tensors need at least one")
+        inputs.append(program.buffer("input", shape, dtype, name=pname))
+
+    result = fn(*inputs)
+    results = result if isinstance(result, tuple) else (result,)
+    writers: dict[str, int] = {}
+    for op in program.ops:
+        writers[op["out"]] = writers.get(op["out"], 0) + 1
+
+    outputs = []
+    for i, value in enumerate(results):
+        out_name = f"output_{i}"
+        t = program.operand(value)
+        if 0 in t.shape:
+            raise ValueError(f"{out_name} has no elements (shape {t.shape}); "
+                             f"NEFF tensors need at least one")
+        info = program.buffers[t.name]
+        if info["kind"] == "temp" and writers.get(t.name) == 1:
+            # Let the op that computes the result write the output directly.
+            program.buffers[out_name] = dict(info, kind="output")
+            del program.buffers[t.name]
+            for op in program.ops:
+                op["in"] = [out_name if n == t.name else n for n in op["in"]]
+                if op["out"] == t.name:
+                    op["out"] = out_name
+            t.name = out_name
+        else:
+            program.buffers[out_name] = dict(info, kind="output")
+            program.buffers[out_name].pop("var", None)
+            program.ops.append({"op": "copy", "in": [t.name], "out": out_name})
+        outputs.append((out_name, program.buffers[out_name]))
+
+    var: dict[str, dict[str, Any]] = {}
+    var_id = 0
+
+    def add_var(vname: str, entry: dict[str, Any]) -> None:
+        nonlocal var_id
+        var[vname] = dict(entry, var_id=var_id)
+        var_id += 1
+
+    for t in inputs:
+        b = program.buffers[t.name]
+        add_var(t.name, {"type": "input", "size": t.size * t.dtype.itemsize,
+                         "shape": b["shape"], "dtype": b["dtype"]})
+    for out_name, b in outputs:
+        size = int(np.prod(b["shape"], dtype=np.int64)) * np.dtype(b["dtype"]).itemsize
+        add_var(out_name, {"type": "output", "size": size, "shape": b["shape"],
+                           "dtype": b["dtype"]})
+    files: dict[str, bytes] = {}
+    for cname, array in program.consts.items():
+        add_var(cname, {"type": "file", "file_name": f"{cname}.npy",
+                        "size": array.nbytes})
+        files[f"sg00/{cname}.npy"] = _npy_bytes(array)
+
+    neff_name = name or getattr(fn, "__name__", "kernel")
+    prog = {"format": PROGRAM_FORMAT, "version": PROGRAM_VERSION,
+            "buffers": program.buffers, "ops": program.ops}
+    files["neff.json"] = json.dumps({
+        "name": neff_name, "version": "2.0", "generator": "nrtpy.neff",
+        "subgraphs": ["sg00"]}, indent=1).encode()
+    files["sg00/def.json"] = json.dumps(
+        {"var": var, "emulator_program": "program.json"}, indent=1).encode()
+    files["sg00/program.json"] = json.dumps(prog, indent=1).encode()
+    return _container.write(path, files, name=neff_name)
+
+
+def inspect(path: str | Path) -> dict[str, Any]:
+    """Header fields and I/O table of any NEFF, as plain Python data.
+
+    Returns a dict with ``header`` (the header fields), ``inputs`` and
+    ``outputs`` (lists, in NEFF order, of dicts with ``name``, ``size`` in
+    bytes, ``shape`` (``[size]`` when the NEFF has none) and ``dtype`` (a
+    name, or ``"unknown"``)), ``subgraphs`` (their names),
+    ``emulator_program`` (whether the emulator can execute it) and ``files``
+    (the archive's members).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        ValueError: the file is not a valid NEFF.
+    """
+    header, files = _container.read(path)
+    subgraphs = sorted({m.group(1) for f in files
+                        if (m := re.fullmatch(r"(sg\d\d+)/def\.json", f))},
+                       key=lambda s: int(s[2:]))
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    has_program = bool(subgraphs)
+    for sg in subgraphs:
+        try:
+            definition = json.loads(files[f"{sg}/def.json"])
+        except ValueError as e:
+            raise ValueError(f"{path}: {sg}/def.json is not valid JSON: {e}") from None
+        if "emulator_program" not in definition:
+            has_program = False
+        for vname, v in definition.get("var", {}).items():
+            if not isinstance(v, dict) or v.get("type") not in ("input", "output"):
+                continue
+            size = int(v.get("size", 0))
+            entry = {"name": vname, "size": size,
+                     "shape": list(v.get("shape", [size])),
+                     "dtype": v.get("dtype", "unknown")}
+            (inputs if v["type"] == "input" else outputs).append(entry)
+    return {"header": header, "inputs": inputs, "outputs": outputs,
+            "subgraphs": subgraphs, "emulator_program": has_program,
+            "files": sorted(files)}

@@ -1,0 +1,74 @@
+"""Operations NumPy lacks, usable both on arrays and while tracing.
+
+``relu``, ``gelu``, ``sigmoid``, ``rsqrt`` and ``softmax`` compute with NumPy
+on arrays (so a kernel can be checked against NumPy) and record the matching
+emulator op on traced arrays.  On 16- and 8-bit floats they compute in
+float32 and round once, as the emulator does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+_traced_type: type | None = None
+_emit: Callable[..., Any] | None = None
+
+_NARROW_FLOATS = {"float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
+                  "float8_e5m2", "float8_e3m4"}
+
+
+def register(traced_type: type, emit: Callable[..., Any]) -> None:
+    global _traced_type, _emit
+    _traced_type, _emit = traced_type, emit
+
+
+def is_float(dt: np.dtype) -> bool:
+    return np.dtype(dt).kind == "f" or np.dtype(dt).name in _NARROW_FLOATS
+
+
+def _apply(op: str, x: Any, fn: Callable[[np.ndarray], np.ndarray],
+           **attrs: Any) -> Any:
+    if _traced_type is not None and isinstance(x, _traced_type):
+        assert _emit is not None
+        return _emit(op, x, **attrs)
+    x = np.asarray(x)
+    if not is_float(x.dtype):
+        return fn(x.astype(np.float64))
+    if np.dtype(x.dtype).name in _NARROW_FLOATS:
+        return fn(x.astype(np.float32)).astype(x.dtype)
+    return fn(x)
+
+
+def relu(x: Any) -> Any:
+    """max(x, 0)."""
+    return _apply("relu", x, lambda a: np.maximum(a, a.dtype.type(0)))
+
+
+def sigmoid(x: Any) -> Any:
+    """1 / (1 + exp(-x))."""
+    return _apply("sigmoid", x, lambda a: 1 / (1 + np.exp(-a)))
+
+
+def rsqrt(x: Any) -> Any:
+    """1 / sqrt(x)."""
+    return _apply("rsqrt", x, lambda a: 1 / np.sqrt(a))
+
+
+def gelu(x: Any) -> Any:
+    """GELU, tanh approximation: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
+    def f(a: np.ndarray) -> np.ndarray:
+        c = a.dtype.type(np.sqrt(2 / np.pi))
+        return a.dtype.type(0.5) * a * (1 + np.tanh(c * (a + a.dtype.type(0.044715) * a * a * a)))
+    return _apply("gelu", x, f)
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    """exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    def f(a: np.ndarray) -> np.ndarray:
+        e = np.exp(a - np.max(a, axis=axis, keepdims=True))
+        return e / np.sum(e, axis=axis, keepdims=True)
+    if _traced_type is not None and isinstance(x, _traced_type):
+        return _apply("softmax", x, f, axis=int(axis) % max(1, x.ndim))
+    return _apply("softmax", x, f)

@@ -1,0 +1,202 @@
+/*
+ * test.h - a minimal harness for the emulator's C tests.
+ *
+ * ASSERT_* macros print the expression, both values and the location, then
+ * abort the test program: one failure is enough to investigate, and the
+ * exit status is what meson looks at.
+ *
+ * test_begin() gives every test program a private lock namespace
+ * ("<NRTPY_EMU_NAMESPACE or name>-<pid>") so that test programs running in
+ * parallel, several build trees and a developer's own processes never
+ * share emulated cores; the namespace directory is removed at exit.
+ */
+#ifndef NRTEMU_TEST_H
+#define NRTEMU_TEST_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrtemu.h"
+
+#define TEST_FAIL_(...)                                               \
+    do {                                                              \
+        fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, __func__); \
+        fprintf(stderr, __VA_ARGS__);                                 \
+        fprintf(stderr, "\n  last error: %s\n", nrtemu_last_error()); \
+        fflush(stderr);                                               \
+        abort();                                                      \
+    } while (0)
+
+#define ASSERT_TRUE(expr)                              \
+    do {                                               \
+        if (!(expr)) {                                 \
+            TEST_FAIL_("assertion failed: %s", #expr); \
+        }                                              \
+    } while (0)
+
+#define ASSERT_INT_OP_(a, op, b)                                           \
+    do {                                                                   \
+        intmax_t a_ = (intmax_t)(a), b_ = (intmax_t)(b);                   \
+        if (!(a_ op b_)) {                                                 \
+            TEST_FAIL_("%s %s %s: %" PRIdMAX " vs %" PRIdMAX, #a, #op, #b, \
+                       a_, b_);                                            \
+        }                                                                  \
+    } while (0)
+
+#define ASSERT_UINT_OP_(a, op, b)                                          \
+    do {                                                                   \
+        uintmax_t a_ = (uintmax_t)(a), b_ = (uintmax_t)(b);                \
+        if (!(a_ op b_)) {                                                 \
+            TEST_FAIL_("%s %s %s: %" PRIuMAX " vs %" PRIuMAX, #a, #op, #b, \
+                       a_, b_);                                            \
+        }                                                                  \
+    } while (0)
+
+#define ASSERT_EQ(a, b) ASSERT_INT_OP_(a, ==, b)
+#define ASSERT_NE(a, b) ASSERT_INT_OP_(a, !=, b)
+#define ASSERT_UEQ(a, b) ASSERT_UINT_OP_(a, ==, b)
+#define ASSERT_ULE(a, b) ASSERT_UINT_OP_(a, <=, b)
+#define ASSERT_ULT(a, b) ASSERT_UINT_OP_(a, <, b)
+
+#define ASSERT_PTR_EQ(a, b)                                   \
+    do {                                                      \
+        const void *a_ = (a), *b_ = (b);                      \
+        if (a_ != b_) {                                       \
+            TEST_FAIL_("%s == %s: %p vs %p", #a, #b, a_, b_); \
+        }                                                     \
+    } while (0)
+
+#define ASSERT_NULL(a) ASSERT_PTR_EQ(a, NULL)
+
+#define ASSERT_NOT_NULL(a)                \
+    do {                                  \
+        if ((a) == NULL) {                \
+            TEST_FAIL_("%s is NULL", #a); \
+        }                                 \
+    } while (0)
+
+/* Compare statuses by name, so a failure reads "NRT_INVALID vs NRT_...". */
+#define ASSERT_STATUS(expr, expected)                             \
+    do {                                                          \
+        NRT_STATUS got_ = (expr), want_ = (expected);             \
+        if (got_ != want_) {                                      \
+            TEST_FAIL_("%s: got %s(%d), expected %s(%d)", #expr,  \
+                       nrt_get_status_as_str(got_), (int)got_,    \
+                       nrt_get_status_as_str(want_), (int)want_); \
+        }                                                         \
+    } while (0)
+
+#define ASSERT_OK(expr) ASSERT_STATUS(expr, NRT_SUCCESS)
+
+#define ASSERT_STR_EQ(a, b)                                           \
+    do {                                                              \
+        const char *a_ = (a), *b_ = (b);                              \
+        if (strcmp(a_, b_) != 0) {                                    \
+            TEST_FAIL_("%s == %s: \"%s\" vs \"%s\"", #a, #b, a_, b_); \
+        }                                                             \
+    } while (0)
+
+#define ASSERT_STR_CONTAINS(haystack, needle)                     \
+    do {                                                          \
+        const char *h_ = (haystack), *n_ = (needle);              \
+        if (strstr(h_, n_) == NULL) {                             \
+            TEST_FAIL_("\"%s\" does not contain \"%s\"", h_, n_); \
+        }                                                         \
+    } while (0)
+
+/* Run one test function, announcing it so a crash names its test. */
+#define RUN_TEST(fn)                     \
+    do {                                 \
+        test_reset_env();                \
+        fprintf(stderr, "-- %s\n", #fn); \
+        fn();                            \
+    } while (0)
+
+static char test_namespace_[128];
+static pid_t test_owner_pid_;
+
+/* Variables the emulator reads: every test starts without them. */
+static inline void
+test_reset_env(void)
+{
+    static const char *const names[] = {
+        "NEURON_RT_VISIBLE_CORES",  "NEURON_RT_NUM_CORES",
+        "NRTPY_EMU_INSTANCE",       "NRTPY_EMU_HBM_PER_CORE",
+        "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VIRTUAL_CORE_SIZE",
+        "NEURON_RT_LOG_LEVEL_NRT",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        unsetenv(names[i]);
+    }
+    setenv("NRTPY_EMU_NAMESPACE", test_namespace_, 1);
+}
+
+static inline int
+test_remove_entry_(const char *path, const struct stat *st, int flag,
+                   struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Remove <root>/<namespace> under both possible lock roots. */
+static inline void
+test_remove_namespace(const char *ns)
+{
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char path[4096];
+
+    if (xdg != NULL && xdg[0] == '/') {
+        snprintf(path, sizeof path, "%s/nrtpy-emu/%s", xdg, ns);
+        nftw(path, test_remove_entry_, 8, FTW_DEPTH | FTW_PHYS);
+    }
+    snprintf(path, sizeof path, "/tmp/nrtpy-emu-%ld/%s", (long)geteuid(), ns);
+    nftw(path, test_remove_entry_, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static inline void
+test_cleanup_(void)
+{
+    /* Forked children exit too; only the parent owns the directory. */
+    if (getpid() == test_owner_pid_) {
+        test_remove_namespace(test_namespace_);
+    }
+}
+
+static inline void
+test_begin(const char *name)
+{
+    const char *base = getenv("NRTPY_EMU_NAMESPACE");
+
+    if (base == NULL || base[0] == '\0') {
+        base = name;
+    }
+    test_owner_pid_ = getpid();
+    snprintf(test_namespace_, sizeof test_namespace_, "%.48s-%ld", base,
+             (long)test_owner_pid_);
+    atexit(test_cleanup_);
+    /*
+     * The tests fail calls on purpose; their logs would bury real output.
+     * Failures print the last error anyway, and test_runtime checks the
+     * log lines themselves.
+     */
+    if (getenv("NEURON_RT_LOG_LEVEL") == NULL) {
+        setenv("NEURON_RT_LOG_LEVEL", "QUIET", 1);
+    }
+    test_reset_env();
+}
+
+#endif /* NRTEMU_TEST_H */

@@ -1,0 +1,57 @@
+"""Helpers of the nrtpy Python tests (conftest.py sets the environment
+before this module, and so nrtpy, is imported)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import warnings
+
+import nrtpy
+
+MIB = 1 << 20
+
+
+def quiet_reset() -> None:
+    """nrtpy.reset() without its UserWarning (a fixture's housekeeping)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        nrtpy.reset()
+
+
+def used(core: int = 0) -> int:
+    """Device bytes in use on ``core`` (starts the runtime if needed), once
+    garbage left by earlier code is collected."""
+    gc.collect()
+    return nrtpy.memory_stats(core).bytes_used
+
+
+def raw(a) -> bytes:
+    """The bytes of an array, whatever its dtype and shape."""
+    return bytes(a.reshape(-1).view("u1"))
+
+
+def child_env(**overrides: str | None) -> dict[str, str]:
+    """The environment of a child process: ours, with overrides (None
+    removes a variable).  NRTPY_EMU_NAMESPACE is ours unless overridden."""
+    env = dict(os.environ)
+    for key, value in overrides.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    return env
+
+
+def run_python(code: str, timeout: float = 60, **env: str | None):
+    """Run ``python -c code`` and return the CompletedProcess (text)."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
