@@ -1,14 +1,14 @@
 # nrtpy: two commands do everything on a fresh machine.
 #   make demo   create .venv, build and install nrtpy, run the quickstart
 #   make test   same set-up, then the C tests of the emulator and pytest
-# Other targets: make bench, make format, make clean.
+# Other targets: make bench, make test-fuzz, make format, make clean.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := build
 
-.PHONY: all demo test test-c test-python install deps bench format clean
+.PHONY: all demo test test-c test-python test-fuzz install deps bench format clean
 
 all: test
 
@@ -46,10 +46,17 @@ test-c: deps
 test-python: install
 	$(PY) -m pytest -q tests/python
 
-test: test-c test-python
+# The NEFF reader's fuzz target, for a bounded time: libFuzzer when clang
+# has it, else the same target under gcc's sanitizers (tests/fuzz/run.sh).
+FUZZ_SECONDS ?= 20
+test-fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh
+
+test: test-c test-python test-fuzz
 
 bench: install
 	$(PY) bench/bench_tensor_copy.py
+	$(PY) bench/bench_models.py
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch]

@@ -92,4 +92,38 @@ try:
 except nrtpy.NrtpyError as e:
     print(f"NrtpyError     {e}")
 
+# -- Models: compile a kernel, validate, benchmark, trace -------------------
+section("Models")
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import nrtpy.neff  # noqa: E402
+from nrtpy import NrtpyModel  # noqa: E402
+
+
+def kernel(a_input, b_input):
+    return nrtpy.neff.gelu(a_input @ b_input) + 1.0
+
+
+work = Path(tempfile.mkdtemp(prefix="nrtpy-quickstart-"))
+a = np.random.randn(64, 128).astype(np.float32)
+b = np.random.randn(128, 32).astype(np.float32)
+neff = nrtpy.neff.compile(kernel, a, b, path=work / "kernel.neff")
+print(f"compiled       {neff.name}: inputs "
+      f"{[(i['name'], i['shape'], i['dtype']) for i in nrtpy.neff.inspect(neff)['inputs']]}")
+
+model = NrtpyModel.load_from_neff(neff)
+inputs = {"a_input": NrtpyTensor.from_numpy(a), "b_input": NrtpyTensor.from_numpy(b)}
+result = model(inputs=inputs)["output_0"].numpy()
+np.testing.assert_allclose(result, kernel(a, b), rtol=1e-4, atol=1e-4)
+print(f"validated      output_0 {result.dtype}{result.shape} matches NumPy")
+
+stats = model.benchmark(inputs, warmup_iter=5, benchmark_iter=50)
+print(f"benchmark      {stats}")
+print(f"               p50 {stats.p50_ms:.4f} ms, p99 {stats.p99_ms:.4f} ms (emulated device time)")
+
+trace = work / "kernel.ntff"
+model(inputs, save_trace=True, ntff_name=str(trace))
+print(f"trace          {trace} (Chrome trace-event JSON: open it in https://ui.perfetto.dev)")
+
 print("\nquickstart OK")

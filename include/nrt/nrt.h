@@ -550,7 +550,7 @@ void nrt_sys_trace_fetch_options_set_defaults(
     nrt_sys_trace_fetch_options_t *options);
 /** Free fetch options; NULL is accepted. */
 void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options);
-/** Fetch at most this many events of each vnc (the oldest first). */
+/** Fetch at most this many events of each vnc, the oldest first (0: all). */
 void nrt_sys_trace_fetch_options_set_max_events_per_nc(
     nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc);
 /** Fetch the events of vnc `nc_idx` only. */

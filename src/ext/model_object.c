@@ -76,6 +76,34 @@ TensorMetadata_repr(PyObject *op)
     return r;
 }
 
+/* A copy with another dtype name: libnrt has no code for some dtypes a
+ * NEFF can record (bool, float64, float8_e4m3fn), and nrtpy reports the
+ * NEFF's own name for them. */
+static PyObject *
+TensorMetadata_with_dtype(PyObject *op, PyObject *dtype)
+{
+    TensorMetadataObject *self = (TensorMetadataObject *)op;
+    if (!PyUnicode_CheckExact(dtype)) {
+        PyErr_Format(PyExc_TypeError, "dtype must be a str, not %s",
+                     Py_TYPE(dtype)->tp_name);
+        return NULL;
+    }
+    TensorMetadataObject *md = PyObject_New(TensorMetadataObject, Py_TYPE(op));
+    if (md == NULL) {
+        return NULL;
+    }
+    md->size = self->size;
+    md->dtype = Py_NewRef(dtype);
+    md->shape = Py_NewRef(self->shape);
+    return (PyObject *)md;
+}
+
+static PyMethodDef TensorMetadata_methods[] = {
+    {"_with_dtype", TensorMetadata_with_dtype, METH_O,
+     "_with_dtype(dtype)\n--\n\nA copy reporting another dtype name."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef TensorMetadata_getset[] = {
     {"size", TensorMetadata_get_size, NULL, "Size in bytes.", NULL},
     {"dtype", TensorMetadata_get_dtype, NULL,
@@ -91,6 +119,7 @@ static PyType_Slot TensorMetadata_slots[] = {
     {Py_tp_dealloc, TensorMetadata_dealloc},
     {Py_tp_repr, TensorMetadata_repr},
     {Py_tp_getset, TensorMetadata_getset},
+    {Py_tp_methods, TensorMetadata_methods},
     {Py_tp_doc, "Size, dtype and shape of one model input or output."},
     {0, NULL},
 };
@@ -177,7 +206,9 @@ model_release_handle(NrtModelObject *m)
 {
     nrt_model_t *h = m->handle;
     m->handle = NULL;
-    if (h != NULL && !atomic_load(&m->token->closed)) {
+    /* As for tensors: never call the real libnrt after nrt_close(), but
+     * let the emulator release the model's host memory. */
+    if (h != NULL && (!atomic_load(&m->token->closed) || libnrt.emulated)) {
         (void)libnrt.nrt_unload(h);
     }
 }

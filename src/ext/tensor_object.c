@@ -54,9 +54,11 @@ tensor_release_handle(NrtTensorObject *t)
 {
     nrt_tensor_t *h = t->handle;
     t->handle = NULL;
-    /* After nrt_close() libnrt is never called again: the runtime has
-     * already released what the handle referred to. */
-    if (h != NULL && !atomic_load(&t->token->closed)) {
+    /* After nrt_close() the real libnrt is never called again: it has
+     * released what the handle referred to.  The emulator documents that a
+     * tensor outliving its runtime keeps its host memory until freed, so
+     * there the handle is still freed. */
+    if (h != NULL && (!atomic_load(&t->token->closed) || libnrt.emulated)) {
         libnrt.nrt_tensor_free(&h);
     }
 }

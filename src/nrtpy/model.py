@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ from nrtpy._nrtpy import (
     TensorMetadata,
 )
 from nrtpy._singleton import get_nrtpy_singleton
+
+# Input "<o>.must_alias_input" and output "<o>" are one tensor updated in
+# place; auto-allocation reuses the input for the output.
+MUST_ALIAS_SUFFIX = ".must_alias_input"
 
 # fp8 arrays that a NEFF reporting "int8" accepts, as libnrt reports fp8
 # tensors of hardware NEFFs that way.
@@ -119,9 +124,20 @@ class NrtpyModel:
         self.name = name
         self.neff_path = Path(neff_path)
         info = get_nrtpy_singleton().get_tensor_info(model_ref)
-        self.input_tensors_info: dict[str, TensorMetadata] = info.inputs
-        self.output_tensors_info: dict[str, TensorMetadata] = info.outputs
         self._dtypes = self._neff_dtypes()
+        # Report the NEFF's own dtype names where libnrt has no code for
+        # them (bool, float64) or one code for several (fp8 variants).
+        self.input_tensors_info: dict[str, TensorMetadata] = {
+            k: self._exact(k, v) for k, v in info.inputs.items()}
+        self.output_tensors_info: dict[str, TensorMetadata] = {
+            k: self._exact(k, v) for k, v in info.outputs.items()}
+        self._expect: tuple[dict, dict] | None = None
+
+    def _exact(self, name: str, meta: TensorMetadata) -> TensorMetadata:
+        want = self._dtypes.get(name)
+        if want is None or want == meta.dtype:
+            return meta
+        return meta._with_dtype(want)
 
     def _neff_dtypes(self) -> dict[str, str]:
         """Dtype names the NEFF records beyond libnrt's codes (bool,
@@ -130,7 +146,8 @@ class NrtpyModel:
             from nrtpy import neff
 
             described = neff.inspect(self.neff_path)
-        except (OSError, ValueError, KeyError):
+        except Exception as e:  # best effort: libnrt has already loaded it
+            logger.debug("Could not read the I/O dtypes of %s: %s", self.neff_path, e)
             return {}
         return {e["name"]: e["dtype"]
                 for e in described["inputs"] + described["outputs"]
@@ -157,71 +174,124 @@ class NrtpyModel:
             str(neff_path), core_id, cc_enabled, rank_id, world_size)
         return cls(model_ref, name, neff_path)
 
+    def _check_loaded(self) -> None:
+        """Fail before touching the runtime: after nrtpy.reset(), getting
+        the singleton would silently start a new runtime."""
+        if self.model_ref.is_unloaded:
+            raise NrtpyError("Nrtpy Error: Unable to execute an unloaded model. "
+                             "Please check the lifetime of the model.")
+
     # -- I/O ----------------------------------------------------------------
     def allocate_output_tensors(self) -> list[NrtpyTensor]:
         """New output tensors on the model's core, with the outputs' real
         shapes and dtypes.  Their contents are unspecified until executed:
-        allocating is enough, no zeros are uploaded."""
+        allocating is enough, no zeros are uploaded.
+
+        Raises:
+            NrtpyError: the model is unloaded (its runtime was reset).
+        """
+        self._check_loaded()
         rt = get_nrtpy_singleton()
         tensors = []
         for out_name, meta in self.output_tensors_info.items():
-            shape = tuple(meta.shape) or (meta.size,)
-            dtype = numpy_dtype(self._dtype_of(out_name, meta), meta.size, shape)
-            if meta.shape == [] and dtype.itemsize != meta.size:
-                shape = (meta.size // max(dtype.itemsize, 1),)
-            ref = rt.allocate_tensor(meta.size, self.model_ref.core_id, out_name)
-            tensors.append(NrtpyTensor(ref, shape, dtype, out_name))
+            tensors.append(self._allocate_output(rt, out_name, meta))
         return tensors
+
+    def _allocate_output(self, rt: Any, out_name: str,
+                         meta: TensorMetadata) -> NrtpyTensor:
+        shape = tuple(meta.shape)
+        dtype = numpy_dtype(self._dtype_of(out_name, meta), meta.size,
+                            shape or (meta.size,))
+        if not shape:
+            # No shape: a scalar when one element fills it, else a 1-D
+            # array of the elements (or bytes) it holds.
+            shape = () if dtype.itemsize == meta.size else \
+                (meta.size // max(dtype.itemsize, 1),)
+        ref = rt.allocate_tensor(meta.size, self.model_ref.core_id, out_name)
+        return NrtpyTensor(ref, shape, dtype, out_name)
+
+    def _auto_outputs(self, inputs: Mapping[str, Any]) -> dict[str, NrtpyTensor]:
+        """New output tensors, except that output ``<o>`` reuses the input
+        ``<o>.must_alias_input`` when given (the compiler's convention for
+        a parameter the kernel updates in place)."""
+        rt = get_nrtpy_singleton()
+        outputs: dict[str, Any] = {}
+        for out_name, meta in self.output_tensors_info.items():
+            alias = inputs.get(f"{out_name}{MUST_ALIAS_SUFFIX}")
+            if alias is not None and f"{out_name}{MUST_ALIAS_SUFFIX}" in self.input_tensors_info:
+                outputs[out_name] = alias
+            else:
+                outputs[out_name] = self._allocate_output(rt, out_name, meta)
+        return outputs
 
     def _describe(self, infos: Mapping[str, TensorMetadata]) -> str:
         return ", ".join(
             f"{k}: shape={list(v.shape)} dtype={self._dtype_of(k, v)} "
             f"core={self.model_ref.core_id}" for k, v in infos.items())
 
+    def _expectations(self, infos: Mapping[str, TensorMetadata]
+                      ) -> dict[str, tuple[tuple[int, ...] | None, int, np.dtype | None]]:
+        """Per name: shape (None when the NEFF has none), byte size, and the
+        dtype to match (None when the NEFF does not say)."""
+        out = {}
+        for k, v in infos.items():
+            want = self._dtype_of(k, v)
+            dtype = None if want == "unknown" else numpy_dtype(want, v.size, tuple(v.shape))
+            out[k] = (tuple(v.shape) or None, v.size, dtype)
+        return out
+
     def _check_tensor(self, label: str, key: str, tensor: Any,
-                      meta: TensorMetadata, expected: str) -> None:
+                      expect: tuple[tuple[int, ...] | None, int, np.dtype | None],
+                      infos: Mapping[str, TensorMetadata]) -> None:
+        shape, size, want = expect
         ref = getattr(tensor, "tensor_ref", None)
         if ref is None or not hasattr(tensor, "shape") or not hasattr(tensor, "dtype"):
             raise TypeError(f"{label} {key!r} must be an NrtpyTensor, got "
                             f"{type(tensor).__name__}")
-        if ref.core_id != self.model_ref.core_id:
+        core = self.model_ref.core_id
+        have = tensor.dtype
+        if ref.core_id == core and (shape is None or tensor.shape == shape) \
+                and ref.size == size and (want is None or have == want):
+            return  # the common case, checked without building messages
+        expected = self._describe(infos)
+        if ref.core_id != core:
             raise ValueError(
                 f"{label} {key}: expected model and tensor on the same core, "
-                f"got model core_id {self.model_ref.core_id} and tensor "
-                f"core_id {ref.core_id}. Expected: {expected}")
-        if meta.shape and tuple(tensor.shape) != tuple(meta.shape):
-            raise ValueError(f"{label} {key}: expected shape {list(meta.shape)}, "
+                f"got model core_id {core} and tensor core_id {ref.core_id}. "
+                f"Expected: {expected}")
+        if shape is not None and tuple(tensor.shape) != shape:
+            raise ValueError(f"{label} {key}: expected shape {list(shape)}, "
                              f"got {tuple(tensor.shape)}. Expected: {expected}")
-        if ref.size != meta.size:
-            raise ValueError(f"{label} {key}: expected {meta.size} bytes, got "
+        if ref.size != size:
+            raise ValueError(f"{label} {key}: expected {size} bytes, got "
                              f"{ref.size}. Expected: {expected}")
-        want = self._dtype_of(key, meta)
-        have = np.dtype(tensor.dtype)
-        if want == "unknown":
-            return
-        if want == "int8" and have in _FP8:
-            return
-        if have.name != want:
-            raise ValueError(f"{label} {key}: expected dtype {want}, got "
+        have = np.dtype(have)
+        if want is not None and have != want and \
+                not (want == np.dtype(np.int8) and have in _FP8):
+            raise ValueError(f"{label} {key}: expected dtype {want.name}, got "
                              f"{have.name}. Expected: {expected}")
 
     def _validate_io(self, inputs: Mapping[str, Any],
                      outputs: Mapping[str, Any]) -> None:
-        for label, given, infos in (("Input", inputs, self.input_tensors_info),
-                                    ("Output", outputs, self.output_tensors_info)):
-            expected = self._describe(infos)
-            unknown = set(given) - set(infos)
-            if unknown:
-                raise ValueError(
-                    f"Unknown {label.lower()}(s) {sorted(unknown)} for model "
-                    f"'{self.name}'. Expected {label.lower()}s: {expected}")
-            missing = [k for k in infos if k not in given]
-            if missing:
+        if self._expect is None:
+            self._expect = (self._expectations(self.input_tensors_info),
+                            self._expectations(self.output_tensors_info))
+        for label, given, infos, expect in (
+                ("Input", inputs, self.input_tensors_info, self._expect[0]),
+                ("Output", outputs, self.output_tensors_info, self._expect[1])):
+            if len(given) != len(expect) or any(k not in expect for k in given):
+                expected = self._describe(infos)
+                unknown = set(given) - set(infos)
+                if unknown:
+                    raise ValueError(
+                        f"Unknown {label.lower()}(s) {sorted(unknown)} for model "
+                        f"'{self.name}'. Expected {label.lower()}s: {expected}")
+                missing = [k for k in infos if k not in given]
                 raise ValueError(
                     f"Missing {label.lower()}(s) {missing} for model "
                     f"'{self.name}'. Expected {label.lower()}s: {expected}")
             for key, tensor in given.items():
-                self._check_tensor(label, key, tensor, infos[key], expected)
+                self._check_tensor(label, key, tensor, expect[key], infos)
 
     def _refs(self, tensors: Mapping[str, Any]) -> dict[str, Any]:
         return {k: v.tensor_ref for k, v in tensors.items()}
@@ -234,7 +304,9 @@ class NrtpyModel:
         """Execute once.
 
         Returns the outputs (new tensors, by output name) when ``outputs``
-        is None, else None.  With ``save_trace`` the emulator writes a trace
+        is None, else None.  An output ``<o>`` whose input
+        ``<o>.must_alias_input`` is given is that input tensor, updated in
+        place, not a new one.  With ``save_trace`` the emulator writes a trace
         of the execution to ``ntff_name`` (default: the NEFF path with
         ``.ntff``) in Chrome trace-event JSON, which Perfetto opens.
 
@@ -244,14 +316,17 @@ class NrtpyModel:
                 the model expects).
             NrtError: the execution failed (e.g. NRT_EXEC_OOB for an
                 out-of-bounds gather).
+            NrtpyError: the model is unloaded, or a tensor is freed.
         """
+        self._check_loaded()
         auto = outputs is None
         if outputs is None:
-            outputs = {t.name: t for t in self.allocate_output_tensors()}
+            outputs = self._auto_outputs(inputs)
         self._validate_io(inputs, outputs)
-        if ntff_name is None:
+        if save_trace and ntff_name is None:
             ntff_name = str(self.neff_path.with_suffix("")) + ".ntff"
-        logger.info("Executing model: %r", self.model_ref)
+        if logger.isEnabledFor(logging.INFO):
+            logger.info("Executing model: %r", self.model_ref)
         get_nrtpy_singleton().execute(self.model_ref, self._refs(inputs),
                                       self._refs(outputs), ntff_name,
                                       bool(save_trace))
@@ -269,6 +344,7 @@ class NrtpyModel:
 
         Raises:
             ValueError: unknown mode, or ``benchmark_iter < 1``.
+            NrtpyError: the model is unloaded, or a tensor is freed.
         """
         if mode not in ("device", "host"):
             raise ValueError(f"Invalid benchmark mode '{mode}'. Use 'device' or 'host'.")
@@ -278,8 +354,9 @@ class NrtpyModel:
         if isinstance(warmup_iter, bool) or not isinstance(warmup_iter, int) \
                 or warmup_iter < 0:
             raise ValueError(f"warmup_iter must be a non-negative int, got {warmup_iter!r}")
+        self._check_loaded()
         if outputs is None:
-            outputs = {t.name: t for t in self.allocate_output_tensors()}
+            outputs = self._auto_outputs(inputs)
         self._validate_io(inputs, outputs)
         rt = get_nrtpy_singleton()
         ins, outs = self._refs(inputs), self._refs(outputs)

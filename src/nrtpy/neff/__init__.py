@@ -20,7 +20,8 @@ comparisons, unary ufuncs (``np.exp``, ``np.tanh``, ...), ``np.maximum``,
 ``np.minimum``, ``np.where``, ``np.sum/mean/max/min/prod/argmax/argmin``
 with ``axis=`` and ``keepdims=``, ``np.matmul``, ``np.take``,
 ``np.transpose`` / ``.T``, ``reshape``, ``astype``, ``np.concatenate``,
-``np.broadcast_to``, basic slicing with constants, and this module's
+``np.broadcast_to``, basic slicing with constants (ints, slices, ``None``,
+``...``), ``& | ^ ~`` on booleans, and this module's
 ``relu``, ``gelu``, ``sigmoid``, ``rsqrt``, ``softmax``.  Anything else raises
 ``TypeError`` naming the operation.
 """
@@ -32,7 +33,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -62,12 +63,14 @@ def _input_names(fn: Callable[..., Any], count: int) -> list[str]:
 
 def _npy_bytes(array: np.ndarray) -> bytes:
     buf = io.BytesIO()
-    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    array = np.ascontiguousarray(array).reshape(np.shape(array))
+    np.save(buf, array, allow_pickle=False)
     return buf.getvalue()
 
 
 def compile(fn: Callable[..., Any], *example_inputs: Any,
-            path: str | Path, name: str | None = None) -> Path:
+            path: str | Path, name: str | None = None,
+            output_names: Sequence[str] | None = None) -> Path:
     """Trace ``fn`` over arrays shaped like ``example_inputs``; write a NEFF.
 
     Args:
@@ -76,6 +79,8 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
             fix each input's shape and dtype; their values are not used.
         path: where to write the NEFF.
         name: the NEFF's name (default: ``fn.__name__``).
+        output_names: names for the outputs instead of ``output_0``,
+            ``output_1``, ... (one per returned array).
 
     Returns:
         ``path``, as a ``Path``.
@@ -97,13 +102,28 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
 
     result = fn(*inputs)
     results = result if isinstance(result, tuple) else (result,)
+    if output_names is None:
+        output_names = [f"output_{i}" for i in range(len(results))]
+    output_names = list(output_names)
+    if len(output_names) != len(results):
+        raise ValueError(f"{len(output_names)} output names for "
+                         f"{len(results)} outputs")
+    taken = set(names)
+    for out_name in output_names:
+        # Program temporaries and constants are named "tmp.N"/"const.N";
+        # parameter names cannot contain a dot, output names must not.
+        if not isinstance(out_name, str) or not out_name or "." in out_name \
+                or out_name in taken:
+            raise ValueError(f"output name {out_name!r} must be a non-empty "
+                             f"str without '.', distinct from the inputs "
+                             f"{names} and the other outputs")
+        taken.add(out_name)
     writers: dict[str, int] = {}
     for op in program.ops:
         writers[op["out"]] = writers.get(op["out"], 0) + 1
 
     outputs = []
-    for i, value in enumerate(results):
-        out_name = f"output_{i}"
+    for out_name, value in zip(output_names, results):
         t = program.operand(value)
         if 0 in t.shape:
             raise ValueError(f"{out_name} has no elements (shape {t.shape}); "
@@ -172,9 +192,10 @@ def inspect(path: str | Path) -> dict[str, Any]:
         FileNotFoundError: no file at ``path``.
         ValueError: the file is not a valid NEFF.
     """
-    header, files = _container.read(path)
-    subgraphs = sorted({m.group(1) for f in files
-                        if (m := re.fullmatch(r"(sg\d\d+)/def\.json", f))},
+    def_json = re.compile(r"(sg\d\d+)/def\.json")
+    header, files, names = _container.read_members(
+        path, lambda f: def_json.fullmatch(f) is not None)
+    subgraphs = sorted({m.group(1) for f in files if (m := def_json.fullmatch(f))},
                        key=lambda s: int(s[2:]))
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -184,16 +205,25 @@ def inspect(path: str | Path) -> dict[str, Any]:
             definition = json.loads(files[f"{sg}/def.json"])
         except ValueError as e:
             raise ValueError(f"{path}: {sg}/def.json is not valid JSON: {e}") from None
+        variables = definition.get("var", {}) if isinstance(definition, dict) else None
+        if not isinstance(variables, dict):
+            raise ValueError(f"{path}: {sg}/def.json has no \"var\" object")
         if "emulator_program" not in definition:
             has_program = False
-        for vname, v in definition.get("var", {}).items():
+        for vname, v in variables.items():
             if not isinstance(v, dict) or v.get("type") not in ("input", "output"):
                 continue
-            size = int(v.get("size", 0))
+            size, shape, dtype = v.get("size", 0), v.get("shape"), v.get("dtype", "unknown")
+            if isinstance(size, bool) or not isinstance(size, int) or size < 0 or \
+                    not (shape is None or (isinstance(shape, list) and all(
+                        isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                        for d in shape))) or not isinstance(dtype, str):
+                raise ValueError(f"{path}: {sg}/def.json: bad size, shape or "
+                                 f"dtype of {v['type']} {vname!r}: {v}")
             entry = {"name": vname, "size": size,
-                     "shape": list(v.get("shape", [size])),
-                     "dtype": v.get("dtype", "unknown")}
+                     "shape": list(shape) if shape is not None else [size],
+                     "dtype": dtype}
             (inputs if v["type"] == "input" else outputs).append(entry)
     return {"header": header, "inputs": inputs, "outputs": outputs,
             "subgraphs": subgraphs, "emulator_program": has_program,
-            "files": sorted(files)}
+            "files": sorted(names)}

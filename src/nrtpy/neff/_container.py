@@ -10,12 +10,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import struct
 import tarfile
 import time
 import uuid
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HEADER_SIZE = 1024
 SUPPORTED_FEATURES = 0x80000000000000FF
@@ -105,26 +107,48 @@ def write(path: str | Path, files: dict[str, bytes], *, name: str,
     return path
 
 
-def read(path: str | Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Header fields and archive members of the NEFF at `path`."""
-    raw = Path(path).read_bytes()
-    header = unpack_header(raw)
-    if header["header_size"] != HEADER_SIZE:
-        raise ValueError(f"{path}: header_size is {header['header_size']}, "
-                         f"expected {HEADER_SIZE}")
-    payload = raw[HEADER_SIZE:]
-    if header["data_size"] != len(payload):
-        raise ValueError(f"{path}: data_size is {header['data_size']} but "
-                         f"{len(payload)} payload bytes follow the header")
-    if payload[:2] == b"\x1f\x8b":
-        payload = gzip.decompress(payload)
-    files: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(payload), mode="r:") as tar:
-        for member in tar:
-            if not member.isfile():
-                continue
-            fh = tar.extractfile(member)
-            assert fh is not None  # isfile() members always have data
-            name = member.name[2:] if member.name.startswith("./") else member.name
-            files[name] = fh.read()
+def read(path: str | Path,
+         select: Callable[[str], bool] | None = None,
+         ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Header fields and archive members of the NEFF at `path`.
+
+    With `select`, only the members it accepts are returned (the others are
+    skipped without being kept in memory: a NEFF's weights can be large).
+    """
+    header, files, _ = read_members(path, select)
     return header, files
+
+
+def read_members(path: str | Path,
+                 select: Callable[[str], bool] | None = None,
+                 ) -> tuple[dict[str, Any], dict[str, bytes], list[str]]:
+    """(header, selected members' contents, names of all members)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        header = unpack_header(f.read(HEADER_SIZE))
+        if header["header_size"] != HEADER_SIZE:
+            raise ValueError(f"{path}: header_size is {header['header_size']}, "
+                             f"expected {HEADER_SIZE}")
+        if header["data_size"] != size - HEADER_SIZE:
+            raise ValueError(f"{path}: data_size is {header['data_size']} but "
+                             f"{size - HEADER_SIZE} payload bytes follow the header")
+        gzipped = f.read(2) == b"\x1f\x8b"
+        f.seek(HEADER_SIZE)
+        files: dict[str, bytes] = {}
+        names: list[str] = []
+        try:
+            # Streamed ("r|"): the payload is never held in memory whole.
+            with tarfile.open(fileobj=f, mode="r|gz" if gzipped else "r|") as tar:
+                for member in tar:
+                    if not member.isfile():
+                        continue
+                    name = member.name[2:] if member.name.startswith("./") else member.name
+                    names.append(name)
+                    if select is None or select(name):
+                        fh = tar.extractfile(member)
+                        assert fh is not None  # isfile() members always have data
+                        files[name] = fh.read()
+        except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+            raise ValueError(f"{path}: the payload is not a valid (gzip) tar "
+                             f"archive: {e}") from None
+    return header, files, names

@@ -36,6 +36,11 @@ _BINARY = {
     np.greater_equal: "greater_equal", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_xor: "logical_xor",
 }
+# Bitwise ufuncs that nrtpy supports on booleans only, as logical ops.
+_BOOL_BITWISE = {
+    np.bitwise_and: np.logical_and, np.bitwise_or: np.logical_or,
+    np.bitwise_xor: np.logical_xor, np.invert: np.logical_not,
+}
 _DTYPES = {
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
     "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3",
@@ -58,7 +63,9 @@ class Program:
         self.buffers: dict[str, dict[str, Any]] = {}
         self.ops: list[dict[str, Any]] = []
         self.consts: dict[str, np.ndarray] = {}
-        self._const_ids: dict[int, Traced] = {}
+        # id(array) -> (array, its constant).  The array is kept so that its
+        # id is not reused by another (temporary) array while tracing.
+        self._const_ids: dict[int, tuple[np.ndarray, Traced]] = {}
         self._n = 0
 
     def buffer(self, kind: str, shape: tuple[int, ...], dtype: np.dtype,
@@ -67,7 +74,7 @@ class Program:
             raise ValueError(f"nrtpy.neff.compile: arrays of {len(shape)} "
                              f"dimensions are not supported (at most {MAX_DIMS})")
         if name is None:
-            name = f"t{self._n}"
+            name = f"tmp.{self._n}"
             self._n += 1
         self.buffers[name] = {"kind": kind, "dtype": dtype_name(dtype),
                               "shape": [int(d) for d in shape]}
@@ -76,13 +83,15 @@ class Program:
     def const(self, array: np.ndarray) -> Traced:
         key = id(array)
         if key in self._const_ids:
-            return self._const_ids[key]
-        array = np.ascontiguousarray(array)
-        name = f"const_{len(self.consts)}"
+            return self._const_ids[key][1]
+        original = array
+        # (np.ascontiguousarray makes 0-d arrays 1-d: keep the shape)
+        array = np.ascontiguousarray(array).reshape(np.shape(array))
+        name = f"const.{len(self.consts)}"
         t = self.buffer("const", array.shape, array.dtype, name)
         self.buffers[name]["var"] = name
         self.consts[name] = array
-        self._const_ids[key] = t
+        self._const_ids[key] = (original, t)
         return t
 
     def emit(self, op: str, inputs: Sequence[Traced], shape: tuple[int, ...],
@@ -180,6 +189,13 @@ class Traced(np.lib.mixins.NDArrayOperatorsMixin):
     def __repr__(self) -> str:
         return f"Traced({self.name}, shape={self.shape}, dtype={self.dtype})"
 
+    def __getattr__(self, name: str) -> Any:
+        # Only called for attributes Traced lacks: name NumPy's, if it is one.
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            raise TypeError(f"nrtpy.neff.compile: unsupported operation "
+                            f"numpy.ndarray.{name}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __bool__(self) -> bool:
         raise TypeError("nrtpy.neff.compile: the truth value of a traced "
                         "array is not known while tracing (data-dependent "
@@ -194,9 +210,16 @@ class Traced(np.lib.mixins.NDArrayOperatorsMixin):
         dtype = np.dtype(dtype)
         return self.program.emit("cast", [self], self.shape, dtype)
 
-    def reshape(self, *shape: Any, order: str = "C") -> Traced:
+    def reshape(self, *shape: Any, order: str = "C", **kw: Any) -> Traced:
         if order != "C":
             raise TypeError("nrtpy.neff.compile: only C-order reshape is supported")
+        # np.reshape(a, shape=...) (NumPy >= 2.1) or newshape=... (older)
+        for key in ("shape", "newshape"):
+            if key in kw and not shape:
+                shape = (kw.pop(key),)
+        if kw or not shape:
+            raise TypeError(f"reshape() got unexpected arguments {sorted(kw)}"
+                            if kw else "reshape() needs a shape")
         if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
             shape = tuple(shape[0])
         new = np.empty(self.shape, dtype=np.bool_).reshape(shape).shape
@@ -239,12 +262,26 @@ class Traced(np.lib.mixins.NDArrayOperatorsMixin):
     # -- NumPy protocols --------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any,
                         **kwargs: Any) -> Any:
-        if method != "__call__" or kwargs.get("out") is not None or \
-                kwargs.get("where", True) is not True:
+        # Keyword arguments change the result (dtype=, out=, where=...): only
+        # their defaults are accepted, never silently ignored.
+        unsupported = sorted(k for k, v in kwargs.items()
+                             if not (k in _UFUNC_DEFAULTS and _is_default(v, _UFUNC_DEFAULTS[k])))
+        if method != "__call__" or unsupported:
             raise TypeError(f"nrtpy.neff.compile: unsupported operation "
-                            f"numpy.{ufunc.__name__}.{method} with {sorted(kwargs)}")
+                            f"numpy.{ufunc.__name__}.{method} with {unsupported}"
+                            if method != "__call__" else
+                            f"nrtpy.neff.compile: unsupported arguments to "
+                            f"numpy.{ufunc.__name__}: {unsupported}")
         if ufunc is np.matmul:
             return _matmul(self.program, *inputs)
+        if ufunc in _BOOL_BITWISE:
+            # `&`, `|`, `^` and `~` of booleans (masks such as (x > 0) & (x < 1))
+            # are the logical ops; the emulator has no integer bitwise ops.
+            loop = ufunc.resolve_dtypes(tuple(_weak(v) for v in inputs) + (None,))
+            if loop[-1] != np.bool_:
+                raise TypeError(f"nrtpy.neff.compile: unsupported operation "
+                                f"numpy.{ufunc.__name__} on {loop[0]} (only on bool)")
+            ufunc = _BOOL_BITWISE[ufunc]
         if ufunc in _UNARY:
             (x,) = inputs
             x = self.program.operand(x)
@@ -260,9 +297,21 @@ class Traced(np.lib.mixins.NDArrayOperatorsMixin):
                            kwargs: Any) -> Any:
         impl = _FUNCTIONS.get(func)
         if impl is None:
+            module = getattr(func, "__module__", None) or "numpy"
             raise TypeError(f"nrtpy.neff.compile: unsupported operation "
-                            f"numpy.{getattr(func, '__name__', func)}")
+                            f"{module}.{getattr(func, '__name__', func)}")
         return impl(*args, **kwargs)
+
+
+# The ufunc keyword arguments accepted, with the only value accepted.
+_UFUNC_DEFAULTS: dict[str, Any] = {"out": None, "where": True, "casting": "same_kind",
+                                   "order": "K", "subok": True}
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    if default is None:  # out=None arrives as a tuple of Nones
+        return value is None or (isinstance(value, tuple) and all(v is None for v in value))
+    return value is default or (isinstance(value, str) and value == default)
 
 
 def _program_of(*values: Any) -> Program:
@@ -284,7 +333,9 @@ def _weak(value: Any) -> Any:
     if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value).dtype
     if isinstance(value, bool):
-        return bool
+        # (resolve_dtypes takes no Python bool; the bool dtype is the lowest
+        # kind, so it promotes like a weak bool would)
+        return np.dtype(np.bool_)
     if isinstance(value, numbers.Integral):
         return int
     if isinstance(value, numbers.Real):
@@ -364,28 +415,34 @@ def _argreduce(op: str, x: Any, axis: Any, keepdims: bool) -> Traced:
 def _getitem(x: Traced, key: Any) -> Traced:
     if not isinstance(key, tuple):
         key = (key,)
-    if any(k is None for k in key) or any(isinstance(k, (Traced, np.ndarray, list)) for k in key):
+    if any(isinstance(k, (Traced, np.ndarray, list, bool, np.bool_)) for k in key):
         raise TypeError("nrtpy.neff.compile: only basic slicing with constant "
-                        "ints, slices and ... is supported (use np.take for "
-                        "gathers)")
+                        "ints, slices, None and ... is supported (use np.take "
+                        "for gathers)")
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
-        fill = x.ndim - (len(key) - 1)
-        key = key[:i] + (slice(None),) * fill + key[i + 1:]
-    if len(key) > x.ndim:
+    used = sum(k is not None and k is not Ellipsis for k in key)  # dims indexed
+    if used > x.ndim:
         raise IndexError(f"too many indices for a {x.ndim}-d array")
-    key = key + (slice(None),) * (x.ndim - len(key))
-    start, step, shape, keep = [], [], [], []
-    for dim, k in zip(x.shape, key):
+    if any(k is Ellipsis for k in key):
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - used) + key[i + 1:]
+    else:
+        key = key + (slice(None),) * (x.ndim - used)
+    start, step, shape, final = [], [], [], []
+    dims = iter(x.shape)
+    for k in key:
+        if k is None:  # np.newaxis: a new dimension of 1
+            final.append(1)
+            continue
+        dim = next(dims)
         if isinstance(k, slice):
             s0, s1, st = k.indices(dim)
             n = len(range(s0, s1, st))
             start.append(s0 if n else 0)
             step.append(st)
             shape.append(n)
-            keep.append(n)
+            final.append(n)
         elif isinstance(k, (int, np.integer)):
             i = int(k)
             if not -dim <= i < dim:
@@ -395,9 +452,11 @@ def _getitem(x: Traced, key: Any) -> Traced:
             shape.append(1)
         else:
             raise TypeError(f"nrtpy.neff.compile: unsupported index {k!r}")
-    out = x.program.emit("slice", [x], tuple(shape), x.dtype, start=start, step=step)
-    if tuple(keep) != tuple(shape):
-        out = x.program.emit("reshape", [out], tuple(keep), x.dtype)
+    out = x
+    if any(n != d or st != 1 for n, d, st in zip(shape, x.shape, step)):
+        out = x.program.emit("slice", [x], tuple(shape), x.dtype, start=start, step=step)
+    if tuple(final) != tuple(out.shape):
+        out = x.program.emit("reshape", [out], tuple(final), x.dtype)
     return out
 
 
@@ -461,6 +520,10 @@ def _f_broadcast_to(array: Any, shape: Any, subok: bool = False) -> Traced:
     return program.emit("broadcast_to", [t], shape, t.dtype)
 
 
+def _unsupported(what: str) -> Any:
+    raise TypeError(f"nrtpy.neff.compile: unsupported operation {what}")
+
+
 def _method(name: str) -> Callable[..., Any]:
     def impl(a: Any, *args: Any, **kwargs: Any) -> Any:
         if not isinstance(a, Traced):
@@ -477,7 +540,8 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.where: _f_where, np.take: _f_take, np.concatenate: _f_concatenate,
     np.broadcast_to: _f_broadcast_to,
     np.matmul: lambda a, b, **kw: _matmul(_program_of(a, b), a, b),
-    np.dot: lambda a, b, out=None: _matmul(_program_of(a, b), a, b),
+    np.dot: lambda a, b, out=None: _matmul(_program_of(a, b), a, b) if out is None
+    else _unsupported("numpy.dot with out="),
 }
 for _name in ("amax", "amin"):
     if hasattr(np, _name):

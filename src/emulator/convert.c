@@ -1,0 +1,771 @@
+/*
+ * convert.c - conversions between element types (rules in convert.h).
+ *
+ * Every conversion is a load into one of four "wide" types (float32,
+ * float64, int64, uint64) that holds every value of the source exactly or
+ * as NumPy would first round it, followed by a store from the wide type.
+ * The kernels compute in exactly these four types, so loading operands
+ * and storing results are the two halves used on their own, and they get
+ * the vectorised loops.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "convert.h"
+#include "simd.h"
+
+#if defined(__FLT16_MAX__)
+#define HAVE_FLOAT16 1
+#else
+#define HAVE_FLOAT16 0
+#endif
+
+/* Elements converted per round trip through the wide type. */
+#define CHUNK 256
+
+/* An IEEE-like small float.  `finite` formats (e4m3fn) have no infinity;
+ * their only NaN has every exponent and mantissa bit set. */
+struct minifloat {
+    int man_bits;
+    int exp_bits;
+    int bias;
+    bool finite;
+};
+
+static const struct minifloat fmt_half = {10, 5, 15, false};
+static const struct minifloat fmt_e4m3 = {3, 4, 7, false};
+static const struct minifloat fmt_e4m3fn = {3, 4, 7, true};
+static const struct minifloat fmt_e5m2 = {2, 5, 15, false};
+static const struct minifloat fmt_e3m4 = {4, 3, 3, false};
+
+static const struct minifloat *
+fp8_format(enum nrtemu_dtype dt)
+{
+    switch (dt) {
+    case NRTEMU_DTYPE_FLOAT8_E4M3:
+        return &fmt_e4m3;
+    case NRTEMU_DTYPE_FLOAT8_E4M3FN:
+        return &fmt_e4m3fn;
+    case NRTEMU_DTYPE_FLOAT8_E5M2:
+        return &fmt_e5m2;
+    default:
+        return &fmt_e3m4;
+    }
+}
+
+static int
+fp8_index(enum nrtemu_dtype dt)
+{
+    return (int)dt - (int)NRTEMU_DTYPE_FLOAT8_E4M3;
+}
+
+static uint32_t
+float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float
+bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/*
+ * Round `x` to the format, to nearest even.  Working from the float64
+ * bits covers both float32 sources (exactly representable) and float64
+ * ones (float16 is rounded from float64 directly, as NumPy does).
+ */
+static uint32_t
+encode_minifloat(double x, const struct minifloat *fmt)
+{
+    const int m_bits = fmt->man_bits;
+    const uint32_t exp_ones = (1u << fmt->exp_bits) - 1;
+    const uint32_t nan_code =
+        fmt->finite ? (exp_ones << m_bits) | ((1u << m_bits) - 1)
+                    : (exp_ones << m_bits) | (1u << (m_bits - 1));
+    const uint32_t inf_code = fmt->finite ? nan_code : exp_ones << m_bits;
+    const uint32_t max_code = fmt->finite ? nan_code - 1 : inf_code - 1;
+    uint64_t bits, mant, base, rem, half;
+    uint32_t sign;
+    int exp, target_exp, shift;
+
+    memcpy(&bits, &x, sizeof bits);
+    sign = (uint32_t)(bits >> 63) << (fmt->exp_bits + m_bits);
+    exp = (int)((bits >> 52) & 0x7ff);
+    mant = bits & ((1ull << 52) - 1);
+    if (exp == 0x7ff) {
+        return sign | (mant != 0 ? nan_code : inf_code);
+    }
+    if (exp == 0) {
+        if (mant == 0) {
+            return sign;
+        }
+        exp = 1; /* float64 subnormal: far below every format's range */
+    } else {
+        mant |= 1ull << 52;
+    }
+    target_exp = exp - 1023 + fmt->bias;
+    if (target_exp >= 1 && (mant >> 52) != 0) {
+        /* Normal in the format: the mantissa carry may ripple into the
+         * exponent, which is exactly the right result. */
+        shift = 52 - m_bits;
+        base = ((uint64_t)target_exp << m_bits) +
+               ((mant & ((1ull << 52) - 1)) >> shift);
+    } else {
+        shift = 52 - m_bits + 1 - target_exp;
+        if (shift > 53) {
+            return sign; /* below half the smallest subnormal */
+        }
+        base = mant >> shift;
+    }
+    rem = mant & ((1ull << shift) - 1);
+    half = 1ull << (shift - 1);
+    if (rem > half || (rem == half && (base & 1) != 0)) {
+        base++;
+    }
+    if (base > max_code) {
+        return sign | inf_code;
+    }
+    return sign | (uint32_t)base;
+}
+
+static float
+decode_minifloat(uint32_t code, const struct minifloat *fmt)
+{
+    const int m_bits = fmt->man_bits;
+    const uint32_t exp_ones = (1u << fmt->exp_bits) - 1;
+    const uint32_t m_mask = (1u << m_bits) - 1;
+    uint32_t sign = (code >> (fmt->exp_bits + m_bits)) & 1;
+    uint32_t exp = (code >> m_bits) & exp_ones;
+    uint32_t mant = code & m_mask;
+    float mag;
+
+    if (exp == exp_ones && (!fmt->finite || mant == m_mask)) {
+        if (fmt->finite || mant != 0) {
+            /* Keep the payload in the top mantissa bits, as NumPy does
+             * for float16. */
+            return bits_float(
+                sign << 31 | 0x7f800000u |
+                (fmt->finite ? 0x400000u : mant << (23 - m_bits)));
+        }
+        return sign ? -INFINITY : INFINITY;
+    }
+    if (exp == 0) {
+        mag = ldexpf((float)mant, 1 - fmt->bias - m_bits);
+    } else {
+        mag = ldexpf((float)(mant | (1u << m_bits)),
+                     (int)exp - fmt->bias - m_bits);
+    }
+    return sign ? -mag : mag;
+}
+
+float
+nrtemu__half_to_float(uint16_t bits)
+{
+    return decode_minifloat(bits, &fmt_half);
+}
+
+/* NaN keeps its sign and top payload bits (NumPy's rule). */
+static uint16_t
+half_nan(uint64_t sign, uint64_t payload_top10)
+{
+    uint16_t m = (uint16_t)(payload_top10 & 0x3ff);
+    return (uint16_t)(sign << 15 | 0x7c00 | (m != 0 ? m : 0x200));
+}
+
+uint16_t
+nrtemu__float_to_half(float value)
+{
+    uint32_t u = float_bits(value);
+
+    if ((u & 0x7fffffff) > 0x7f800000) {
+        return half_nan(u >> 31, (u >> 13) & 0x3ff);
+    }
+    return (uint16_t)encode_minifloat(value, &fmt_half);
+}
+
+uint16_t
+nrtemu__double_to_half(double value)
+{
+    uint64_t u;
+
+    memcpy(&u, &value, sizeof u);
+    if ((u & ~(1ull << 63)) > 0x7ff0000000000000ull) {
+        return half_nan(u >> 63, (u >> 42) & 0x3ff);
+    }
+    return (uint16_t)encode_minifloat(value, &fmt_half);
+}
+
+float
+nrtemu__bfloat16_to_float(uint16_t bits)
+{
+    return bits_float((uint32_t)bits << 16);
+}
+
+uint16_t
+nrtemu__float_to_bfloat16(float value)
+{
+    uint32_t u = float_bits(value);
+
+    if ((u & 0x7fffffff) > 0x7f800000) {
+        return (uint16_t)(((u >> 16) & 0x8000) | 0x7fc0); /* ml_dtypes */
+    }
+    /* Adding just under half an ulp, plus one when the kept part is odd,
+     * carries exactly when rounding to nearest even goes up; overflow
+     * lands on infinity. */
+    u += 0x7fff + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+
+/* fp8 decoding is a table lookup; the tables are built once. */
+static float fp8_table[4][256];
+static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;
+
+static void
+fp8_build_tables(void)
+{
+    for (int t = 0; t < 4; t++) {
+        const struct minifloat *fmt =
+            fp8_format((enum nrtemu_dtype)(NRTEMU_DTYPE_FLOAT8_E4M3 + t));
+        for (uint32_t v = 0; v < 256; v++) {
+            fp8_table[t][v] = decode_minifloat(v, fmt);
+        }
+    }
+}
+
+static const float *
+fp8_decode_table(enum nrtemu_dtype dt)
+{
+    pthread_once(&fp8_once, fp8_build_tables);
+    return fp8_table[fp8_index(dt)];
+}
+
+float
+nrtemu__fp8_to_float(enum nrtemu_dtype fp8, uint8_t bits)
+{
+    return fp8_decode_table(fp8)[bits];
+}
+
+uint8_t
+nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value)
+{
+    /* A NaN becomes the format's one NaN code, signed (ml_dtypes). */
+    return (uint8_t)encode_minifloat(value, fp8_format(fp8));
+}
+
+/* Float to integer: see convert.h. */
+static inline int64_t
+float_to_i64(double x)
+{
+    if (x != x) {
+        return 0;
+    }
+    if (x >= 0x1p63) {
+        return INT64_MAX;
+    }
+    if (x < -0x1p63) {
+        return INT64_MIN;
+    }
+    return (int64_t)x;
+}
+
+static inline uint64_t
+float_to_u64(double x)
+{
+    if (x >= 0x1p63) {
+        return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
+    }
+    /* Negative values wrap, like a negative integer does. */
+    return (uint64_t)float_to_i64(x);
+}
+
+/*
+ * Loop over `n` elements of source type T, reading `src` with `stride`;
+ * the unit-stride case is separate so that it vectorises.
+ */
+#define LOAD_LOOP(T, EXPR)                       \
+    do {                                         \
+        const T *s_ = (const T *)src;            \
+        if (stride == 1) {                       \
+            for (size_t i = 0; i < n; i++) {     \
+                T v = s_[i];                     \
+                d[i] = (EXPR);                   \
+            }                                    \
+        } else {                                 \
+            for (size_t i = 0; i < n; i++) {     \
+                T v = s_[(ptrdiff_t)i * stride]; \
+                d[i] = (EXPR);                   \
+            }                                    \
+        }                                        \
+    } while (0)
+
+/* One case per integer type: INT_CASES(EXPR) with EXPR using `v`. */
+#define INT_LOAD_CASES(EXPR)          \
+    case NRTEMU_DTYPE_BOOL:           \
+        LOAD_LOOP(uint8_t, (v != 0)); \
+        break;                        \
+    case NRTEMU_DTYPE_INT8:           \
+        LOAD_LOOP(int8_t, EXPR);      \
+        break;                        \
+    case NRTEMU_DTYPE_INT16:          \
+        LOAD_LOOP(int16_t, EXPR);     \
+        break;                        \
+    case NRTEMU_DTYPE_INT32:          \
+        LOAD_LOOP(int32_t, EXPR);     \
+        break;                        \
+    case NRTEMU_DTYPE_INT64:          \
+        LOAD_LOOP(int64_t, EXPR);     \
+        break;                        \
+    case NRTEMU_DTYPE_UINT8:          \
+        LOAD_LOOP(uint8_t, EXPR);     \
+        break;                        \
+    case NRTEMU_DTYPE_UINT16:         \
+        LOAD_LOOP(uint16_t, EXPR);    \
+        break;                        \
+    case NRTEMU_DTYPE_UINT32:         \
+        LOAD_LOOP(uint32_t, EXPR);    \
+        break;                        \
+    case NRTEMU_DTYPE_UINT64:         \
+        LOAD_LOOP(uint64_t, EXPR);    \
+        break;
+
+/* Float sources of at most 32 bits, decoded exactly to float32. */
+#if HAVE_FLOAT16
+#define HALF_LOAD_CASE(EXPR)           \
+    case NRTEMU_DTYPE_FLOAT16:         \
+        LOAD_LOOP(_Float16, (float)v); \
+        break;
+#else
+#define HALF_LOAD_CASE(EXPR)                           \
+    case NRTEMU_DTYPE_FLOAT16:                         \
+        LOAD_LOOP(uint16_t, nrtemu__half_to_float(v)); \
+        break;
+#endif
+
+NRTEMU_MULTIVERSION
+static void
+load_f32(float *d, enum nrtemu_dtype from, const void *src, ptrdiff_t stride,
+         size_t n)
+{
+    switch (from) {
+        INT_LOAD_CASES((float)v)
+        HALF_LOAD_CASE(0)
+    case NRTEMU_DTYPE_BFLOAT16:
+        LOAD_LOOP(uint16_t, bits_float((uint32_t)v << 16));
+        break;
+    case NRTEMU_DTYPE_FLOAT32:
+        LOAD_LOOP(float, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        LOAD_LOOP(double, (float)v);
+        break;
+    case NRTEMU_DTYPE_FLOAT8_E4M3:
+    case NRTEMU_DTYPE_FLOAT8_E4M3FN:
+    case NRTEMU_DTYPE_FLOAT8_E5M2:
+    case NRTEMU_DTYPE_FLOAT8_E3M4: {
+        const float *table = fp8_decode_table(from);
+        LOAD_LOOP(uint8_t, table[v]);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+load_f64(double *d, enum nrtemu_dtype from, const void *src, ptrdiff_t stride,
+         size_t n)
+{
+    switch (from) {
+        INT_LOAD_CASES((double)v)
+    case NRTEMU_DTYPE_FLOAT32:
+        LOAD_LOOP(float, (double)v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        LOAD_LOOP(double, v);
+        break;
+    default: {
+        /* 16- and 8-bit floats: exact through float32. */
+        float tmp[CHUNK];
+        const char *s = src;
+        size_t elem = nrtemu__dtype_size(from);
+        for (size_t done = 0; done < n; done += CHUNK) {
+            size_t k = n - done < CHUNK ? n - done : CHUNK;
+            load_f32(tmp, from, s + (ptrdiff_t)done * stride * (ptrdiff_t)elem,
+                     stride, k);
+            for (size_t i = 0; i < k; i++) {
+                d[done + i] = tmp[i];
+            }
+        }
+        break;
+    }
+    }
+}
+
+/* Integers wrap; floats truncate (float_to_i64). */
+#define FLOAT_TO_INT_CASES(CONV)           \
+    case NRTEMU_DTYPE_FLOAT32:             \
+        LOAD_LOOP(float, CONV((double)v)); \
+        break;                             \
+    case NRTEMU_DTYPE_FLOAT64:             \
+        LOAD_LOOP(double, CONV(v));        \
+        break;
+
+static void
+load_i64(int64_t *d, enum nrtemu_dtype from, const void *src, ptrdiff_t stride,
+         size_t n)
+{
+    switch (from) {
+        INT_LOAD_CASES((int64_t)v)
+        FLOAT_TO_INT_CASES(float_to_i64)
+    default: {
+        float tmp[CHUNK];
+        const char *s = src;
+        size_t elem = nrtemu__dtype_size(from);
+        for (size_t done = 0; done < n; done += CHUNK) {
+            size_t k = n - done < CHUNK ? n - done : CHUNK;
+            load_f32(tmp, from, s + (ptrdiff_t)done * stride * (ptrdiff_t)elem,
+                     stride, k);
+            for (size_t i = 0; i < k; i++) {
+                d[done + i] = float_to_i64(tmp[i]);
+            }
+        }
+        break;
+    }
+    }
+}
+
+static void
+load_u64(uint64_t *d, enum nrtemu_dtype from, const void *src,
+         ptrdiff_t stride, size_t n)
+{
+    switch (from) {
+        INT_LOAD_CASES((uint64_t)v)
+        FLOAT_TO_INT_CASES(float_to_u64)
+    default: {
+        float tmp[CHUNK];
+        const char *s = src;
+        size_t elem = nrtemu__dtype_size(from);
+        for (size_t done = 0; done < n; done += CHUNK) {
+            size_t k = n - done < CHUNK ? n - done : CHUNK;
+            load_f32(tmp, from, s + (ptrdiff_t)done * stride * (ptrdiff_t)elem,
+                     stride, k);
+            for (size_t i = 0; i < k; i++) {
+                d[done + i] = float_to_u64(tmp[i]);
+            }
+        }
+        break;
+    }
+    }
+}
+
+/* Store loops: `s` is the contiguous wide source, `dst` the target. */
+#define STORE_LOOP(T, EXPR)              \
+    do {                                 \
+        T *d_ = (T *)dst;                \
+        for (size_t i = 0; i < n; i++) { \
+            __typeof__(s[0]) v = s[i];   \
+            d_[i] = (T)(EXPR);           \
+        }                                \
+    } while (0)
+
+/* Integer targets from an integer wide type: wrap through uint64. */
+#define INT_STORE_CASES(TO_U64)                   \
+    case NRTEMU_DTYPE_BOOL:                       \
+        STORE_LOOP(uint8_t, v != 0);              \
+        break;                                    \
+    case NRTEMU_DTYPE_INT8:                       \
+        STORE_LOOP(int8_t, (uint8_t)TO_U64(v));   \
+        break;                                    \
+    case NRTEMU_DTYPE_INT16:                      \
+        STORE_LOOP(int16_t, (uint16_t)TO_U64(v)); \
+        break;                                    \
+    case NRTEMU_DTYPE_INT32:                      \
+        STORE_LOOP(int32_t, (uint32_t)TO_U64(v)); \
+        break;                                    \
+    case NRTEMU_DTYPE_INT64:                      \
+        STORE_LOOP(int64_t, TO_U64(v));           \
+        break;                                    \
+    case NRTEMU_DTYPE_UINT8:                      \
+        STORE_LOOP(uint8_t, TO_U64(v));           \
+        break;                                    \
+    case NRTEMU_DTYPE_UINT16:                     \
+        STORE_LOOP(uint16_t, TO_U64(v));          \
+        break;                                    \
+    case NRTEMU_DTYPE_UINT32:                     \
+        STORE_LOOP(uint32_t, TO_U64(v));          \
+        break;                                    \
+    case NRTEMU_DTYPE_UINT64:                     \
+        STORE_LOOP(uint64_t, TO_U64(v));          \
+        break;
+
+#define AS_U64(x) ((uint64_t)(x))
+#define F_TO_U64(x) float_to_u64(x)
+
+static void
+store_fp8(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
+{
+    uint8_t *d = dst;
+
+    for (size_t i = 0; i < n; i++) {
+        d[i] = nrtemu__float_to_fp8(to, s[i]);
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+store_f32(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
+{
+    switch (to) {
+        INT_STORE_CASES(F_TO_U64)
+#if HAVE_FLOAT16
+    case NRTEMU_DTYPE_FLOAT16:
+        STORE_LOOP(_Float16, v);
+        break;
+#else
+    case NRTEMU_DTYPE_FLOAT16:
+        STORE_LOOP(uint16_t, nrtemu__float_to_half(v));
+        break;
+#endif
+    case NRTEMU_DTYPE_BFLOAT16:
+        STORE_LOOP(uint16_t, nrtemu__float_to_bfloat16(v));
+        break;
+    case NRTEMU_DTYPE_FLOAT32:
+        STORE_LOOP(float, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        STORE_LOOP(double, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT8_E4M3:
+    case NRTEMU_DTYPE_FLOAT8_E4M3FN:
+    case NRTEMU_DTYPE_FLOAT8_E5M2:
+    case NRTEMU_DTYPE_FLOAT8_E3M4:
+        store_fp8(dst, to, s, n);
+        break;
+    default:
+        break;
+    }
+}
+
+/* bfloat16 and fp8 from float64 or an integer go through float32
+ * (ml_dtypes); `from_wide` converts one wide value to float. */
+#define VIA_FLOAT32(TO_FLOAT)                                  \
+    do {                                                       \
+        float tmp_[CHUNK];                                     \
+        char *d_ = dst;                                        \
+        size_t elem_ = nrtemu__dtype_size(to);                 \
+        for (size_t done_ = 0; done_ < n; done_ += CHUNK) {    \
+            size_t k_ = n - done_ < CHUNK ? n - done_ : CHUNK; \
+            for (size_t i = 0; i < k_; i++) {                  \
+                tmp_[i] = TO_FLOAT(s[done_ + i]);              \
+            }                                                  \
+            store_f32(d_ + done_ * elem_, to, tmp_, k_);       \
+        }                                                      \
+    } while (0)
+
+#define TO_FLOAT(x) ((float)(x))
+
+NRTEMU_MULTIVERSION
+static void
+store_f64(void *dst, enum nrtemu_dtype to, const double *s, size_t n)
+{
+    switch (to) {
+        INT_STORE_CASES(F_TO_U64)
+    case NRTEMU_DTYPE_FLOAT16:
+        STORE_LOOP(uint16_t, nrtemu__double_to_half(v));
+        break;
+    case NRTEMU_DTYPE_FLOAT32:
+        STORE_LOOP(float, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        STORE_LOOP(double, v);
+        break;
+    default:
+        VIA_FLOAT32(TO_FLOAT);
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+store_i64(void *dst, enum nrtemu_dtype to, const int64_t *s, size_t n)
+{
+    switch (to) {
+        INT_STORE_CASES(AS_U64)
+    case NRTEMU_DTYPE_FLOAT32:
+        STORE_LOOP(float, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        STORE_LOOP(double, v);
+        break;
+    default:
+        VIA_FLOAT32(TO_FLOAT);
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+store_u64(void *dst, enum nrtemu_dtype to, const uint64_t *s, size_t n)
+{
+    switch (to) {
+        INT_STORE_CASES(AS_U64)
+    case NRTEMU_DTYPE_FLOAT32:
+        STORE_LOOP(float, v);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        STORE_LOOP(double, v);
+        break;
+    default:
+        VIA_FLOAT32(TO_FLOAT);
+        break;
+    }
+}
+
+enum wide { WIDE_F32, WIDE_F64, WIDE_I64, WIDE_U64 };
+
+/* The wide type that holds a source value before it is stored. */
+static enum wide
+wide_of(enum nrtemu_dtype dt)
+{
+    if (dt == NRTEMU_DTYPE_FLOAT64) {
+        return WIDE_F64;
+    }
+    if (nrtemu__dtype_is_float(dt)) {
+        return WIDE_F32;
+    }
+    if (nrtemu__dtype_is_unsigned_int(dt)) {
+        return WIDE_U64;
+    }
+    return WIDE_I64;
+}
+
+static void
+load_wide(enum wide w, void *d, enum nrtemu_dtype from, const void *src,
+          ptrdiff_t stride, size_t n)
+{
+    switch (w) {
+    case WIDE_F32:
+        load_f32(d, from, src, stride, n);
+        break;
+    case WIDE_F64:
+        load_f64(d, from, src, stride, n);
+        break;
+    case WIDE_I64:
+        load_i64(d, from, src, stride, n);
+        break;
+    case WIDE_U64:
+        load_u64(d, from, src, stride, n);
+        break;
+    }
+}
+
+static void
+store_wide(enum wide w, void *dst, enum nrtemu_dtype to, const void *s,
+           size_t n)
+{
+    switch (w) {
+    case WIDE_F32:
+        store_f32(dst, to, s, n);
+        break;
+    case WIDE_F64:
+        store_f64(dst, to, s, n);
+        break;
+    case WIDE_I64:
+        store_i64(dst, to, s, n);
+        break;
+    case WIDE_U64:
+        store_u64(dst, to, s, n);
+        break;
+    }
+}
+
+void
+nrtemu__convert(enum nrtemu_dtype to, void *dst, enum nrtemu_dtype from,
+                const void *src, ptrdiff_t src_stride, size_t n)
+{
+    size_t from_size = nrtemu__dtype_size(from);
+    size_t to_size = nrtemu__dtype_size(to);
+    enum wide w;
+
+    if (n == 0 || from_size == 0 || to_size == 0) {
+        return;
+    }
+    if (from == to && from != NRTEMU_DTYPE_BOOL) {
+        const ptrdiff_t stride = src_stride;
+        if (stride == 1) {
+            if (dst != src) {
+                memcpy(dst, src, n * from_size);
+            }
+            return;
+        }
+        switch (from_size) {
+        case 1: {
+            uint8_t *d = dst;
+            LOAD_LOOP(uint8_t, v);
+            return;
+        }
+        case 2: {
+            uint16_t *d = dst;
+            LOAD_LOOP(uint16_t, v);
+            return;
+        }
+        case 4: {
+            uint32_t *d = dst;
+            LOAD_LOOP(uint32_t, v);
+            return;
+        }
+        default: {
+            uint64_t *d = dst;
+            LOAD_LOOP(uint64_t, v);
+            return;
+        }
+        }
+    }
+    /* Loading straight into a wide target is the whole conversion. */
+    switch (to) {
+    case NRTEMU_DTYPE_FLOAT32:
+        load_f32(dst, from, src, src_stride, n);
+        return;
+    case NRTEMU_DTYPE_FLOAT64:
+        load_f64(dst, from, src, src_stride, n);
+        return;
+    case NRTEMU_DTYPE_INT64:
+        load_i64(dst, from, src, src_stride, n);
+        return;
+    case NRTEMU_DTYPE_UINT64:
+        load_u64(dst, from, src, src_stride, n);
+        return;
+    default:
+        break;
+    }
+    w = wide_of(from);
+    if (src_stride == 1 &&
+        ((w == WIDE_F32 && from == NRTEMU_DTYPE_FLOAT32) || (w == WIDE_F64) ||
+         (w == WIDE_I64 && from == NRTEMU_DTYPE_INT64) ||
+         (w == WIDE_U64 && from == NRTEMU_DTYPE_UINT64))) {
+        store_wide(w, dst, to, src, n);
+        return;
+    }
+    {
+        /* uint64 is the widest element: the buffer fits any wide type. */
+        uint64_t tmp[CHUNK];
+        const char *s = src;
+        char *d = dst;
+        for (size_t done = 0; done < n; done += CHUNK) {
+            size_t k = n - done < CHUNK ? n - done : CHUNK;
+            load_wide(w, tmp, from,
+                      s + (ptrdiff_t)done * src_stride * (ptrdiff_t)from_size,
+                      src_stride, k);
+            store_wide(w, d + done * to_size, to, tmp, k);
+        }
+    }
+}

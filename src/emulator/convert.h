@@ -1,0 +1,46 @@
+/*
+ * convert.h - conversions between the element types of dtype.h (internal).
+ *
+ * The rules are NumPy's `astype` (ml_dtypes' for bfloat16 and fp8), so
+ * that an emulated program gives the bytes NumPy gives:
+ *  - to a float type: round to nearest, ties to even.  bfloat16 and fp8
+ *    values are rounded from float32, as ml_dtypes does (a float64 or an
+ *    integer is first rounded to float32); float16 is rounded directly
+ *    from float32 or float64, as NumPy does.  Overflow gives infinity,
+ *    except for float8_e4m3fn, which has none and gives NaN (ml_dtypes).
+ *  - float to integer: truncation toward zero, then wrap-around to the
+ *    width of the type; NaN gives 0 and values beyond the int64 (uint64)
+ *    range saturate first.  NumPy leaves these two cases undefined.
+ *  - integer to integer: two's-complement wrap-around.
+ *  - to bool: nonzero (NaN included) is true; bool reads as 0 or 1, and
+ *    any nonzero byte in a bool buffer counts as true.
+ * NaN payloads are not preserved exactly: only NaN-ness and sign are.
+ */
+#ifndef NRTEMU_CONVERT_H
+#define NRTEMU_CONVERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dtype.h"
+
+/* Scalars.  `fp8` is one of the four NRTEMU_DTYPE_FLOAT8_* types. */
+float nrtemu__half_to_float(uint16_t bits);
+uint16_t nrtemu__float_to_half(float value);
+uint16_t nrtemu__double_to_half(double value);
+float nrtemu__bfloat16_to_float(uint16_t bits);
+uint16_t nrtemu__float_to_bfloat16(float value);
+float nrtemu__fp8_to_float(enum nrtemu_dtype fp8, uint8_t bits);
+uint8_t nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value);
+
+/*
+ * Convert `n` elements of type `from` at `src` into `n` contiguous
+ * elements of type `to` at `dst`.  `src_stride` is in elements and may be
+ * 0 (every element is src[0]) or negative.  `src` and `dst` are aligned
+ * for their types and do not overlap unless they are equal, the types
+ * have the same size and the stride is 1.
+ */
+void nrtemu__convert(enum nrtemu_dtype to, void *dst, enum nrtemu_dtype from,
+                     const void *src, ptrdiff_t src_stride, size_t n);
+
+#endif /* NRTEMU_CONVERT_H */

@@ -1,0 +1,804 @@
+/*
+ * kernel_elementwise.c - elementwise ops with NumPy broadcasting.
+ *
+ * The driver walks the broadcast shape (kernel_iter.h) and hands the
+ * innermost run, in blocks, to a loop specialised for the op and the
+ * compute type.  An operand that already has the compute type and is
+ * contiguous or a scalar along that run is read in place; any other is
+ * first converted into a block of scratch.  Results go straight to the
+ * output when it has the compute type, else through scratch and one
+ * conversion.  So float32 chains, scalar and row broadcasts run as plain
+ * loops over memory that GCC vectorises, and every other dtype mix costs
+ * one conversion per operand.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "convert.h"
+#include "kernel.h"
+#include "kernel_iter.h"
+#include "kernel_math.h"
+#include "simd.h"
+
+/* Elements per block: the blocks of all operands stay in L1/L2. */
+#define BLOCK 1024
+
+/*
+ * Loops of a binary op where either operand may be a scalar (flags sa,
+ * sb); a scalar is hoisted so that each loop vectorises.
+ */
+#define BIN_LOOP(T, EXPR)                    \
+    do {                                     \
+        if (sa) {                            \
+            const T x = a[0];                \
+            for (size_t i = 0; i < n; i++) { \
+                const T y = b[i];            \
+                o[i] = (EXPR);               \
+            }                                \
+        } else if (sb) {                     \
+            const T y = b[0];                \
+            for (size_t i = 0; i < n; i++) { \
+                const T x = a[i];            \
+                o[i] = (EXPR);               \
+            }                                \
+        } else {                             \
+            for (size_t i = 0; i < n; i++) { \
+                const T x = a[i];            \
+                const T y = b[i];            \
+                o[i] = (EXPR);               \
+            }                                \
+        }                                    \
+    } while (0)
+
+#define UN_LOOP(T, EXPR)                 \
+    do {                                 \
+        for (size_t i = 0; i < n; i++) { \
+            const T x = a[i];            \
+            o[i] = (EXPR);               \
+        }                                \
+    } while (0)
+
+/*
+ * Float remainder and floor division with NumPy's (and Python's) rules:
+ * the remainder takes the sign of the divisor, and the quotient is
+ * floor(a / b) computed from the exact remainder, so that
+ * a == b * q + r as closely as the format allows.
+ */
+#define DEFINE_FLOAT_DIVMOD(SFX, T, FMOD, FLOOR, COPYSIGN) \
+    static inline T SFX##_mod(T a, T b)                    \
+    {                                                      \
+        T r = FMOD(a, b);                                  \
+        if (b == 0) {                                      \
+            return r;                                      \
+        }                                                  \
+        if (r != 0) {                                      \
+            if ((b < 0) != (r < 0)) {                      \
+                r += b;                                    \
+            }                                              \
+        } else {                                           \
+            r = COPYSIGN((T)0, b);                         \
+        }                                                  \
+        return r;                                          \
+    }                                                      \
+    static inline T SFX##_floor_divide(T a, T b)           \
+    {                                                      \
+        T r, q, fq;                                        \
+        if (b == 0) {                                      \
+            return a / b;                                  \
+        }                                                  \
+        r = FMOD(a, b);                                    \
+        q = (a - r) / b;                                   \
+        if (r != 0 && (b < 0) != (r < 0)) {                \
+            q -= 1;                                        \
+        }                                                  \
+        if (q == 0) {                                      \
+            return COPYSIGN((T)0, a / b);                  \
+        }                                                  \
+        /* q is within rounding of an integer: snap it. */ \
+        fq = FLOOR(q);                                     \
+        if (q - fq > (T)0.5) {                             \
+            fq += 1;                                       \
+        }                                                  \
+        return fq;                                         \
+    }
+
+DEFINE_FLOAT_DIVMOD(f32, float, fmodf, floorf, copysignf)
+DEFINE_FLOAT_DIVMOD(f64, double, fmod, floor, copysign)
+
+static inline float
+f32_sigmoid(float x)
+{
+    return 1.0f / (1.0f + kmath_exp(-x));
+}
+
+static inline double
+f64_sigmoid(double x)
+{
+    return 1.0 / (1.0 + exp(-x));
+}
+
+/* The tanh approximation of GELU. */
+#define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
+
+static inline float
+f32_gelu(float x)
+{
+    float inner = (float)GELU_C * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + kmath_tanh(inner));
+}
+
+static inline double
+f64_gelu(double x)
+{
+    return 0.5 * x * (1.0 + tanh(GELU_C * (x + 0.044715 * x * x * x)));
+}
+
+/* np.sign: NaN stays NaN, both zeros give +0. */
+#define FLOAT_SIGN(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x) == 0 ? 0 : (x))
+/* np.maximum / np.minimum: NaN in either operand wins. */
+#define FLOAT_MAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
+#define FLOAT_MIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
+
+#define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, SIN, \
+                             COS, POW, FABS)                                 \
+    NRTEMU_MULTIVERSION                                                      \
+    static void SFX##_unary(enum nrtemu_op op, size_t n, const T *a, T *o)   \
+    {                                                                        \
+        switch (op) {                                                        \
+        case NRTEMU_OP_NEG:                                                  \
+            UN_LOOP(T, -x);                                                  \
+            break;                                                           \
+        case NRTEMU_OP_ABS:                                                  \
+            UN_LOOP(T, FABS(x));                                             \
+            break;                                                           \
+        case NRTEMU_OP_EXP:                                                  \
+            UN_LOOP(T, EXP(x));                                              \
+            break;                                                           \
+        case NRTEMU_OP_LOG:                                                  \
+            UN_LOOP(T, LOG(x));                                              \
+            break;                                                           \
+        case NRTEMU_OP_SQRT:                                                 \
+            UN_LOOP(T, SQRT(x));                                             \
+            break;                                                           \
+        case NRTEMU_OP_RSQRT:                                                \
+            UN_LOOP(T, (T)1 / SQRT(x));                                      \
+            break;                                                           \
+        case NRTEMU_OP_RECIPROCAL:                                           \
+            UN_LOOP(T, (T)1 / x);                                            \
+            break;                                                           \
+        case NRTEMU_OP_SQUARE:                                               \
+            UN_LOOP(T, x *x);                                                \
+            break;                                                           \
+        case NRTEMU_OP_TANH:                                                 \
+            UN_LOOP(T, TANH(x));                                             \
+            break;                                                           \
+        case NRTEMU_OP_SIGMOID:                                              \
+            UN_LOOP(T, SFX##_sigmoid(x));                                    \
+            break;                                                           \
+        case NRTEMU_OP_RELU:                                                 \
+            UN_LOOP(T, FLOAT_MAX(x, (T)0));                                  \
+            break;                                                           \
+        case NRTEMU_OP_GELU:                                                 \
+            UN_LOOP(T, SFX##_gelu(x));                                       \
+            break;                                                           \
+        case NRTEMU_OP_SIN:                                                  \
+            UN_LOOP(T, SIN(x));                                              \
+            break;                                                           \
+        case NRTEMU_OP_COS:                                                  \
+            UN_LOOP(T, COS(x));                                              \
+            break;                                                           \
+        case NRTEMU_OP_FLOOR:                                                \
+            UN_LOOP(T, FLOOR(x));                                            \
+            break;                                                           \
+        case NRTEMU_OP_CEIL:                                                 \
+            UN_LOOP(T, CEIL(x));                                             \
+            break;                                                           \
+        case NRTEMU_OP_SIGN:                                                 \
+            UN_LOOP(T, FLOAT_SIGN(x));                                       \
+            break;                                                           \
+        default:                                                             \
+            break;                                                           \
+        }                                                                    \
+    }                                                                        \
+                                                                             \
+    NRTEMU_MULTIVERSION                                                      \
+    static void SFX##_binary(enum nrtemu_op op, size_t n, const T *a,        \
+                             bool sa, const T *b, bool sb, T *o)             \
+    {                                                                        \
+        switch (op) {                                                        \
+        case NRTEMU_OP_ADD:                                                  \
+            BIN_LOOP(T, x + y);                                              \
+            break;                                                           \
+        case NRTEMU_OP_SUB:                                                  \
+            BIN_LOOP(T, x - y);                                              \
+            break;                                                           \
+        case NRTEMU_OP_MUL:                                                  \
+            BIN_LOOP(T, x *y);                                               \
+            break;                                                           \
+        case NRTEMU_OP_DIV:                                                  \
+            BIN_LOOP(T, x / y);                                              \
+            break;                                                           \
+        case NRTEMU_OP_POW:                                                  \
+            BIN_LOOP(T, POW(x, y));                                          \
+            break;                                                           \
+        case NRTEMU_OP_MAXIMUM:                                              \
+            BIN_LOOP(T, FLOAT_MAX(x, y));                                    \
+            break;                                                           \
+        case NRTEMU_OP_MINIMUM:                                              \
+            BIN_LOOP(T, FLOAT_MIN(x, y));                                    \
+            break;                                                           \
+        case NRTEMU_OP_MOD:                                                  \
+            BIN_LOOP(T, SFX##_mod(x, y));                                    \
+            break;                                                           \
+        case NRTEMU_OP_FLOOR_DIVIDE:                                         \
+            BIN_LOOP(T, SFX##_floor_divide(x, y));                           \
+            break;                                                           \
+        default:                                                             \
+            break;                                                           \
+        }                                                                    \
+    }
+
+#define F32_SQRT(x) __builtin_sqrtf(x)
+#define F64_SQRT(x) __builtin_sqrt(x)
+
+DEFINE_FLOAT_KERNELS(f32, float, kmath_exp, kmath_log, kmath_tanh, F32_SQRT,
+                     floorf, ceilf, sinf, cosf, powf, fabsf)
+DEFINE_FLOAT_KERNELS(f64, double, exp, log, tanh, F64_SQRT, floor, ceil, sin,
+                     cos, pow, fabs)
+
+/* Integers: arithmetic wraps (it is done on uint64_t). */
+static inline int64_t
+i64_wrap(uint64_t v)
+{
+    return (int64_t)v;
+}
+
+static inline int64_t
+i64_floor_divide(int64_t a, int64_t b)
+{
+    int64_t q;
+
+    if (b == 0) {
+        return 0; /* NumPy gives 0 (and warns) */
+    }
+    if (b == -1) {
+        return i64_wrap(0u - (uint64_t)a); /* INT64_MIN / -1 wraps */
+    }
+    q = a / b;
+    if (a % b != 0 && ((a < 0) != (b < 0))) {
+        q--;
+    }
+    return q;
+}
+
+static inline int64_t
+i64_mod(int64_t a, int64_t b)
+{
+    int64_t r;
+
+    if (b == 0 || b == -1) {
+        return 0;
+    }
+    r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) {
+        r += b;
+    }
+    return r;
+}
+
+/* Exponentiation by squaring, wrapping.  A negative exponent (an error in
+ * NumPy) gives the truncated 1 / a^-e: 0 unless |a| is 1. */
+static inline uint64_t
+u64_pow(uint64_t a, uint64_t e)
+{
+    uint64_t r = 1;
+
+    while (e != 0) {
+        if (e & 1) {
+            r *= a;
+        }
+        a *= a;
+        e >>= 1;
+    }
+    return r;
+}
+
+static inline int64_t
+i64_pow(int64_t a, int64_t e)
+{
+    if (e < 0) {
+        if (a == 1) {
+            return 1;
+        }
+        if (a == -1) {
+            return (e & 1) ? -1 : 1;
+        }
+        return 0;
+    }
+    return i64_wrap(u64_pow((uint64_t)a, (uint64_t)e));
+}
+
+NRTEMU_MULTIVERSION
+static void
+i64_unary(enum nrtemu_op op, size_t n, const int64_t *a, int64_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_NEG:
+        UN_LOOP(int64_t, i64_wrap(0u - (uint64_t)x));
+        break;
+    case NRTEMU_OP_ABS:
+        UN_LOOP(int64_t, x < 0 ? i64_wrap(0u - (uint64_t)x) : x);
+        break;
+    case NRTEMU_OP_SQUARE:
+        UN_LOOP(int64_t, i64_wrap((uint64_t)x * (uint64_t)x));
+        break;
+    case NRTEMU_OP_RECIPROCAL:
+        /* Integer 1 / x; NumPy leaves 1 / 0 undefined, here it is 0. */
+        UN_LOOP(int64_t, (x == 1 || x == -1) ? x : 0);
+        break;
+    case NRTEMU_OP_RELU:
+        UN_LOOP(int64_t, x > 0 ? x : 0);
+        break;
+    case NRTEMU_OP_SIGN:
+        UN_LOOP(int64_t, (x > 0) - (x < 0));
+        break;
+    default:
+        /* floor, ceil: integers are their own floor (NumPy 2). */
+        UN_LOOP(int64_t, x);
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+u64_unary(enum nrtemu_op op, size_t n, const uint64_t *a, uint64_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_NEG:
+        UN_LOOP(uint64_t, 0u - x);
+        break;
+    case NRTEMU_OP_SQUARE:
+        UN_LOOP(uint64_t, x * x);
+        break;
+    case NRTEMU_OP_RECIPROCAL:
+        UN_LOOP(uint64_t, x == 1 ? 1 : 0);
+        break;
+    case NRTEMU_OP_SIGN:
+        UN_LOOP(uint64_t, x != 0);
+        break;
+    default:
+        /* abs, relu, floor, ceil */
+        UN_LOOP(uint64_t, x);
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+i64_binary(enum nrtemu_op op, size_t n, const int64_t *a, bool sa,
+           const int64_t *b, bool sb, int64_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_ADD:
+        BIN_LOOP(int64_t, i64_wrap((uint64_t)x + (uint64_t)y));
+        break;
+    case NRTEMU_OP_SUB:
+        BIN_LOOP(int64_t, i64_wrap((uint64_t)x - (uint64_t)y));
+        break;
+    case NRTEMU_OP_MUL:
+        BIN_LOOP(int64_t, i64_wrap((uint64_t)x * (uint64_t)y));
+        break;
+    case NRTEMU_OP_DIV:
+    case NRTEMU_OP_FLOOR_DIVIDE:
+        BIN_LOOP(int64_t, i64_floor_divide(x, y));
+        break;
+    case NRTEMU_OP_POW:
+        BIN_LOOP(int64_t, i64_pow(x, y));
+        break;
+    case NRTEMU_OP_MAXIMUM:
+        BIN_LOOP(int64_t, x > y ? x : y);
+        break;
+    case NRTEMU_OP_MINIMUM:
+        BIN_LOOP(int64_t, x < y ? x : y);
+        break;
+    case NRTEMU_OP_MOD:
+        BIN_LOOP(int64_t, i64_mod(x, y));
+        break;
+    default:
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
+           const uint64_t *b, bool sb, uint64_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_ADD:
+        BIN_LOOP(uint64_t, x + y);
+        break;
+    case NRTEMU_OP_SUB:
+        BIN_LOOP(uint64_t, x - y);
+        break;
+    case NRTEMU_OP_MUL:
+        BIN_LOOP(uint64_t, x * y);
+        break;
+    case NRTEMU_OP_DIV:
+    case NRTEMU_OP_FLOOR_DIVIDE:
+        BIN_LOOP(uint64_t, y != 0 ? x / y : 0);
+        break;
+    case NRTEMU_OP_POW:
+        BIN_LOOP(uint64_t, u64_pow(x, y));
+        break;
+    case NRTEMU_OP_MAXIMUM:
+        BIN_LOOP(uint64_t, x > y ? x : y);
+        break;
+    case NRTEMU_OP_MINIMUM:
+        BIN_LOOP(uint64_t, x < y ? x : y);
+        break;
+    case NRTEMU_OP_MOD:
+        BIN_LOOP(uint64_t, y != 0 ? x % y : 0);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Comparisons write bool bytes. */
+#define DEFINE_COMPARE(SFX, T)                                          \
+    NRTEMU_MULTIVERSION                                                 \
+    static void SFX##_compare(enum nrtemu_op op, size_t n, const T *a,  \
+                              bool sa, const T *b, bool sb, uint8_t *o) \
+    {                                                                   \
+        switch (op) {                                                   \
+        case NRTEMU_OP_EQUAL:                                           \
+            BIN_LOOP(T, x == y);                                        \
+            break;                                                      \
+        case NRTEMU_OP_NOT_EQUAL:                                       \
+            BIN_LOOP(T, x != y);                                        \
+            break;                                                      \
+        case NRTEMU_OP_LESS:                                            \
+            BIN_LOOP(T, x < y);                                         \
+            break;                                                      \
+        case NRTEMU_OP_LESS_EQUAL:                                      \
+            BIN_LOOP(T, x <= y);                                        \
+            break;                                                      \
+        case NRTEMU_OP_GREATER:                                         \
+            BIN_LOOP(T, x > y);                                         \
+            break;                                                      \
+        case NRTEMU_OP_GREATER_EQUAL:                                   \
+            BIN_LOOP(T, x >= y);                                        \
+            break;                                                      \
+        default:                                                        \
+            break;                                                      \
+        }                                                               \
+    }
+
+DEFINE_COMPARE(f32, float)
+DEFINE_COMPARE(f64, double)
+DEFINE_COMPARE(i64, int64_t)
+DEFINE_COMPARE(u64, uint64_t)
+
+/* Truth values: any nonzero byte is true. */
+NRTEMU_MULTIVERSION
+static void
+logical(enum nrtemu_op op, size_t n, const uint8_t *a, bool sa,
+        const uint8_t *b, bool sb, uint8_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_LOGICAL_NOT:
+        UN_LOOP(uint8_t, x == 0);
+        break;
+    case NRTEMU_OP_LOGICAL_AND:
+        BIN_LOOP(uint8_t, (x != 0) & (y != 0));
+        break;
+    case NRTEMU_OP_LOGICAL_OR:
+        BIN_LOOP(uint8_t, (x != 0) | (y != 0));
+        break;
+    case NRTEMU_OP_LOGICAL_XOR:
+        BIN_LOOP(uint8_t, (x != 0) ^ (y != 0));
+        break;
+    default:
+        break;
+    }
+}
+
+/* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar. */
+#define DEFINE_WHERE(SFX, T)                                        \
+    NRTEMU_MULTIVERSION                                             \
+    static void SFX##_where(size_t n, const uint8_t *c, const T *x, \
+                            const T *y, T *o)                       \
+    {                                                               \
+        for (size_t i = 0; i < n; i++) {                            \
+            o[i] = c[i] != 0 ? x[i] : y[i];                         \
+        }                                                           \
+    }
+
+DEFINE_WHERE(w32, uint32_t)
+DEFINE_WHERE(w64, uint64_t)
+
+enum nrtemu_dtype
+nrtemu__kernel_dtype(enum nrtemu_dtype dt)
+{
+    if (dt == NRTEMU_DTYPE_FLOAT64) {
+        return NRTEMU_DTYPE_FLOAT64;
+    }
+    if (nrtemu__dtype_is_float(dt)) {
+        return NRTEMU_DTYPE_FLOAT32;
+    }
+    if (nrtemu__dtype_is_unsigned_int(dt)) {
+        return NRTEMU_DTYPE_UINT64;
+    }
+    return NRTEMU_DTYPE_INT64;
+}
+
+/* How the driver reads one operand. */
+struct operand {
+    const char *base;
+    enum nrtemu_dtype dtype;   /* as stored */
+    enum nrtemu_dtype compute; /* the op's compute dtype */
+    enum nrtemu_dtype load;    /* what the loop reads: kernel dtype or bool */
+    size_t size;               /* bytes per stored element */
+    bool direct;               /* read in place when the run allows it */
+    bool two_step;             /* round to the compute dtype on the way */
+    void *block;               /* scratch for a converted block */
+};
+
+static void
+operand_init(struct operand *op, const struct nrtemu_array *a,
+             enum nrtemu_dtype compute, enum nrtemu_dtype load)
+{
+    op->base = a->data;
+    op->dtype = a->dtype;
+    op->compute = compute;
+    op->load = load;
+    op->size = nrtemu__dtype_size(a->dtype);
+    op->direct =
+        a->dtype == load && (load == NRTEMU_DTYPE_BOOL || compute == load);
+    /* NumPy casts an operand to the compute dtype first: a float32
+     * operand of a float16 op is rounded to float16.  Widening from the
+     * compute dtype to the load type is exact. */
+    op->two_step = !op->direct && load != NRTEMU_DTYPE_BOOL &&
+                   a->dtype != compute && compute != load;
+}
+
+/*
+ * Pointer to the run of `len` elements of `op` at element offset `off`
+ * with stride `stride`, in its load type.  `*scalar` is set when one
+ * element stands for all (the loops hoist it); `materialize` asks for
+ * `len` real elements even then.  `tmp` holds BLOCK wide elements.
+ */
+static const void *
+operand_block(const struct operand *op, ptrdiff_t off, ptrdiff_t stride,
+              size_t len, bool materialize, void *tmp, bool *scalar)
+{
+    const char *src = op->base + off * (ptrdiff_t)op->size;
+    size_t count;
+
+    *scalar = stride == 0 && !materialize;
+    if (op->direct && (stride == 1 || *scalar)) {
+        return src;
+    }
+    count = *scalar ? 1 : len;
+    if (op->two_step) {
+        nrtemu__convert(op->compute, tmp, op->dtype, src, stride, count);
+        nrtemu__convert(op->load, op->block, op->compute, tmp, 1, count);
+    } else {
+        nrtemu__convert(op->load, op->block, op->dtype, src, stride, count);
+    }
+    return op->block;
+}
+
+/* Run one block through the loop of `op`. */
+static void
+run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
+          size_t n, const void *const *in, const bool *scalar, void *out)
+{
+    switch (cls) {
+    case NRTEMU_OPC_UNARY:
+        switch (kt) {
+        case NRTEMU_DTYPE_FLOAT32:
+            f32_unary(op, n, in[0], out);
+            break;
+        case NRTEMU_DTYPE_FLOAT64:
+            f64_unary(op, n, in[0], out);
+            break;
+        case NRTEMU_DTYPE_UINT64:
+            u64_unary(op, n, in[0], out);
+            break;
+        default:
+            i64_unary(op, n, in[0], out);
+            break;
+        }
+        break;
+    case NRTEMU_OPC_BINARY:
+        switch (kt) {
+        case NRTEMU_DTYPE_FLOAT32:
+            f32_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        case NRTEMU_DTYPE_FLOAT64:
+            f64_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        case NRTEMU_DTYPE_UINT64:
+            u64_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        default:
+            i64_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        }
+        break;
+    case NRTEMU_OPC_COMPARE:
+        switch (kt) {
+        case NRTEMU_DTYPE_FLOAT32:
+            f32_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        case NRTEMU_DTYPE_FLOAT64:
+            f64_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        case NRTEMU_DTYPE_UINT64:
+            u64_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        default:
+            i64_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        }
+        break;
+    case NRTEMU_OPC_LOGICAL:
+        logical(op, n, in[0], scalar[0],
+                op == NRTEMU_OP_LOGICAL_NOT ? NULL : in[1],
+                op == NRTEMU_OP_LOGICAL_NOT ? false : scalar[1], out);
+        break;
+    case NRTEMU_OPC_WHERE:
+        if (kt == NRTEMU_DTYPE_FLOAT32) {
+            w32_where(n, in[0], in[1], in[2], out);
+        } else {
+            w64_where(n, in[0], in[1], in[2], out);
+        }
+        break;
+    default:
+        break;
+    }
+}
+
+/* cast, copy: one conversion per run, straight into the output. */
+static void
+convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in)
+{
+    struct kiter it;
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[2] = {0, 0};
+    size_t in_size = nrtemu__dtype_size(in->dtype);
+    size_t out_size = nrtemu__dtype_size(out->dtype);
+    uint64_t outer;
+    size_t len;
+
+    kiter_init(&it, out->ndim, out->shape, 2);
+    kiter_broadcast(&it, 0, in->ndim, in->shape);
+    kiter_broadcast(&it, 1, out->ndim, out->shape);
+    kiter_collapse(&it);
+    outer = kiter_outer_count(&it);
+    len = it.shape[it.ndim - 1];
+    for (uint64_t o = 0; o < outer; o++) {
+        nrtemu__convert(out->dtype, (char *)out->data + off[1] * out_size,
+                        in->dtype,
+                        (const char *)in->data + off[0] * (ptrdiff_t)in_size,
+                        it.stride[0][it.ndim - 1], len);
+        kiter_next(&it, idx, off);
+    }
+}
+
+NRT_STATUS
+nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
+                           const struct nrtemu_array *out,
+                           const struct nrtemu_array *in, int n_in,
+                           struct nrtemu_scratch *s)
+{
+    enum nrtemu_op_class cls = nrtemu__op_class(op);
+    enum nrtemu_dtype kt = nrtemu__kernel_dtype(compute);
+    enum nrtemu_dtype rt; /* what the loop writes */
+    struct operand ops[3];
+    struct kiter it;
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[KITER_MAX_OPS] = {0};
+    size_t out_size = nrtemu__dtype_size(out->dtype);
+    bool out_direct, out_two_step;
+    char *scratch, *out_block, *tmp;
+    uint64_t outer;
+    size_t len, block;
+    int n_scalar;
+
+    if (nrtemu__array_count(out) == 0) {
+        return NRT_SUCCESS;
+    }
+    if (cls == NRTEMU_OPC_CAST || cls == NRTEMU_OPC_COPY) {
+        convert_driver(out, &in[0]);
+        return NRT_SUCCESS;
+    }
+    rt = (cls == NRTEMU_OPC_COMPARE || cls == NRTEMU_OPC_LOGICAL)
+             ? NRTEMU_DTYPE_BOOL
+             : kt;
+    /* One block per operand, one for the result, one for two-step
+     * conversions; 8 bytes covers every load type. */
+    scratch = nrtemu__scratch_get(s, (size_t)(n_in + 2) * BLOCK * 8);
+    if (scratch == NULL) {
+        return NRT_RESOURCE;
+    }
+    for (int k = 0; k < n_in; k++) {
+        enum nrtemu_dtype load = kt;
+        if (cls == NRTEMU_OPC_LOGICAL || (cls == NRTEMU_OPC_WHERE && k == 0)) {
+            load = NRTEMU_DTYPE_BOOL;
+        }
+        operand_init(&ops[k], &in[k], compute, load);
+        ops[k].block = scratch + (size_t)k * BLOCK * 8;
+    }
+    out_block = scratch + (size_t)n_in * BLOCK * 8;
+    tmp = out_block + BLOCK * 8;
+    out_direct =
+        out->dtype == rt && (rt == NRTEMU_DTYPE_BOOL || compute == rt);
+    out_two_step = !out_direct && rt != NRTEMU_DTYPE_BOOL &&
+                   out->dtype != compute && compute != rt;
+
+    kiter_init(&it, out->ndim, out->shape, n_in + 1);
+    for (int k = 0; k < n_in; k++) {
+        kiter_broadcast(&it, k, in[k].ndim, in[k].shape);
+    }
+    kiter_broadcast(&it, n_in, out->ndim, out->shape);
+    kiter_collapse(&it);
+    outer = kiter_outer_count(&it);
+    len = it.shape[it.ndim - 1];
+
+    /* Operands that are one element along the run: a binary loop takes
+     * one of them as a scalar, the others are materialised. */
+    n_scalar = 0;
+    for (int k = 0; k < n_in; k++) {
+        n_scalar += it.stride[k][it.ndim - 1] == 0;
+    }
+    /* Without conversions the whole run is one loop. */
+    block = len;
+    for (int k = 0; k < n_in; k++) {
+        ptrdiff_t st = it.stride[k][it.ndim - 1];
+        if (!ops[k].direct || st > 1 || st < 0 ||
+            (st == 0 && (cls == NRTEMU_OPC_UNARY || cls == NRTEMU_OPC_WHERE ||
+                         n_in == 1))) {
+            block = BLOCK;
+        }
+    }
+    if (!out_direct || n_scalar == n_in) {
+        block = BLOCK;
+    }
+
+    for (uint64_t o = 0; o < outer; o++) {
+        for (size_t j = 0; j < len; j += block) {
+            size_t n = len - j < block ? len - j : block;
+            const void *ptr[3];
+            bool scalar[3] = {false, false, false};
+            char *dst = (char *)out->data +
+                        (off[n_in] + (ptrdiff_t)j) * (ptrdiff_t)out_size;
+            void *res;
+
+            for (int k = 0; k < n_in; k++) {
+                ptrdiff_t st = it.stride[k][it.ndim - 1];
+                /* Only binary loops take a scalar, and only one. */
+                bool materialize = cls == NRTEMU_OPC_UNARY ||
+                                   cls == NRTEMU_OPC_WHERE || n_in == 1 ||
+                                   (n_scalar == n_in && k == 0);
+                ptr[k] = operand_block(&ops[k], off[k] + (ptrdiff_t)j * st, st,
+                                       n, materialize, tmp, &scalar[k]);
+            }
+            res = out_direct ? (void *)dst : (void *)out_block;
+            run_block(op, cls, kt, n, ptr, scalar, res);
+            if (!out_direct) {
+                if (out_two_step) {
+                    nrtemu__convert(compute, tmp, rt, out_block, 1, n);
+                    nrtemu__convert(out->dtype, dst, compute, tmp, 1, n);
+                } else {
+                    nrtemu__convert(out->dtype, dst, rt, out_block, 1, n);
+                }
+            }
+        }
+        kiter_next(&it, idx, off);
+    }
+    return NRT_SUCCESS;
+}

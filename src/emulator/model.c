@@ -1,0 +1,690 @@
+/*
+ * model.c - loading, describing and executing models.
+ *
+ * nrt_load() parses the NEFF (neff.c) and validates the emulator program of
+ * each subgraph (program.c) once, so that nrt_execute() only binds the
+ * caller's tensors to the NEFF's I/O by name and runs the programs.
+ *
+ * Executions on one vnc run one at a time, as on a NeuronCore: each vnc
+ * has an execution lock, and a model spanning several vncs takes theirs in
+ * increasing order.  The lock also gives program.c the guarantee that runs
+ * of one program never overlap.
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "env_parse.h"
+#include "error.h"
+#include "export.h"
+#include "instance.h"
+#include "model.h"
+#include "profile.h"
+#include "runtime.h"
+#include "sys_trace.h"
+#include "tensor.h"
+#include "tensor_set.h"
+
+#define DEFAULT_EXEC_TIMEOUT_S 600
+
+static pthread_mutex_t exec_locks[NRTEMU_MAX_VNC];
+static pthread_once_t exec_locks_once = PTHREAD_ONCE_INIT;
+static atomic_uint_fast64_t last_exec_id;
+
+static void
+exec_locks_init(void)
+{
+    for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
+        pthread_mutex_init(&exec_locks[i], NULL);
+    }
+}
+
+static uint64_t
+monotonic_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+NRT_STATUS
+nrtemu__model_check(const char *func, const nrt_model_t *model)
+{
+    if (model == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL model");
+    }
+    if (model->magic != NRTEMU_MODEL_MAGIC) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "not a live model (unloaded or corrupt)");
+    }
+    return NRT_SUCCESS;
+}
+
+/* ------------------------------------------------------------ settings */
+
+/* Copy of `text` without surrounding blanks, for parsing and messages. */
+static void
+trimmed(const char *text, char *out, size_t len)
+{
+    size_t n;
+
+    while (isspace((unsigned char)*text)) {
+        text++;
+    }
+    n = strlen(text);
+    while (n > 0 && isspace((unsigned char)text[n - 1])) {
+        n--;
+    }
+    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), text);
+}
+
+/* A boolean variable: 1/0, true/false, in any case.  Unset: `dflt`. */
+static NRT_STATUS
+env_bool(const char *func, const char *name, bool dflt, bool *out)
+{
+    const char *value = getenv(name);
+    char text[16];
+
+    *out = dflt;
+    if (value == NULL || nrtemu__env_blank(value)) {
+        return NRT_SUCCESS;
+    }
+    trimmed(value, text, sizeof text);
+    if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0) {
+        *out = true;
+    } else if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0) {
+        *out = false;
+    } else {
+        return nrtemu__fail(NRT_INVALID, func,
+                            "invalid %s='%.32s': expected 1, 0, true or "
+                            "false",
+                            name, value);
+    }
+    return NRT_SUCCESS;
+}
+
+/*
+ * NEURON_RT_EXEC_TIMEOUT: whole seconds in [0, INT_MAX]; 0 disables the
+ * limit (a deadline that expires at once would make the model unusable).
+ */
+static NRT_STATUS
+env_exec_timeout(const char *func, uint64_t *timeout_ns)
+{
+    const char *name = "NEURON_RT_EXEC_TIMEOUT";
+    const char *value = getenv(name);
+    unsigned long long seconds = 0;
+    char text[32];
+    size_t i;
+
+    *timeout_ns = (uint64_t)DEFAULT_EXEC_TIMEOUT_S * 1000000000u;
+    if (value == NULL || nrtemu__env_blank(value)) {
+        return NRT_SUCCESS;
+    }
+    trimmed(value, text, sizeof text);
+    for (i = 0; text[i] != '\0'; i++) {
+        if (!isdigit((unsigned char)text[i]) || seconds > INT_MAX) {
+            break;
+        }
+        seconds = seconds * 10 + (unsigned)(text[i] - '0');
+    }
+    if (i == 0 || text[i] != '\0' || seconds > INT_MAX) {
+        return nrtemu__fail(NRT_INVALID, func,
+                            "invalid %s='%.32s': expected whole seconds "
+                            "from 0 to %d",
+                            name, value, INT_MAX);
+    }
+    *timeout_ns = (uint64_t)seconds * 1000000000u;
+    return NRT_SUCCESS;
+}
+
+/* ----------------------------------------------------------------- load */
+
+static void
+model_free(nrt_model_t *model)
+{
+    if (model->programs != NULL) {
+        for (int k = 0; k < model->subgraph_count; k++) {
+            nrtemu__program_free(model->programs[k]);
+        }
+        free(model->programs);
+    }
+    nrtemu__neff_free(model->neff);
+    model->magic = 0;
+    free(model);
+}
+
+/*
+ * The program of subgraph `k`, or NULL when its def.json names none: a
+ * NEFF compiled for hardware still loads, so that it can be inspected.
+ */
+static NRT_STATUS
+load_program(const char *func, nrt_model_t *model, int k)
+{
+    struct nrtemu_json_doc *def;
+    bool has_program;
+    char path[32];
+    NRT_STATUS st;
+
+    snprintf(path, sizeof path, "sg%02d/def.json", k);
+    st = nrtemu__neff_json(func, model->neff, path, &def);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    has_program =
+        nrtemu__json_get(nrtemu__json_root(def), "emulator_program") != NULL;
+    nrtemu__json_free(def);
+    if (!has_program) {
+        return NRT_SUCCESS;
+    }
+    return nrtemu__program_load(func, model->neff, k, &model->programs[k]);
+}
+
+/* Parse, place and prepare; `model` is freed by the caller on failure. */
+static NRT_STATUS
+load_into(const char *func, const void *bytes, size_t size, uint32_t first,
+          int32_t vnc_count, uint32_t visible, nrt_model_t *model)
+{
+    const struct nrtemu_neff_header *hdr;
+    bool validate_hash;
+    uint32_t need;
+    NRT_STATUS st;
+
+    st = env_bool(func, "NEURON_RT_VALIDATE_HASH", false, &validate_hash);
+    if (st == NRT_SUCCESS) {
+        st = env_exec_timeout(func, &model->timeout_ns);
+    }
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__neff_open(func, bytes, size, validate_hash, &model->neff);
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    hdr = &model->neff->header;
+    snprintf(model->name, sizeof model->name, "%s",
+             hdr->name[0] != '\0' ? hdr->name : "unnamed");
+    model->subgraph_count =
+        model->neff->subgraph_count > 0 ? model->neff->subgraph_count : 0;
+    model->lnc = hdr->lnc_size > 1 ? hdr->lnc_size : 1;
+    need = ((uint32_t)model->subgraph_count + model->lnc - 1) / model->lnc;
+    model->vnc_count = need > 0 ? need : 1;
+    if (model->vnc_count > visible - first) {
+        return nrtemu__reject(NRT_LOAD_NOT_ENOUGH_NC, func,
+                              "model '%s' needs %u vncs from vnc %u, but "
+                              "only %u are visible",
+                              model->name, model->vnc_count, first, visible);
+    }
+    if (vnc_count != -1 && vnc_count != 1 &&
+        (uint32_t)vnc_count != model->vnc_count) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "vnc_count %d does not match the %u vnc(s) "
+                              "model '%s' needs (pass -1)",
+                              (int)vnc_count, model->vnc_count, model->name);
+    }
+    if (model->subgraph_count > 0) {
+        model->programs =
+            calloc((size_t)model->subgraph_count, sizeof *model->programs);
+        if (model->programs == NULL) {
+            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        }
+    }
+    model->runnable = model->subgraph_count > 0;
+    for (int k = 0; k < model->subgraph_count; k++) {
+        st = load_program(func, model, k);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+        model->runnable = model->runnable && model->programs[k] != NULL;
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+load_model(const char *func, const void *bytes, size_t size, int32_t vnc,
+           int32_t vnc_count, uint32_t rank, uint32_t world, nrt_model_t **out)
+{
+    nrt_model_t *model;
+    uint32_t epoch, visible, first;
+    uint64_t tracking;
+    NRT_STATUS st;
+
+    if (out == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL model pointer");
+    }
+    if (bytes == NULL || size == 0) {
+        return nrtemu__reject(NRT_INVALID, func, "%s NEFF image",
+                              bytes == NULL ? "NULL" : "empty");
+    }
+    epoch = nrtemu__runtime_epoch();
+    st = nrtemu__runtime_check(func, epoch);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    visible = nrtemu__runtime_visible_vnc();
+    if (vnc < -1 || (vnc >= 0 && (uint32_t)vnc >= visible) || visible == 0) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "Could not find VNC id %d (%u visible)",
+                              (int)vnc, visible);
+    }
+    if (vnc_count == 0 || vnc_count < -1) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "invalid vnc_count %d (pass -1)",
+                              (int)vnc_count);
+    }
+    first = vnc == -1 ? 0 : (uint32_t)vnc;
+    model = calloc(1, sizeof *model);
+    if (model == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    model->epoch = epoch;
+    model->vnc = first;
+    model->rank = rank;
+    model->world = world;
+    tracking = nrtemu__sys_trace_begin(NRTEMU_TRACE_NRT_LOAD, first, 0, NULL);
+    st = load_into(func, bytes, size, first, vnc_count, visible, model);
+    nrtemu__sys_trace_end(NRTEMU_TRACE_NRT_LOAD, first, tracking, 0,
+                          model->name[0] != '\0' ? model->name : NULL, st);
+    if (st != NRT_SUCCESS) {
+        model_free(model);
+        return st;
+    }
+    model->magic = NRTEMU_MODEL_MAGIC;
+    nrtemu__log(NRTEMU_LOG_INFO, func,
+                "loaded '%s' on vnc %u (%u vnc(s)): %zu tensors, %s",
+                model->name, model->vnc, model->vnc_count,
+                model->neff->io_count,
+                model->runnable ? "emulator program"
+                                : "no emulator program (needs hardware)");
+    *out = model;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_load(const void *neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
+         nrt_model_t **model)
+{
+    return load_model(__func__, neff_bytes, size, vnc, vnc_count, 0, 1, model);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_load_collectives(const void *neff_bytes, size_t size, int32_t vnc,
+                     int32_t vnc_count, uint32_t ctx_device_id,
+                     uint32_t ctx_device_count, nrt_model_t **model)
+{
+    if (ctx_device_id >= ctx_device_count) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "ctx_device_id %u is not below "
+                              "ctx_device_count %u",
+                              ctx_device_id, ctx_device_count);
+    }
+    if (ctx_device_count != 1) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "multi-rank collectives are not emulated yet "
+                              "(ctx_device_count %u; only 1 is supported)",
+                              ctx_device_count);
+    }
+    return load_model(__func__, neff_bytes, size, vnc, vnc_count,
+                      ctx_device_id, ctx_device_count, model);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_unload(nrt_model_t *model)
+{
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    nrtemu__profile_forget(model);
+    model_free(model);
+    return NRT_SUCCESS;
+}
+
+/* ----------------------------------------------------------------- info */
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_model_tensor_info(nrt_model_t *model,
+                          nrt_tensor_info_array_t **tensor_info)
+{
+    const struct nrtemu_neff *neff;
+    nrt_tensor_info_array_t *arr;
+    size_t dims = 0, bytes;
+    uint32_t *shape;
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (tensor_info == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "NULL tensor info pointer");
+    }
+    neff = model->neff;
+    for (size_t i = 0; i < neff->io_count; i++) {
+        dims += neff->io[i].ndim;
+    }
+    /* One block, so that the shapes go with the array in one free(). */
+    bytes = sizeof *arr + neff->io_count * sizeof arr->tensor_array[0] +
+            dims * sizeof *shape;
+    arr = calloc(1, bytes);
+    if (arr == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, __func__, "out of host memory");
+    }
+    arr->tensor_count = neff->io_count;
+    shape = (uint32_t *)&arr->tensor_array[neff->io_count];
+    for (size_t i = 0; i < neff->io_count; i++) {
+        const struct nrtemu_neff_io *io = &neff->io[i];
+        nrt_tensor_info_t *info = &arr->tensor_array[i];
+
+        snprintf(info->name, sizeof info->name, "%s", io->name);
+        info->usage = io->usage;
+        info->size = io->size;
+        info->dtype = nrtemu__dtype_nrt(io->dtype);
+        info->ndim = io->ndim;
+        info->shape = io->ndim > 0 ? shape : NULL;
+        memcpy(shape, io->shape, io->ndim * sizeof *shape);
+        shape += io->ndim;
+    }
+    *tensor_info = arr;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info)
+{
+    free(tensor_info);
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count)
+{
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (vnc_count == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL count pointer");
+    }
+    *vnc_count = model->vnc_count;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count)
+{
+    return nrt_get_model_vnc_count(model, vnc_count);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_count)
+{
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (instance_count == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL count pointer");
+    }
+    *instance_count = 1;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info,
+                   size_t info_size_in, size_t *info_size_out)
+{
+    nrt_model_info_t out;
+    size_t n;
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (info == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL info pointer");
+    }
+    out.vnc = model->vnc;
+    n = info_size_in < sizeof out ? info_size_in : sizeof out;
+    memcpy(info, &out, n);
+    if (info_size_out != NULL) {
+        *info_size_out = n;
+    }
+    return NRT_SUCCESS;
+}
+
+/* -------------------------------------------------------------- execute */
+
+/* The open runtime must be the one the model was loaded in. */
+static NRT_STATUS
+model_runtime_check(const char *func, const nrt_model_t *model)
+{
+    if (nrtemu__runtime_epoch_open(model->epoch)) {
+        return NRT_SUCCESS;
+    }
+    if (nrtemu__runtime_epoch() == 0) {
+        NRT_STATUS st = nrtemu__runtime_state_error(func, 0);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+    return nrtemu__reject(NRT_INVALID, func,
+                          "model '%s' was loaded in a runtime that has "
+                          "been closed",
+                          model->name);
+}
+
+static NRT_STATUS
+set_check(const char *func, const struct nrtemu_tensor_set *set,
+          const char *what)
+{
+    if (set == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL %s set", what);
+    }
+    if (set->magic != NRTEMU_TENSOR_SET_MAGIC) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "the %s set is not a live tensor set", what);
+    }
+    return NRT_SUCCESS;
+}
+
+static nrt_tensor_t *
+set_lookup(const struct nrtemu_tensor_set *cset, const char *name)
+{
+    /* Lookups change nothing, but they must exclude concurrent adds. */
+    struct nrtemu_tensor_set *set = (struct nrtemu_tensor_set *)cset;
+    nrt_tensor_t *tensor = NULL;
+
+    pthread_mutex_lock(&set->lock);
+    for (size_t i = 0; i < set->count; i++) {
+        if (strcmp(set->entries[i].name, name) == 0) {
+            tensor = set->entries[i].tensor;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&set->lock);
+    return tensor;
+}
+
+/*
+ * Find the tensor of every NEFF input and output and check it: present,
+ * live, of the runtime, of the NEFF's byte size, on one of the model's
+ * vncs when on a device.  Names the sets have beyond the NEFF's are
+ * ignored, so one set can serve several models.
+ */
+static NRT_STATUS
+bind_io(const char *func, const nrt_model_t *model,
+        const struct nrtemu_tensor_set *in,
+        const struct nrtemu_tensor_set *out, void **io_data)
+{
+    const struct nrtemu_neff *neff = model->neff;
+
+    for (size_t i = 0; i < neff->io_count; i++) {
+        const struct nrtemu_neff_io *io = &neff->io[i];
+        bool input = io->usage == NRT_TENSOR_USAGE_INPUT;
+        const char *what = input ? "input" : "output";
+        nrt_tensor_t *t = set_lookup(input ? in : out, io->name);
+
+        if (t == NULL) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s '%s' missing from the %s set", what,
+                                  io->name, what);
+        }
+        if (t->magic != NRTEMU_TENSOR_MAGIC) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s '%s' is not a live tensor (freed or "
+                                  "corrupt)",
+                                  what, io->name);
+        }
+        if (!nrtemu__runtime_epoch_open(t->epoch)) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s '%s' belongs to a closed runtime", what,
+                                  io->name);
+        }
+        if (t->storage == NULL || t->size != io->size) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s '%s' is %zu bytes, the model expects "
+                                  "%zu",
+                                  what, io->name,
+                                  t->storage != NULL ? t->size : 0, io->size);
+        }
+        if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE &&
+            (t->vnc < 0 || (uint32_t)t->vnc < model->vnc ||
+             (uint32_t)t->vnc - model->vnc >= model->vnc_count)) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s '%s' is on vnc %d, model '%s' is on "
+                                  "vnc %u",
+                                  what, io->name, t->vnc, model->name,
+                                  model->vnc);
+        }
+        io_data[i] = nrtemu__tensor_data(t);
+    }
+    return NRT_SUCCESS;
+}
+
+/* Run every subgraph once; the caller holds the model's vnc locks. */
+static NRT_STATUS
+run_programs(const char *func, nrt_model_t *model, void *const *io_data,
+             uint64_t exec_id, struct nrtemu_profile_rec *rec)
+{
+    uint64_t deadline = 0;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    if (model->timeout_ns != 0) {
+        deadline = monotonic_ns() + model->timeout_ns;
+    }
+    for (uint32_t c = 0; c < model->vnc_count && st == NRT_SUCCESS; c++) {
+        uint32_t vnc = model->vnc + c;
+        uint64_t tracking =
+            nrtemu__sys_trace_exec_begin(vnc, exec_id, model->name);
+
+        if (rec != NULL) {
+            rec->vnc = vnc;
+        }
+        for (int k = (int)(c * model->lnc);
+             k < model->subgraph_count && k < (int)((c + 1) * model->lnc) &&
+             st == NRT_SUCCESS;
+             k++) {
+            st = nrtemu__program_run(
+                func, model->programs[k], io_data, deadline,
+                rec != NULL ? nrtemu__profile_observe : NULL, rec);
+        }
+        nrtemu__sys_trace_exec_end(vnc, tracking, exec_id, model->name, st);
+    }
+    return st;
+}
+
+static NRT_STATUS
+execute(const char *func, nrt_model_t *model,
+        const nrt_tensor_set_t *input_set, nrt_tensor_set_t *output_set,
+        int repeat_count)
+{
+    void **io_data = NULL;
+    NRT_STATUS st = nrtemu__model_check(func, model);
+
+    if (st == NRT_SUCCESS) {
+        st = model_runtime_check(func, model);
+    }
+    if (st == NRT_SUCCESS) {
+        st = set_check(func, input_set, "input");
+    }
+    if (st == NRT_SUCCESS) {
+        st = set_check(func, output_set, "output");
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    io_data = calloc(model->neff->io_count + 1, sizeof *io_data);
+    if (io_data == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    st = bind_io(func, model, input_set, output_set, io_data);
+    if (st != NRT_SUCCESS) {
+        goto done;
+    }
+    if (!model->runnable) {
+        st = nrtemu__reject(NRT_INVALID, func,
+                            "model '%s' has no emulator program: it needs "
+                            "Neuron hardware",
+                            model->name);
+        goto done;
+    }
+    pthread_once(&exec_locks_once, exec_locks_init);
+    for (int i = 0; i < repeat_count && st == NRT_SUCCESS; i++) {
+        uint64_t exec_id = atomic_fetch_add(&last_exec_id, 1) + 1;
+        uint64_t tracking = nrtemu__sys_trace_begin(
+            NRTEMU_TRACE_NRT_EXECUTE, model->vnc, exec_id, model->name);
+        struct nrtemu_profile_rec rec;
+        bool profiling;
+        uint64_t start, end;
+
+        for (uint32_t c = 0; c < model->vnc_count; c++) {
+            pthread_mutex_lock(&exec_locks[model->vnc + c]);
+        }
+        profiling = nrtemu__profile_watching(model);
+        nrtemu__profile_rec_init(&rec);
+        start = monotonic_ns();
+        st = run_programs(func, model, io_data, exec_id,
+                          profiling ? &rec : NULL);
+        end = monotonic_ns();
+        for (uint32_t c = model->vnc_count; c-- > 0;) {
+            pthread_mutex_unlock(&exec_locks[model->vnc + c]);
+        }
+        if (profiling && st == NRT_SUCCESS) {
+            nrtemu__profile_commit(model, exec_id, model->vnc, start, end,
+                                   &rec);
+        }
+        nrtemu__profile_rec_free(&rec);
+        nrtemu__sys_trace_end(NRTEMU_TRACE_NRT_EXECUTE, model->vnc, tracking,
+                              exec_id, model->name, st);
+    }
+done:
+    free(io_data);
+    return st;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+            nrt_tensor_set_t *output_set)
+{
+    return execute(__func__, model, input_set, output_set, 1);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_execute_repeat(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+                   nrt_tensor_set_t *output_set, int repeat_count)
+{
+    if (repeat_count < 1) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "repeat_count %d is not positive", repeat_count);
+    }
+    return execute(__func__, model, input_set, output_set, repeat_count);
+}

@@ -1,0 +1,51 @@
+/*
+ * model.h - layout of nrt_model_t (internal).
+ *
+ * A model is a parsed NEFF placed on `vnc_count` consecutive vncs from
+ * `vnc`, with one emulator program per subgraph.  Subgraph k runs on vnc
+ * `vnc + k / lnc`: the subgraphs of an LNC=2 NEFF share one logical core.
+ */
+#ifndef NRTEMU_MODEL_H
+#define NRTEMU_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nrt/nrt.h"
+
+#include "neff.h"
+#include "program.h"
+
+/* The NEFF header's name field (256 bytes) and a NUL. */
+#define NRTEMU_MODEL_NAME_MAX 257
+
+/* Marks a live model, to catch some stale or foreign handles. */
+#define NRTEMU_MODEL_MAGIC 0x6e72744du /* "Mtrn" */
+
+struct nrt_model {
+    uint32_t magic;
+    uint32_t epoch;           /* runtime the model was loaded in */
+    uint32_t vnc;             /* first vnc */
+    uint32_t vnc_count;       /* vncs occupied, >= 1 */
+    uint32_t lnc;             /* subgraphs per vnc, >= 1 */
+    struct nrtemu_neff *neff; /* owned */
+    /*
+     * Owned, one per subgraph; NULL entries for subgraphs without an
+     * emulator program (the NEFF was compiled for hardware).
+     */
+    struct nrtemu_program **programs;
+    int subgraph_count;
+    bool runnable;       /* every subgraph has a program */
+    uint64_t timeout_ns; /* NEURON_RT_EXEC_TIMEOUT at load; 0: none */
+    uint32_t rank;       /* nrt_load_collectives() ctx_device_id */
+    uint32_t world;      /* ctx_device_count; 1 for nrt_load() */
+    char name[NRTEMU_MODEL_NAME_MAX]; /* NEFF name, for messages and traces */
+};
+
+/*
+ * NRT_SUCCESS when `model` looks like a live model (NULL and freed handles
+ * are rejected with NRT_INVALID).  The runtime state is not checked.
+ */
+NRT_STATUS nrtemu__model_check(const char *func, const nrt_model_t *model);
+
+#endif /* NRTEMU_MODEL_H */

@@ -1,0 +1,688 @@
+/*
+ * program.c - reading and validating an emulator program at load.
+ *
+ * docs/neff-emulator-format.md §3.  Everything a run could trip over is
+ * checked here, once: buffers against the NEFF's I/O table and constants,
+ * operand names, what may be written, that every temporary is written
+ * before it is read and every output is written, and (program_validate.c)
+ * the shape rules of each op.  The run then only binds memory and calls
+ * kernels.  Errors are NRT_INVALID with "<sgNN/program.json>: ..." and,
+ * for an op, "op N (name): ..." in the detail.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "program_internal.h"
+#include "strbuf.h"
+
+#define PROGRAM_FORMAT "nrtpy-emulator-program"
+#define PROGRAM_VERSION 1
+
+static NRT_STATUS invalid(const char *func, const struct nrtemu_program *p,
+                          const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static NRT_STATUS
+invalid(const char *func, const struct nrtemu_program *p, const char *fmt, ...)
+{
+    char detail[NRTEMU_LAST_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return nrtemu__reject(NRT_INVALID, func, "%s: %s", p->path, detail);
+}
+
+NRT_STATUS
+nrtemu__op_invalid(const struct op_ctx *ctx, const char *fmt, ...)
+{
+    char detail[NRTEMU_LAST_ERROR_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return nrtemu__reject(NRT_INVALID, ctx->func, "%s: op %zu (%s): %s",
+                          ctx->program->path, ctx->op->index,
+                          nrtemu__op_name(ctx->op->op), detail);
+}
+
+static NRT_STATUS
+out_of_memory(const char *func, const struct nrtemu_program *p,
+              const char *what)
+{
+    return nrtemu__fail(NRT_RESOURCE, func, "%s: out of host memory for %s",
+                        p->path, what);
+}
+
+void
+nrtemu__describe_buffer(const struct buffer *b, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s[", nrtemu__dtype_name(b->dtype));
+
+    for (uint32_t d = 0; d < b->ndim && n < len; d++) {
+        n += (size_t)snprintf(buf + n, len - n, "%s%llu", d ? "," : "",
+                              (unsigned long long)b->shape[d]);
+    }
+    if (n < len) {
+        snprintf(buf + n, len - n, "]");
+    }
+}
+
+static const char *
+kind_name(enum buffer_kind kind)
+{
+    static const char *const names[] = {"input", "output", "const", "temp"};
+    return names[kind];
+}
+
+/* A JSON shape: at most NRTEMU_MAX_DIMS non-negative integers. */
+static bool
+parse_shape(const struct nrtemu_json *j, struct buffer *b, const char **why)
+{
+    uint64_t count = 1;
+    size_t size = nrtemu__dtype_size(b->dtype);
+
+    if (j == NULL || j->type != NRTEMU_JSON_ARRAY) {
+        *why = "\"shape\" must be a list of integers";
+        return false;
+    }
+    if (j->u.array.count > NRTEMU_MAX_DIMS) {
+        *why = "\"shape\" has more than 8 dimensions";
+        return false;
+    }
+    b->ndim = (uint32_t)j->u.array.count;
+    for (uint32_t d = 0; d < b->ndim; d++) {
+        const struct nrtemu_json *v = j->u.array.items[d];
+        if (v->type != NRTEMU_JSON_NUMBER || !v->u.number.is_int ||
+            v->u.number.ivalue < 0) {
+            *why = "\"shape\" must be a list of non-negative integers";
+            return false;
+        }
+        b->shape[d] = (uint64_t)v->u.number.ivalue;
+    }
+    /* Overflow-safe: the byte size must fit comfortably in size_t. */
+    for (uint32_t d = 0; d < b->ndim; d++) {
+        if (b->shape[d] != 0 && count > (UINT64_MAX >> 8) / b->shape[d]) {
+            *why = "the buffer is too large";
+            return false;
+        }
+        count *= b->shape[d];
+    }
+    for (uint32_t d = 0; d < b->ndim; d++) {
+        if (b->shape[d] == 0) {
+            count = 0;
+        }
+    }
+    if (count > ((uint64_t)1 << 56) / size || count * size > SIZE_MAX / 2) {
+        *why = "the buffer is too large";
+        return false;
+    }
+    b->count = count;
+    b->bytes = (size_t)(count * size);
+    return true;
+}
+
+/* The def.json variable named `name`, NULL when absent. */
+static const struct nrtemu_json *
+def_var(const struct nrtemu_json *def, const char *name)
+{
+    return nrtemu__json_get(nrtemu__json_get(def, "var"), name);
+}
+
+/* Match an input or output buffer to its NEFF I/O entry. */
+static NRT_STATUS
+bind_io(const char *func, const struct nrtemu_program *p,
+        const struct nrtemu_neff *neff, int subgraph, struct buffer *b)
+{
+    nrt_tensor_usage_t usage = b->kind == BUFFER_INPUT
+                                   ? NRT_TENSOR_USAGE_INPUT
+                                   : NRT_TENSOR_USAGE_OUTPUT;
+    char desc[128];
+
+    nrtemu__describe_buffer(b, desc, sizeof desc);
+    for (size_t i = 0; i < neff->io_count; i++) {
+        const struct nrtemu_neff_io *io = &neff->io[i];
+        bool same_shape;
+        if (io->subgraph != subgraph || io->usage != usage ||
+            strcmp(io->name, b->name) != 0) {
+            continue;
+        }
+        if (io->size != b->bytes) {
+            return invalid(func, p,
+                           "buffer '%s' (%s, %zu bytes) does not match the "
+                           "%zu bytes of %s '%s' in def.json",
+                           b->name, desc, b->bytes, io->size,
+                           kind_name(b->kind), io->name);
+        }
+        if (io->dtype != NRTEMU_DTYPE_UNKNOWN) {
+            same_shape = io->dtype == b->dtype && io->ndim == b->ndim;
+            for (uint32_t d = 0; same_shape && d < b->ndim; d++) {
+                same_shape = io->shape[d] == b->shape[d];
+            }
+            if (!same_shape) {
+                struct buffer as_io = {0};
+                char io_desc[128];
+                as_io.dtype = io->dtype;
+                as_io.ndim = io->ndim;
+                for (uint32_t d = 0; d < io->ndim; d++) {
+                    as_io.shape[d] = io->shape[d];
+                }
+                nrtemu__describe_buffer(&as_io, io_desc, sizeof io_desc);
+                return invalid(func, p,
+                               "buffer '%s' is %s, but def.json declares %s "
+                               "'%s' as %s",
+                               b->name, desc, kind_name(b->kind), io->name,
+                               io_desc);
+            }
+        }
+        b->io_index = i;
+        return NRT_SUCCESS;
+    }
+    return invalid(func, p,
+                   "buffer '%s' has kind \"%s\", but def.json has no %s "
+                   "variable '%s'",
+                   b->name, kind_name(b->kind), kind_name(b->kind), b->name);
+}
+
+/* A constant: its .npy member, checked against the buffer. */
+static NRT_STATUS
+bind_const(const char *func, struct nrtemu_program *p,
+           const struct nrtemu_neff *neff, const char *dir,
+           const struct nrtemu_json *def, const struct nrtemu_json *jb,
+           struct buffer *b)
+{
+    const char *var, *type, *file;
+    const struct nrtemu_json *v;
+    struct nrtemu_npy npy;
+    char path[512];
+    bool same_shape;
+    size_t size = nrtemu__dtype_size(b->dtype);
+    NRT_STATUS st;
+
+    if (!nrtemu__json_get_string(jb, "var", &var)) {
+        return invalid(func, p,
+                       "buffer '%s': a const needs \"var\", the name of a "
+                       "def.json variable of type \"file\"",
+                       b->name);
+    }
+    v = def_var(def, var);
+    if (v == NULL || !nrtemu__json_get_string(v, "type", &type) ||
+        strcmp(type, "file") != 0 ||
+        !nrtemu__json_get_string(v, "file_name", &file)) {
+        return invalid(func, p,
+                       "buffer '%s': def.json has no variable '%s' of type "
+                       "\"file\" with a \"file_name\"",
+                       b->name, var);
+    }
+    /* file_name is relative to the subgraph directory; accept a path
+     * from the archive root too. */
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (nrtemu__neff_find(neff, path) == NULL &&
+        nrtemu__neff_find(neff, file) != NULL) {
+        snprintf(path, sizeof path, "%s", file);
+    }
+    st = nrtemu__neff_npy(func, neff, path, &npy);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (npy.dtype == NRTEMU_DTYPE_UNKNOWN ? npy.itemsize != size
+                                          : npy.dtype != b->dtype) {
+        return invalid(func, p,
+                       "buffer '%s' is %s, but '%s' holds %s elements of %zu "
+                       "bytes",
+                       b->name, nrtemu__dtype_name(b->dtype), path,
+                       npy.dtype == NRTEMU_DTYPE_UNKNOWN
+                           ? "raw"
+                           : nrtemu__dtype_name(npy.dtype),
+                       npy.itemsize);
+    }
+    same_shape = npy.ndim == b->ndim;
+    for (uint32_t d = 0; same_shape && d < b->ndim; d++) {
+        same_shape = npy.shape[d] == b->shape[d];
+    }
+    if (!same_shape || npy.size != b->bytes) {
+        char want[128], got[128];
+        struct buffer as_npy = *b;
+        as_npy.ndim = npy.ndim;
+        memcpy(as_npy.shape, npy.shape, sizeof as_npy.shape);
+        nrtemu__describe_buffer(b, want, sizeof want);
+        nrtemu__describe_buffer(&as_npy, got, sizeof got);
+        return invalid(func, p, "buffer '%s' is %s, but '%s' holds %s",
+                       b->name, want, path, got);
+    }
+    /*
+     * The data stays in the NEFF payload, which the model keeps for as
+     * long as its programs; kernels read typed elements, so a member
+     * that is not aligned for its type is copied.
+     */
+    if ((uintptr_t)npy.data % (size ? size : 1) == 0) {
+        b->data = npy.data;
+    } else {
+        if (posix_memalign(&b->owned, 64, b->bytes ? b->bytes : 1) != 0) {
+            b->owned = NULL;
+            return out_of_memory(func, p, "a constant");
+        }
+        memcpy(b->owned, npy.data, b->bytes);
+        b->data = b->owned;
+    }
+    return NRT_SUCCESS;
+}
+
+static int
+compare_names(const void *a, const void *b)
+{
+    const struct buffer_name *x = a, *y = b;
+
+    return strcmp(x->name, y->name);
+}
+
+/* Sort the names for lookups (programs may have thousands of buffers);
+ * equal neighbours are names defined twice. */
+static NRT_STATUS
+index_names(const char *func, struct nrtemu_program *p)
+{
+    p->by_name =
+        calloc(p->buffer_count ? p->buffer_count : 1, sizeof *p->by_name);
+    if (p->by_name == NULL) {
+        return out_of_memory(func, p, "the buffers");
+    }
+    for (size_t i = 0; i < p->buffer_count; i++) {
+        p->by_name[i].name = p->buffers[i].name;
+        p->by_name[i].index = i;
+    }
+    qsort(p->by_name, p->buffer_count, sizeof *p->by_name, compare_names);
+    for (size_t i = 1; i < p->buffer_count; i++) {
+        if (strcmp(p->by_name[i - 1].name, p->by_name[i].name) == 0) {
+            return invalid(func, p, "buffer '%s' is defined twice",
+                           p->by_name[i].name);
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+read_buffers(const char *func, struct nrtemu_program *p,
+             const struct nrtemu_neff *neff, int subgraph, const char *dir,
+             const struct nrtemu_json *def, const struct nrtemu_json *bufs)
+{
+    if (bufs == NULL || bufs->type != NRTEMU_JSON_OBJECT) {
+        return invalid(func, p, "\"buffers\" must be an object");
+    }
+    p->buffers = calloc(bufs->u.object.count ? bufs->u.object.count : 1,
+                        sizeof *p->buffers);
+    if (p->buffers == NULL) {
+        return out_of_memory(func, p, "the buffers");
+    }
+    for (size_t i = 0; i < bufs->u.object.count; i++) {
+        const char *name = bufs->u.object.keys[i];
+        const struct nrtemu_json *jb = bufs->u.object.values[i];
+        struct buffer *b = &p->buffers[i];
+        const char *kind, *dtype, *why = NULL;
+        NRT_STATUS st;
+
+        p->buffer_count = i + 1;
+        b->name = strdup(name);
+        if (b->name == NULL) {
+            return out_of_memory(func, p, "the buffers");
+        }
+        if (jb->type != NRTEMU_JSON_OBJECT) {
+            return invalid(func, p, "buffer '%s' must be an object", name);
+        }
+        if (!nrtemu__json_get_string(jb, "kind", &kind)) {
+            return invalid(func, p, "buffer '%s' has no \"kind\"", name);
+        }
+        if (strcmp(kind, "input") == 0) {
+            b->kind = BUFFER_INPUT;
+        } else if (strcmp(kind, "output") == 0) {
+            b->kind = BUFFER_OUTPUT;
+        } else if (strcmp(kind, "const") == 0) {
+            b->kind = BUFFER_CONST;
+        } else if (strcmp(kind, "temp") == 0) {
+            b->kind = BUFFER_TEMP;
+        } else {
+            return invalid(func, p,
+                           "buffer '%s': unknown kind \"%s\" (input, output, "
+                           "const or temp)",
+                           name, kind);
+        }
+        if (!nrtemu__json_get_string(jb, "dtype", &dtype) ||
+            !nrtemu__dtype_from_name(dtype, &b->dtype)) {
+            return invalid(func, p,
+                           "buffer '%s': \"dtype\" must name an element type "
+                           "(float32, bfloat16, int64, ...)",
+                           name);
+        }
+        if (!parse_shape(nrtemu__json_get(jb, "shape"), b, &why)) {
+            return invalid(func, p, "buffer '%s': %s", name, why);
+        }
+        switch (b->kind) {
+        case BUFFER_INPUT:
+        case BUFFER_OUTPUT:
+            st = bind_io(func, p, neff, subgraph, b);
+            break;
+        case BUFFER_CONST:
+            st = bind_const(func, p, neff, dir, def, jb, b);
+            break;
+        default:
+            st = NRT_SUCCESS;
+            break;
+        }
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+    return index_names(func, p);
+}
+
+static bool
+find_buffer(const struct nrtemu_program *p, const char *name, size_t *out)
+{
+    struct buffer_name key = {name, 0};
+    const struct buffer_name *hit;
+
+    if (p->buffer_count == 0) {
+        return false;
+    }
+    hit =
+        bsearch(&key, p->by_name, p->buffer_count, sizeof key, compare_names);
+    if (hit == NULL) {
+        return false;
+    }
+    *out = hit->index;
+    return true;
+}
+
+/* "float32[2,3], float32[3] -> float32[2,3]" for profiles; NULL when
+ * memory runs out. */
+static char *
+describe_op(const struct nrtemu_program *p, const struct op *op)
+{
+    struct nrtemu_strbuf sb = NRTEMU_STRBUF_INIT;
+    char desc[256];
+
+    for (size_t k = 0; k < op->n_in; k++) {
+        nrtemu__describe_buffer(&p->buffers[op->in[k]], desc, sizeof desc);
+        nrtemu__strbuf_printf(&sb, "%s%s", k ? ", " : "", desc);
+    }
+    nrtemu__describe_buffer(&p->buffers[op->out], desc, sizeof desc);
+    nrtemu__strbuf_printf(&sb, "%s-> %s", op->n_in ? " " : "", desc);
+    return nrtemu__strbuf_take(&sb);
+}
+
+static NRT_STATUS
+read_op(const char *func, struct nrtemu_program *p, size_t index,
+        const struct nrtemu_json *jop, bool *written)
+{
+    struct op *op = &p->ops[index];
+    struct op_ctx ctx = {func, p, op, jop};
+    const struct nrtemu_json *jin;
+    const char *name, *out, *dtype;
+    int arity;
+    size_t n_in;
+    NRT_STATUS st;
+
+    op->index = index;
+    if (jop->type != NRTEMU_JSON_OBJECT) {
+        return invalid(func, p, "op %zu must be an object", index);
+    }
+    if (!nrtemu__json_get_string(jop, "op", &name)) {
+        return invalid(func, p, "op %zu has no \"op\" name", index);
+    }
+    if (!nrtemu__op_from_name(name, &op->op)) {
+        char excerpt[NRTEMU_EXCERPT_SIZE];
+        return invalid(
+            func, p, "op %zu: unknown op \"%s\"", index,
+            nrtemu__excerpt(excerpt, sizeof excerpt, name, strlen(name)));
+    }
+    arity = nrtemu__op_arity(op->op);
+    jin = nrtemu__json_get(jop, "in");
+    if (jin == NULL && arity == 0) {
+        n_in = 0;
+    } else if (jin == NULL || jin->type != NRTEMU_JSON_ARRAY) {
+        return nrtemu__op_invalid(&ctx,
+                                  "\"in\" must be a list of buffer names");
+    } else {
+        n_in = jin->u.array.count;
+    }
+    if (arity >= 0 ? n_in != (size_t)arity : n_in < 1) {
+        if (arity >= 0) {
+            return nrtemu__op_invalid(&ctx, "takes %d operand%s, not %zu",
+                                      arity, arity == 1 ? "" : "s", n_in);
+        }
+        return nrtemu__op_invalid(&ctx, "takes at least one operand");
+    }
+    op->in = calloc(n_in ? n_in : 1, sizeof *op->in);
+    if (op->in == NULL) {
+        return out_of_memory(func, p, "the ops");
+    }
+    op->n_in = n_in;
+    for (size_t k = 0; k < n_in; k++) {
+        const struct nrtemu_json *v = jin->u.array.items[k];
+        const struct buffer *b;
+        if (v->type != NRTEMU_JSON_STRING ||
+            !find_buffer(p, v->u.string.chars, &op->in[k])) {
+            return nrtemu__op_invalid(
+                &ctx, "in[%zu] is not the name of a buffer%s%s%s", k,
+                v->type == NRTEMU_JSON_STRING ? " ('" : "",
+                v->type == NRTEMU_JSON_STRING ? v->u.string.chars : "",
+                v->type == NRTEMU_JSON_STRING ? "')" : "");
+        }
+        b = &p->buffers[op->in[k]];
+        if ((b->kind == BUFFER_TEMP || b->kind == BUFFER_OUTPUT) &&
+            !written[op->in[k]]) {
+            return nrtemu__op_invalid(&ctx,
+                                      "in[%zu] '%s' is read before any op "
+                                      "writes it",
+                                      k, b->name);
+        }
+    }
+    if (!nrtemu__json_get_string(jop, "out", &out) ||
+        !find_buffer(p, out, &op->out)) {
+        return nrtemu__op_invalid(&ctx,
+                                  "\"out\" must be the name of a buffer");
+    }
+    if (p->buffers[op->out].kind == BUFFER_INPUT ||
+        p->buffers[op->out].kind == BUFFER_CONST) {
+        return nrtemu__op_invalid(
+            &ctx,
+            "out '%s' is %s: inputs and consts are "
+            "never written",
+            out,
+            p->buffers[op->out].kind == BUFFER_INPUT ? "an input" : "a const");
+    }
+    op->compute = NRTEMU_DTYPE_UNKNOWN;
+    if (nrtemu__json_get(jop, "dtype") != NULL) {
+        if (!nrtemu__json_get_string(jop, "dtype", &dtype) ||
+            !nrtemu__dtype_from_name(dtype, &op->compute)) {
+            return nrtemu__op_invalid(&ctx,
+                                      "\"dtype\" must name an element type");
+        }
+    }
+    st = nrtemu__program_check_op(&ctx, op);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    /* Ops other than elementwise ones read their operands in another
+     * order than they write: an out that is also an operand is computed
+     * aside first. */
+    switch (nrtemu__op_class(op->op)) {
+    case NRTEMU_OPC_UNARY:
+    case NRTEMU_OPC_BINARY:
+    case NRTEMU_OPC_COMPARE:
+    case NRTEMU_OPC_LOGICAL:
+    case NRTEMU_OPC_WHERE:
+    case NRTEMU_OPC_CAST:
+    case NRTEMU_OPC_COPY:
+    case NRTEMU_OPC_RESHAPE:
+        break;
+    default:
+        for (size_t k = 0; k < n_in; k++) {
+            op->via_scratch = op->via_scratch || op->in[k] == op->out;
+        }
+        break;
+    }
+    op->shapes = describe_op(p, op);
+    if (op->shapes == NULL) {
+        return out_of_memory(func, p, "the ops");
+    }
+    written[op->out] = true;
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+read_ops(const char *func, struct nrtemu_program *p,
+         const struct nrtemu_neff *neff, int subgraph,
+         const struct nrtemu_json *jops)
+{
+    bool *written;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    if (jops == NULL || jops->type != NRTEMU_JSON_ARRAY) {
+        return invalid(func, p, "\"ops\" must be a list");
+    }
+    p->ops =
+        calloc(jops->u.array.count ? jops->u.array.count : 1, sizeof *p->ops);
+    written = calloc(p->buffer_count ? p->buffer_count : 1, sizeof *written);
+    if (p->ops == NULL || written == NULL) {
+        free(written);
+        return out_of_memory(func, p, "the ops");
+    }
+    for (size_t i = 0; i < jops->u.array.count && st == NRT_SUCCESS; i++) {
+        p->op_count = i + 1;
+        st = read_op(func, p, i, jops->u.array.items[i], written);
+    }
+    for (size_t i = 0; i < p->buffer_count && st == NRT_SUCCESS; i++) {
+        if (p->buffers[i].kind == BUFFER_OUTPUT && !written[i]) {
+            st = invalid(func, p, "output '%s' is never written by an op",
+                         p->buffers[i].name);
+        }
+    }
+    free(written);
+    /* Every output of the subgraph must come from the program. */
+    for (size_t i = 0; i < neff->io_count && st == NRT_SUCCESS; i++) {
+        const struct nrtemu_neff_io *io = &neff->io[i];
+        size_t b;
+        if (io->subgraph != subgraph || io->usage != NRT_TENSOR_USAGE_OUTPUT) {
+            continue;
+        }
+        if (!find_buffer(p, io->name, &b) ||
+            p->buffers[b].kind != BUFFER_OUTPUT) {
+            st = invalid(func, p,
+                         "def.json output '%s' is not an output buffer of "
+                         "the program",
+                         io->name);
+        }
+    }
+    return st;
+}
+
+NRT_STATUS
+nrtemu__program_load(const char *func, const struct nrtemu_neff *neff,
+                     int subgraph, struct nrtemu_program **out)
+{
+    struct nrtemu_json_doc *def = NULL, *doc = NULL;
+    const struct nrtemu_json *root, *defroot;
+    struct nrtemu_program *p;
+    const char *dir, *file, *format;
+    int64_t version;
+    char path[512];
+    NRT_STATUS st;
+
+    *out = NULL;
+    if (subgraph < 0 || subgraph >= neff->subgraph_count) {
+        return nrtemu__reject(NRT_INVALID, func, "NEFF has no subgraph %d",
+                              subgraph);
+    }
+    dir = neff->subgraphs[subgraph].dir;
+    p = calloc(1, sizeof *p);
+    if (p == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func,
+                            "out of host memory for a program");
+    }
+    snprintf(path, sizeof path, "%s/def.json", dir);
+    st = nrtemu__neff_json(func, neff, path, &def);
+    if (st != NRT_SUCCESS) {
+        goto fail;
+    }
+    defroot = nrtemu__json_root(def);
+    if (nrtemu__json_get(defroot, "emulator_program") == NULL) {
+        st = nrtemu__reject(NRT_INVALID, func,
+                            "subgraph %s has no emulator program: it needs "
+                            "Neuron hardware",
+                            dir);
+        goto fail;
+    }
+    if (!nrtemu__json_get_string(defroot, "emulator_program", &file) ||
+        file[0] == '\0') {
+        st = nrtemu__reject(NRT_INVALID, func,
+                            "%s: \"emulator_program\" must be a file name",
+                            path);
+        goto fail;
+    }
+    snprintf(p->path, sizeof p->path, "%s/%s", dir, file);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    st = nrtemu__neff_json(func, neff, path, &doc);
+    if (st != NRT_SUCCESS) {
+        goto fail;
+    }
+    root = nrtemu__json_root(doc);
+    if (!nrtemu__json_get_string(root, "format", &format) ||
+        strcmp(format, PROGRAM_FORMAT) != 0) {
+        st = invalid(func, p, "\"format\" must be \"%s\"", PROGRAM_FORMAT);
+        goto fail;
+    }
+    if (!nrtemu__json_get_int(root, "version", &version) ||
+        version != PROGRAM_VERSION) {
+        st = invalid(func, p,
+                     "\"version\" must be %d (this emulator reads version %d "
+                     "programs)",
+                     PROGRAM_VERSION, PROGRAM_VERSION);
+        goto fail;
+    }
+    st = read_buffers(func, p, neff, subgraph, dir, defroot,
+                      nrtemu__json_get(root, "buffers"));
+    if (st != NRT_SUCCESS) {
+        goto fail;
+    }
+    st = read_ops(func, p, neff, subgraph, nrtemu__json_get(root, "ops"));
+    if (st != NRT_SUCCESS) {
+        goto fail;
+    }
+    nrtemu__json_free(doc);
+    nrtemu__json_free(def);
+    *out = p;
+    return NRT_SUCCESS;
+
+fail:
+    nrtemu__json_free(doc);
+    nrtemu__json_free(def);
+    nrtemu__program_free(p);
+    return st;
+}
+
+void
+nrtemu__program_free(struct nrtemu_program *program)
+{
+    if (program == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < program->buffer_count; i++) {
+        free(program->buffers[i].name);
+        free(program->buffers[i].owned);
+    }
+    free(program->buffers);
+    free(program->by_name);
+    for (size_t i = 0; i < program->op_count; i++) {
+        free(program->ops[i].in);
+        free(program->ops[i].shapes);
+    }
+    free(program->ops);
+    nrtemu__scratch_free(&program->scratch);
+    nrtemu__scratch_free(&program->result);
+    free(program);
+}

@@ -1,0 +1,26 @@
+/*
+ * simd.h - how the emulator's hot loops get vector instructions (internal).
+ *
+ * The library is built for the baseline x86-64 (or whatever the target
+ * is), so that it loads on every machine.  Hot loops are compiled twice
+ * with NRTEMU_MULTIVERSION: for x86-64-v4 (AVX-512: its masks and
+ * ternary logic halve the instructions of the branch-free math of
+ * kernel_math.h), x86-64-v3 (AVX2, FMA, F16C) and the baseline; the
+ * dynamic loader picks the clone that the CPU runs (GNU ifunc).
+ * Elsewhere the attribute is empty.
+ */
+#ifndef NRTEMU_SIMD_H
+#define NRTEMU_SIMD_H
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && \
+    !defined(__clang__) && __GNUC__ >= 12
+#define NRTEMU_X86_CLONES 1
+#define NRTEMU_MULTIVERSION \
+    __attribute__((         \
+        target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define NRTEMU_X86_CLONES 0
+#define NRTEMU_MULTIVERSION
+#endif
+
+#endif /* NRTEMU_SIMD_H */

@@ -1,0 +1,1280 @@
+/*
+ * test_kernels.c - the kernels of emulator programs against references
+ * computed here: every broadcasting form, every op, each dtype family,
+ * NaN and infinities, reductions over any axes, matmul shapes (edges of
+ * the register tiles, 1-D operands, batch broadcasting, threads), and the
+ * layout ops.
+ */
+#include <math.h>
+
+#include "test.h"
+
+#include "convert.h"
+#include "kernel.h"
+
+static struct nrtemu_scratch scratch;
+
+static struct nrtemu_array
+array(enum nrtemu_dtype dt, void *data, uint32_t ndim, const uint64_t *shape)
+{
+    struct nrtemu_array a;
+
+    memset(&a, 0, sizeof a);
+    a.data = data;
+    a.dtype = dt;
+    a.ndim = ndim;
+    for (uint32_t d = 0; d < ndim; d++) {
+        a.shape[d] = shape[d];
+    }
+    return a;
+}
+
+#define SHAPE(...) ((const uint64_t[]){__VA_ARGS__})
+#define NDIM(...) ((uint32_t)(sizeof((uint64_t[]){__VA_ARGS__}) / 8))
+#define ARRAY(dt, data, ...) \
+    array(dt, data, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
+#define SCALAR(dt, data) array(dt, data, 0, NULL)
+
+/* Fresh memory for n elements of dt, filled with a pattern. */
+static void *
+alloc_elems(enum nrtemu_dtype dt, size_t n)
+{
+    void *p = malloc((n ? n : 1) * nrtemu__dtype_size(dt) + 64);
+
+    ASSERT_NOT_NULL(p);
+    memset(p, 0xa5, n * nrtemu__dtype_size(dt));
+    return p;
+}
+
+static double
+get(const struct nrtemu_array *a, size_t i)
+{
+    double d;
+
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &d, a->dtype,
+                    (const char *)a->data + i * nrtemu__dtype_size(a->dtype),
+                    1, 1);
+    return d;
+}
+
+/* Array of n elements of dt holding vals (converted from double). */
+static struct nrtemu_array
+from_doubles(enum nrtemu_dtype dt, const double *vals, uint32_t ndim,
+             const uint64_t *shape)
+{
+    struct nrtemu_array a = array(dt, NULL, ndim, shape);
+    uint64_t n = nrtemu__array_count(&a);
+
+    a.data = alloc_elems(dt, n);
+    nrtemu__convert(dt, a.data, NRTEMU_DTYPE_FLOAT64, vals, 1, n);
+    return a;
+}
+
+/* The flat index into `a` of element `flat` of `out`, broadcasting. */
+static size_t
+source_index(const struct nrtemu_array *a, const struct nrtemu_array *out,
+             size_t flat)
+{
+    size_t idx = 0, stride = 1;
+
+    for (int d = (int)out->ndim - 1, s = (int)a->ndim - 1; s >= 0; d--, s--) {
+        size_t i = flat % out->shape[d];
+        flat /= out->shape[d];
+        if (a->shape[s] != 1) {
+            idx += i * stride;
+        }
+        stride *= a->shape[s];
+    }
+    return idx;
+}
+
+static bool
+same_double(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+/* Values of float-ish and integer dtypes, with tricky ones. */
+static const double sample_values[] = {
+    0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -7.0, 7.5, 100.25, -0.375, 1e-3,
+};
+#define N_SAMPLES (sizeof sample_values / sizeof sample_values[0])
+
+/* Reference of a binary op in double; integer ops are done in int64. */
+static double
+ref_binary(enum nrtemu_op op, double x, double y)
+{
+    switch (op) {
+    case NRTEMU_OP_ADD:
+        return x + y;
+    case NRTEMU_OP_SUB:
+        return x - y;
+    case NRTEMU_OP_MUL:
+        return x * y;
+    case NRTEMU_OP_DIV:
+        return x / y;
+    case NRTEMU_OP_MAXIMUM:
+        return (x >= y || isnan(x)) ? x : y;
+    case NRTEMU_OP_MINIMUM:
+        return (x <= y || isnan(x)) ? x : y;
+    default:
+        return NAN;
+    }
+}
+
+/* Every broadcasting form, for + - * / max min, on several dtypes. */
+static void
+test_binary_broadcasting(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32,
+        NRTEMU_DTYPE_FLOAT64,
+        NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_BFLOAT16,
+    };
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_ADD, NRTEMU_OP_SUB,     NRTEMU_OP_MUL,
+        NRTEMU_OP_DIV, NRTEMU_OP_MAXIMUM, NRTEMU_OP_MINIMUM,
+    };
+    struct {
+        uint32_t an, bn, on;
+        uint64_t as[3], bs[3], os[3];
+    } forms[] = {
+        {2, 2, 2, {2, 3}, {2, 3}, {2, 3}},       /* same shape */
+        {2, 0, 2, {2, 3}, {0}, {2, 3}},          /* scalar */
+        {0, 2, 2, {0}, {2, 3}, {2, 3}},          /* scalar first */
+        {2, 1, 2, {2, 3}, {3}, {2, 3}},          /* row */
+        {2, 2, 2, {2, 3}, {2, 1}, {2, 3}},       /* column */
+        {2, 2, 2, {2, 1}, {1, 3}, {2, 3}},       /* outer */
+        {3, 2, 3, {2, 1, 3}, {4, 1}, {2, 4, 3}}, /* mixed */
+        {1, 1, 2, {3}, {3}, {2, 3}},             /* into a larger out */
+        {0, 0, 0, {0}, {0}, {0}},                /* scalars */
+        {2, 2, 2, {1, 1}, {1, 1}, {1, 1}},       /* ones */
+        {3, 3, 3, {2, 300, 5}, {1, 300, 1}, {2, 300, 5}},
+        {2, 2, 2, {2, 1}, {2, 1}, {2, 1500}}, /* both broadcast, long */
+        {1, 2, 2, {1}, {1, 1}, {3, 1100}},
+    };
+
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+            enum nrtemu_dtype dt = dts[t];
+            double av[3300], bv[3300];
+            struct nrtemu_array a, b, out, in[2];
+            uint64_t n;
+
+            for (size_t i = 0; i < 3300; i++) {
+                av[i] = sample_values[i % N_SAMPLES];
+                bv[i] = sample_values[(i * 7 + 3) % N_SAMPLES];
+            }
+            a = from_doubles(dt, av, forms[f].an, forms[f].as);
+            b = from_doubles(dt, bv, forms[f].bn, forms[f].bs);
+            out = array(dt, NULL, forms[f].on, forms[f].os);
+            n = nrtemu__array_count(&out);
+            out.data = alloc_elems(dt, n);
+            in[0] = a;
+            in[1] = b;
+            for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                ASSERT_OK(nrtemu__kernel_elementwise(ops[o], dt, &out, in, 2,
+                                                     &scratch));
+                for (uint64_t i = 0; i < n; i++) {
+                    double x = get(&a, source_index(&a, &out, i));
+                    double y = get(&b, source_index(&b, &out, i));
+                    double want, got = get(&out, i);
+                    /* The reference rounds once to the dtype. */
+                    struct nrtemu_array w = SCALAR(dt, NULL);
+                    unsigned char buf[8];
+                    double r = ref_binary(ops[o], x, y);
+                    if (dt == NRTEMU_DTYPE_FLOAT16 ||
+                        dt == NRTEMU_DTYPE_BFLOAT16) {
+                        float rf = (float)r; /* computed in float32 */
+                        r = rf;
+                    }
+                    w.data = buf;
+                    nrtemu__convert(dt, buf, NRTEMU_DTYPE_FLOAT64, &r, 1, 1);
+                    want = get(&w, 0);
+                    if (!same_double(got, want)) {
+                        TEST_FAIL_("form %zu %s %s [%llu]: %g op %g = %g, "
+                                   "expected %g",
+                                   f, nrtemu__dtype_name(dt),
+                                   nrtemu__op_name(ops[o]),
+                                   (unsigned long long)i, x, y, got, want);
+                    }
+                }
+            }
+            free(a.data);
+            free(b.data);
+            free(out.data);
+        }
+    }
+}
+
+/* Integer arithmetic wraps at the compute dtype; division floors. */
+static void
+test_integer_semantics(void)
+{
+    int8_t a8[] = {127, -128, 100, -7};
+    int8_t b8[] = {1, -1, 100, 2};
+    int8_t o8[4];
+    struct nrtemu_array in[2], out;
+    int64_t a64[] = {-7, 7, -7, 7, 5, INT64_MIN, 3, -3};
+    int64_t b64[] = {2, -2, -2, 0, 0, -1, 4, 3};
+    int64_t o64[8];
+    uint8_t au[] = {1, 0, 200, 7}, bu[] = {2, 1, 100, 0}, ou[4];
+
+    in[0] = ARRAY(NRTEMU_DTYPE_INT8, a8, 4);
+    in[1] = ARRAY(NRTEMU_DTYPE_INT8, b8, 4);
+    out = ARRAY(NRTEMU_DTYPE_INT8, o8, 4);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_INT8,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(o8[0], -128);
+    ASSERT_EQ(o8[1], 127);
+    ASSERT_EQ(o8[2], -56);
+    ASSERT_EQ(o8[3], -5);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MUL, NRTEMU_DTYPE_INT8,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(o8[2], 16); /* 10000 mod 256 = 16 */
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_DTYPE_INT8, &out, in, 2, &scratch));
+    ASSERT_EQ(o8[1], -128); /* -128 // -1 wraps */
+    ASSERT_EQ(o8[3], -4);
+
+    in[0] = ARRAY(NRTEMU_DTYPE_INT64, a64, 8);
+    in[1] = ARRAY(NRTEMU_DTYPE_INT64, b64, 8);
+    out = ARRAY(NRTEMU_DTYPE_INT64, o64, 8);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_DTYPE_INT64, &out, in, 2, &scratch));
+    {
+        int64_t want[] = {-4, -4, 3, 0, 0, INT64_MIN, 0, -1};
+        for (int i = 0; i < 8; i++) {
+            ASSERT_EQ(o64[i], want[i]);
+        }
+    }
+    /* Integer div is floor division too (compute dtype not float). */
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_DIV, NRTEMU_DTYPE_INT64,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(o64[0], -4);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MOD, NRTEMU_DTYPE_INT64,
+                                         &out, in, 2, &scratch));
+    {
+        int64_t want[] = {1, -1, -1, 0, 0, 0, 3, 0};
+        for (int i = 0; i < 8; i++) {
+            ASSERT_EQ(o64[i], want[i]);
+        }
+    }
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_POW, NRTEMU_DTYPE_INT64,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(o64[0], 49);
+    ASSERT_EQ(o64[1], 0); /* 7 ** -2 */
+    ASSERT_EQ(o64[3], 1); /* 7 ** 0 */
+    ASSERT_EQ(o64[6], 81);
+    ASSERT_EQ(o64[7], -27);
+
+    in[0] = ARRAY(NRTEMU_DTYPE_UINT8, au, 4);
+    in[1] = ARRAY(NRTEMU_DTYPE_UINT8, bu, 4);
+    out = ARRAY(NRTEMU_DTYPE_UINT8, ou, 4);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_SUB, NRTEMU_DTYPE_UINT8,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(ou[0], 255);
+    ASSERT_EQ(ou[2], 100);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_UINT8,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(ou[2], 44);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_DTYPE_UINT8, &out, in, 2, &scratch));
+    ASSERT_EQ(ou[3], 0); /* by zero */
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MAXIMUM, NRTEMU_DTYPE_UINT8,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(ou[2], 200);
+
+    /* Unary ops on integers. */
+    {
+        int32_t v[] = {-5, 0, 7, INT32_MIN}, o[4];
+        struct nrtemu_array x = ARRAY(NRTEMU_DTYPE_INT32, v, 4);
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 4);
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ABS, NRTEMU_DTYPE_INT32,
+                                             &out, &x, 1, &scratch));
+        ASSERT_EQ(o[0], 5);
+        ASSERT_EQ(o[3], INT32_MIN); /* wraps, as in NumPy */
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_NEG, NRTEMU_DTYPE_INT32,
+                                             &out, &x, 1, &scratch));
+        ASSERT_EQ(o[0], 5);
+        ASSERT_EQ(o[2], -7);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_SIGN, NRTEMU_DTYPE_INT32, &out, &x, 1, &scratch));
+        ASSERT_EQ(o[0], -1);
+        ASSERT_EQ(o[1], 0);
+        ASSERT_EQ(o[2], 1);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_RELU, NRTEMU_DTYPE_INT32, &out, &x, 1, &scratch));
+        ASSERT_EQ(o[0], 0);
+        ASSERT_EQ(o[2], 7);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_SQUARE, NRTEMU_DTYPE_INT32, &out, &x, 1, &scratch));
+        ASSERT_EQ(o[0], 25);
+    }
+}
+
+/* Python's float // and %: the remainder has the divisor's sign. */
+static void
+test_float_mod_floor_divide(void)
+{
+    double a[] = {-7.5, 7.5, -7.0, 7.0, 1.0, -1.0, 0.0, 5.0, NAN, 1.0};
+    double b[] = {2.0, -2.0, 2.0,      2.0, 0.0,
+                  0.0, 3.0,  INFINITY, 1.0, -INFINITY};
+    double want_mod[] = {0.5, -0.5, 1.0, 1.0, NAN,
+                         NAN, 0.0,  5.0, NAN, -INFINITY};
+    double want_fd[] = {-4.0,      -4.0, -4.0, 3.0, INFINITY,
+                        -INFINITY, 0.0,  0.0,  NAN, -1.0};
+    static const enum nrtemu_dtype dts[] = {NRTEMU_DTYPE_FLOAT32,
+                                            NRTEMU_DTYPE_FLOAT64};
+
+    for (int t = 0; t < 2; t++) {
+        struct nrtemu_array in[2], out;
+        in[0] = from_doubles(dts[t], a, 1, SHAPE(10));
+        in[1] = from_doubles(dts[t], b, 1, SHAPE(10));
+        out = ARRAY(dts[t], alloc_elems(dts[t], 10), 10);
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MOD, dts[t], &out, in,
+                                             2, &scratch));
+        for (int i = 0; i < 10; i++) {
+            if (!same_double(get(&out, (size_t)i), want_mod[i])) {
+                TEST_FAIL_("%s mod [%d]: %g", nrtemu__dtype_name(dts[t]), i,
+                           get(&out, (size_t)i));
+            }
+        }
+        ASSERT_TRUE(signbit(get(&out, 6)) == 0); /* 0 % 3 is +0 */
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_FLOOR_DIVIDE, dts[t],
+                                             &out, in, 2, &scratch));
+        for (int i = 0; i < 10; i++) {
+            if (!same_double(get(&out, (size_t)i), want_fd[i])) {
+                TEST_FAIL_("%s floor_divide [%d]: %g",
+                           nrtemu__dtype_name(dts[t]), i,
+                           get(&out, (size_t)i));
+            }
+        }
+        free(in[0].data);
+        free(in[1].data);
+        free(out.data);
+    }
+}
+
+/* Transcendental and other unary ops against libm, with NaN and inf. */
+static void
+test_unary_float(void)
+{
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_NEG,        NRTEMU_OP_ABS,    NRTEMU_OP_EXP,
+        NRTEMU_OP_LOG,        NRTEMU_OP_SQRT,   NRTEMU_OP_RSQRT,
+        NRTEMU_OP_RECIPROCAL, NRTEMU_OP_SQUARE, NRTEMU_OP_TANH,
+        NRTEMU_OP_SIGMOID,    NRTEMU_OP_RELU,   NRTEMU_OP_GELU,
+        NRTEMU_OP_SIN,        NRTEMU_OP_COS,    NRTEMU_OP_FLOOR,
+        NRTEMU_OP_CEIL,       NRTEMU_OP_SIGN,
+    };
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32,
+        NRTEMU_DTYPE_FLOAT64,
+        NRTEMU_DTYPE_FLOAT16,
+    };
+    enum { N = 2000 };
+    double *x = malloc(N * sizeof *x);
+
+    ASSERT_NOT_NULL(x);
+    for (int i = 0; i < N; i++) {
+        x[i] = (i - N / 2) * 0.0137 * ((i % 7) + 1) / 3.0;
+    }
+    x[0] = NAN;
+    x[1] = INFINITY;
+    x[2] = -INFINITY;
+    x[3] = 0.0;
+    x[4] = -0.0;
+    x[5] = 1e-30;
+    x[6] = 95.0;
+    x[7] = -120.0;
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        struct nrtemu_array in = from_doubles(dts[t], x, 1, SHAPE(N));
+        struct nrtemu_array out = ARRAY(dts[t], alloc_elems(dts[t], N), N);
+        /* Tolerance: a few ulps of float32 (float16 rounds once more). */
+        double rel = dts[t] == NRTEMU_DTYPE_FLOAT64   ? 1e-15
+                     : dts[t] == NRTEMU_DTYPE_FLOAT32 ? 4e-7
+                                                      : 1e-3;
+        for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+            ASSERT_OK(nrtemu__kernel_elementwise(ops[o], dts[t], &out, &in, 1,
+                                                 &scratch));
+            for (int i = 0; i < N; i++) {
+                double v = get(&in, (size_t)i), got = get(&out, (size_t)i);
+                double want;
+                switch (ops[o]) {
+                case NRTEMU_OP_NEG:
+                    want = -v;
+                    break;
+                case NRTEMU_OP_ABS:
+                    want = fabs(v);
+                    break;
+                case NRTEMU_OP_EXP:
+                    want = exp(v);
+                    break;
+                case NRTEMU_OP_LOG:
+                    want = log(v);
+                    break;
+                case NRTEMU_OP_SQRT:
+                    want = sqrt(v);
+                    break;
+                case NRTEMU_OP_RSQRT:
+                    want = 1.0 / sqrt(v);
+                    break;
+                case NRTEMU_OP_RECIPROCAL:
+                    want = 1.0 / v;
+                    break;
+                case NRTEMU_OP_SQUARE:
+                    want = v * v;
+                    break;
+                case NRTEMU_OP_TANH:
+                    want = tanh(v);
+                    break;
+                case NRTEMU_OP_SIGMOID:
+                    want = 1.0 / (1.0 + exp(-v));
+                    break;
+                case NRTEMU_OP_RELU:
+                    want = (v >= 0 || isnan(v)) ? v : 0.0;
+                    break;
+                case NRTEMU_OP_GELU:
+                    want = 0.5 * v *
+                           (1.0 + tanh(0.7978845608028654 *
+                                       (v + 0.044715 * v * v * v)));
+                    break;
+                case NRTEMU_OP_SIN:
+                    want = sin(v);
+                    break;
+                case NRTEMU_OP_COS:
+                    want = cos(v);
+                    break;
+                case NRTEMU_OP_FLOOR:
+                    want = floor(v);
+                    break;
+                case NRTEMU_OP_CEIL:
+                    want = ceil(v);
+                    break;
+                default:
+                    want = v > 0 ? 1.0 : v < 0 ? -1.0 : v == 0 ? 0.0 : v;
+                    break;
+                }
+                {
+                    /* The expected value as the dtype holds it. */
+                    struct nrtemu_array w = SCALAR(dts[t], NULL);
+                    unsigned char buf[8];
+                    w.data = buf;
+                    nrtemu__convert(dts[t], buf, NRTEMU_DTYPE_FLOAT64, &want,
+                                    1, 1);
+                    want = get(&w, 0);
+                }
+                if (same_double(got, want)) {
+                    continue;
+                }
+                /* gelu of large negative x cancels in 1 + tanh: absolute
+                 * error; sin/cos of large x in float32: absolute too. */
+                if (isfinite(want) && isfinite(got) &&
+                    fabs(got - want) <= rel * fmax(fabs(want), 1e-30) * 4 +
+                                            (ops[o] == NRTEMU_OP_GELU ||
+                                                     ops[o] == NRTEMU_OP_SIN ||
+                                                     ops[o] == NRTEMU_OP_COS
+                                                 ? rel
+                                                 : 0.0) +
+                                            1e-300) {
+                    continue;
+                }
+                TEST_FAIL_("%s %s(%.9g) = %.9g, expected %.9g",
+                           nrtemu__dtype_name(dts[t]), nrtemu__op_name(ops[o]),
+                           v, got, want);
+            }
+        }
+        free(in.data);
+        free(out.data);
+    }
+    free(x);
+}
+
+/* NaN wins in maximum/minimum, compares false, and where selects it. */
+static void
+test_nan_handling(void)
+{
+    float a[] = {NAN, 1.0f, NAN, -INFINITY};
+    float b[] = {1.0f, NAN, NAN, INFINITY};
+    float o[4];
+    uint8_t c[4];
+    struct nrtemu_array in[2], out;
+
+    in[0] = ARRAY(NRTEMU_DTYPE_FLOAT32, a, 4);
+    in[1] = ARRAY(NRTEMU_DTYPE_FLOAT32, b, 4);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 4);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_MAXIMUM, NRTEMU_DTYPE_FLOAT32, &out, in, 2, &scratch));
+    ASSERT_TRUE(isnan(o[0]) && isnan(o[1]) && isnan(o[2]) && o[3] == INFINITY);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_MINIMUM, NRTEMU_DTYPE_FLOAT32, &out, in, 2, &scratch));
+    ASSERT_TRUE(isnan(o[0]) && isnan(o[1]) && isnan(o[2]) &&
+                o[3] == -INFINITY);
+    out = ARRAY(NRTEMU_DTYPE_BOOL, c, 4);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_EQUAL, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    ASSERT_TRUE(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 0);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_NOT_EQUAL, NRTEMU_DTYPE_FLOAT32, &out, in, 2, &scratch));
+    ASSERT_TRUE(c[0] == 1 && c[1] == 1 && c[2] == 1 && c[3] == 1);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_LESS, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    ASSERT_TRUE(c[0] == 0 && c[1] == 0 && c[2] == 0 && c[3] == 1);
+}
+
+/* Comparisons of every kind, mixed operand dtypes, into bool. */
+static void
+test_compare_and_logical(void)
+{
+    int32_t a[] = {1, 2, 3, -1};
+    double b[] = {2.0, 2.0, 2.5, -1.0};
+    uint8_t o[4];
+    uint8_t p[] = {0, 2, 1, 0}, q[] = {0, 0, 7, 1};
+    struct nrtemu_array in[2], out = ARRAY(NRTEMU_DTYPE_BOOL, o, 4);
+    struct {
+        enum nrtemu_op op;
+        uint8_t want[4];
+    } cases[] = {
+        {NRTEMU_OP_EQUAL, {0, 1, 0, 1}},
+        {NRTEMU_OP_NOT_EQUAL, {1, 0, 1, 0}},
+        {NRTEMU_OP_LESS, {1, 0, 0, 0}},
+        {NRTEMU_OP_LESS_EQUAL, {1, 1, 0, 1}},
+        {NRTEMU_OP_GREATER, {0, 0, 1, 0}},
+        {NRTEMU_OP_GREATER_EQUAL, {0, 1, 1, 1}},
+    };
+
+    in[0] = ARRAY(NRTEMU_DTYPE_INT32, a, 4);
+    in[1] = ARRAY(NRTEMU_DTYPE_FLOAT64, b, 4);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        ASSERT_OK(nrtemu__kernel_elementwise(cases[c].op, NRTEMU_DTYPE_FLOAT64,
+                                             &out, in, 2, &scratch));
+        for (int i = 0; i < 4; i++) {
+            ASSERT_EQ(o[i], cases[c].want[i]);
+        }
+    }
+    /* Any nonzero byte is true. */
+    in[0] = ARRAY(NRTEMU_DTYPE_BOOL, p, 4);
+    in[1] = ARRAY(NRTEMU_DTYPE_BOOL, q, 4);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_LOGICAL_AND, NRTEMU_DTYPE_BOOL, &out, in, 2, &scratch));
+    ASSERT_TRUE(o[0] == 0 && o[1] == 0 && o[2] == 1 && o[3] == 0);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_LOGICAL_OR, NRTEMU_DTYPE_BOOL, &out, in, 2, &scratch));
+    ASSERT_TRUE(o[0] == 0 && o[1] == 1 && o[2] == 1 && o[3] == 1);
+    ASSERT_OK(nrtemu__kernel_elementwise(
+        NRTEMU_OP_LOGICAL_XOR, NRTEMU_DTYPE_BOOL, &out, in, 2, &scratch));
+    ASSERT_TRUE(o[0] == 0 && o[1] == 1 && o[2] == 0 && o[3] == 1);
+    /* logical_not of floats: NaN is true. */
+    {
+        float f[] = {0.0f, -0.0f, NAN, 3.0f};
+        struct nrtemu_array x = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 4);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_LOGICAL_NOT, NRTEMU_DTYPE_BOOL, &out, &x, 1, &scratch));
+        ASSERT_TRUE(o[0] == 1 && o[1] == 1 && o[2] == 0 && o[3] == 0);
+    }
+}
+
+static void
+test_where(void)
+{
+    uint8_t cond[] = {1, 0, 3};
+    float x[] = {1.0f, 2.0f, 3.0f};
+    double y = -1.0;
+    float o[6];
+    struct nrtemu_array in[3], out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 2, 3);
+
+    in[0] = ARRAY(NRTEMU_DTYPE_BOOL, cond, 3);
+    in[1] = ARRAY(NRTEMU_DTYPE_FLOAT32, x, 3);
+    in[2] = SCALAR(NRTEMU_DTYPE_FLOAT64, &y);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_WHERE, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 3, &scratch));
+    for (int r = 0; r < 2; r++) {
+        ASSERT_TRUE(o[r * 3] == 1.0f && o[r * 3 + 1] == -1.0f &&
+                    o[r * 3 + 2] == 3.0f);
+    }
+    /* int64 compute */
+    {
+        int64_t xi[] = {10, 20, 30}, oi[3];
+        int16_t yi[] = {-1, -2, -3};
+        struct nrtemu_array outi = ARRAY(NRTEMU_DTYPE_INT64, oi, 3);
+        in[1] = ARRAY(NRTEMU_DTYPE_INT64, xi, 3);
+        in[2] = ARRAY(NRTEMU_DTYPE_INT16, yi, 3);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_WHERE, NRTEMU_DTYPE_INT64, &outi, in, 3, &scratch));
+        ASSERT_TRUE(oi[0] == 10 && oi[1] == -2 && oi[2] == 30);
+    }
+}
+
+/* The compute dtype rounds operands and results, as NumPy's casts do. */
+static void
+test_compute_dtype_rounding(void)
+{
+    float a[] = {1.0f, 2048.0f}, b[] = {0x1p-12f, 1.0f}, o[2];
+    uint16_t h[2];
+    struct nrtemu_array in[2], out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 2);
+
+    in[0] = ARRAY(NRTEMU_DTYPE_FLOAT32, a, 2);
+    in[1] = ARRAY(NRTEMU_DTYPE_FLOAT32, b, 2);
+    /* In float16, 1 + 2^-12 is 1 and 2048 + 1 is 2048. */
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_FLOAT16,
+                                         &out, in, 2, &scratch));
+    ASSERT_TRUE(o[0] == 1.0f && o[1] == 2048.0f);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    ASSERT_TRUE(o[0] == 1.0f + 0x1p-12f && o[1] == 2049.0f);
+    /* float32 compute, float16 out: one rounding at the store. */
+    out = ARRAY(NRTEMU_DTYPE_FLOAT16, h, 2);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    ASSERT_EQ(h[0], 0x3c00);
+    ASSERT_EQ(h[1], 0x6800); /* 2049 rounds to even: 2048 */
+    /* int8 compute wraps before an int32 out. */
+    {
+        int32_t x[] = {100}, y[] = {100}, z[1];
+        struct nrtemu_array ii[2], oo = ARRAY(NRTEMU_DTYPE_INT32, z, 1);
+        ii[0] = ARRAY(NRTEMU_DTYPE_INT32, x, 1);
+        ii[1] = ARRAY(NRTEMU_DTYPE_INT32, y, 1);
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_INT8,
+                                             &oo, ii, 2, &scratch));
+        ASSERT_EQ(z[0], -56);
+    }
+    /* bfloat16 result of a bfloat16 op, computed in float32. */
+    {
+        uint16_t x[] = {0x3f80}, y[] = {0x3b80}, z[1]; /* 1, 2^-8 */
+        struct nrtemu_array ii[2], oo = ARRAY(NRTEMU_DTYPE_BFLOAT16, z, 1);
+        ii[0] = ARRAY(NRTEMU_DTYPE_BFLOAT16, x, 1);
+        ii[1] = ARRAY(NRTEMU_DTYPE_BFLOAT16, y, 1);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_ADD, NRTEMU_DTYPE_BFLOAT16, &oo, ii, 2, &scratch));
+        ASSERT_EQ(z[0], 0x3f80); /* tie to even */
+    }
+}
+
+static void
+test_cast_and_copy(void)
+{
+    float f[] = {1.9f, -1.9f, NAN, 300.5f, -0.0f, INFINITY};
+    int32_t i32[6];
+    uint8_t u8[6], b[6];
+    uint16_t h[6];
+    struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 6), out;
+
+    out = ARRAY(NRTEMU_DTYPE_INT32, i32, 6);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_INT32,
+                                         &out, &in, 1, &scratch));
+    ASSERT_TRUE(i32[0] == 1 && i32[1] == -1 && i32[2] == 0 && i32[3] == 300);
+    out = ARRAY(NRTEMU_DTYPE_UINT8, u8, 6);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_UINT8,
+                                         &out, &in, 1, &scratch));
+    ASSERT_TRUE(u8[0] == 1 && u8[1] == 255 && u8[3] == 44);
+    out = ARRAY(NRTEMU_DTYPE_BOOL, b, 6);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_BOOL,
+                                         &out, &in, 1, &scratch));
+    ASSERT_TRUE(b[0] == 1 && b[2] == 1 && b[4] == 0 && b[5] == 1);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT16, h, 6);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_FLOAT16,
+                                         &out, &in, 1, &scratch));
+    ASSERT_EQ(h[5], 0x7c00);
+    ASSERT_EQ(h[4], 0x8000);
+    /* copy and broadcast_to broadcast. */
+    {
+        float row[] = {1, 2, 3}, o[6];
+        struct nrtemu_array r = ARRAY(NRTEMU_DTYPE_FLOAT32, row, 3);
+        out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 2, 3);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_COPY, NRTEMU_DTYPE_FLOAT32, &out, &r, 1, &scratch));
+        ASSERT_TRUE(o[3] == 1 && o[5] == 3);
+        memset(o, 0, sizeof o);
+        nrtemu__kernel_broadcast(&out, &r);
+        ASSERT_TRUE(o[0] == 1 && o[4] == 2 && o[5] == 3);
+        r = ARRAY(NRTEMU_DTYPE_FLOAT32, row, 2, 1);
+        nrtemu__kernel_broadcast(&out, &r);
+        ASSERT_TRUE(o[0] == 1 && o[2] == 1 && o[3] == 2 && o[5] == 2);
+    }
+}
+
+/* Reference reduction over `axes` of a [2,3,4] array. */
+static void
+check_reduce(enum nrtemu_op op, enum nrtemu_dtype dt, uint32_t axes)
+{
+    double vals[24];
+    uint64_t shape[3] = {2, 3, 4}, oshape[3];
+    uint32_t on = 0;
+    struct nrtemu_array in, out;
+    enum nrtemu_dtype odt = dt;
+
+    for (int i = 0; i < 24; i++) {
+        vals[i] = (double)((i * 5) % 11) - 4.0;
+    }
+    in = from_doubles(dt, vals, 3, shape);
+    for (int d = 0; d < 3; d++) {
+        if (!(axes & (1u << d))) {
+            oshape[on++] = shape[d];
+        }
+    }
+    if (op == NRTEMU_OP_MEAN && !nrtemu__dtype_is_float(dt)) {
+        odt = NRTEMU_DTYPE_FLOAT64;
+    }
+    out = array(odt, alloc_elems(odt, 24), on, oshape);
+    ASSERT_OK(nrtemu__kernel_reduce(op, odt, &out, &in, axes, &scratch));
+    for (uint64_t o = 0; o < nrtemu__array_count(&out); o++) {
+        double acc = op == NRTEMU_OP_PROD  ? 1.0
+                     : op == NRTEMU_OP_MAX ? -INFINITY
+                     : op == NRTEMU_OP_MIN ? INFINITY
+                                           : 0.0;
+        double n = 0;
+        for (int i = 0; i < 24; i++) {
+            int idx[3] = {i / 12, (i / 4) % 3, i % 4};
+            uint64_t flat = 0;
+            double v = get(&in, (size_t)i);
+            for (int d = 0; d < 3; d++) {
+                if (!(axes & (1u << d))) {
+                    flat = flat * shape[d] + (uint64_t)idx[d];
+                }
+            }
+            if (flat != o) {
+                continue;
+            }
+            n++;
+            switch (op) {
+            case NRTEMU_OP_PROD:
+                acc *= v;
+                break;
+            case NRTEMU_OP_MAX:
+                acc = fmax(acc, v);
+                break;
+            case NRTEMU_OP_MIN:
+                acc = fmin(acc, v);
+                break;
+            default:
+                acc += v;
+                break;
+            }
+        }
+        if (op == NRTEMU_OP_MEAN) {
+            acc /= n;
+        }
+        if (fabs(get(&out, o) - acc) >
+            (odt == NRTEMU_DTYPE_FLOAT16 ? 1e-3 : 1e-6) *
+                fmax(1.0, fabs(acc))) {
+            TEST_FAIL_("%s %s axes 0x%x [%llu]: %g, expected %g",
+                       nrtemu__op_name(op), nrtemu__dtype_name(dt), axes,
+                       (unsigned long long)o, get(&out, o), acc);
+        }
+    }
+    free(in.data);
+    free(out.data);
+}
+
+static void
+test_reductions(void)
+{
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_SUM, NRTEMU_OP_MEAN,
+                                         NRTEMU_OP_MAX, NRTEMU_OP_MIN,
+                                         NRTEMU_OP_PROD};
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_INT32,
+        NRTEMU_DTYPE_UINT16,  NRTEMU_DTYPE_FLOAT16, NRTEMU_DTYPE_INT64,
+    };
+
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+            if (dts[t] == NRTEMU_DTYPE_UINT16 &&
+                (ops[o] == NRTEMU_OP_SUM || ops[o] == NRTEMU_OP_PROD)) {
+                continue; /* negative test values wrap in uint16 */
+            }
+            for (uint32_t axes = 0; axes < 8; axes++) {
+                check_reduce(ops[o], dts[t], axes);
+            }
+        }
+    }
+}
+
+static void
+test_reduction_edges(void)
+{
+    /* Long rows: pairwise sums, multi-lane max with a NaN and an inf. */
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof *x), o[3];
+    double sum = 0;
+    struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_FLOAT32, x, N), out;
+
+    ASSERT_NOT_NULL(x);
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)((i % 1000) * 0.001);
+        sum += x[i];
+    }
+    out = SCALAR(NRTEMU_DTYPE_FLOAT32, o);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(fabs(o[0] - sum) < 1e-5 * sum);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MAX, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == x[999]);
+    x[77777] = INFINITY;
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MAX, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == INFINITY);
+    x[50001] = NAN;
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MAX, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(isnan(o[0]));
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MIN, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(isnan(o[0]));
+    /* Column reduction with a NaN. */
+    in = ARRAY(NRTEMU_DTYPE_FLOAT32, x + 50000, 2, 2);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 2);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MAX, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(!isnan(o[0]) && isnan(o[1]));
+    /* Empty: sum 0, prod 1, mean NaN. */
+    in = ARRAY(NRTEMU_DTYPE_FLOAT32, x, 0, 3);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 3);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == 0.0f);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_PROD, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == 1.0f);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MEAN, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1, &scratch));
+    ASSERT_TRUE(isnan(o[0]));
+    /* A sum of int8 into int64, and the mean of ints as float64. */
+    {
+        int8_t v[] = {100, 100, 100, -1};
+        int64_t s;
+        double m;
+        struct nrtemu_array i8 = ARRAY(NRTEMU_DTYPE_INT8, v, 4);
+        struct nrtemu_array os = SCALAR(NRTEMU_DTYPE_INT64, &s);
+        struct nrtemu_array om = SCALAR(NRTEMU_DTYPE_FLOAT64, &m);
+        ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_INT64, &os,
+                                        &i8, 1, &scratch));
+        ASSERT_EQ(s, 299);
+        ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MEAN, NRTEMU_DTYPE_INT8, &om,
+                                        &i8, 1, &scratch));
+        ASSERT_TRUE(m == 74.75);
+        /* int8 compute wraps: 299 mod 256 = 43. */
+        ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_INT8, &os,
+                                        &i8, 1, &scratch));
+        ASSERT_EQ(s, 43);
+    }
+    free(x);
+}
+
+static void
+test_argreduce(void)
+{
+    float x[] = {1,   5,  5,   2, /* row 0: first max at 1 */
+                 NAN, 3,  NAN, 9, /* row 1: first NaN wins */
+                 -1,  -1, -1,  -1};
+    int64_t o[4];
+    struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_FLOAT32, x, 3, 4);
+    struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_INT64, o, 3);
+
+    ASSERT_OK(
+        nrtemu__kernel_argreduce(NRTEMU_OP_ARGMAX, &out, &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == 1 && o[1] == 0 && o[2] == 0);
+    ASSERT_OK(
+        nrtemu__kernel_argreduce(NRTEMU_OP_ARGMIN, &out, &in, 1, &scratch));
+    ASSERT_TRUE(o[0] == 0 && o[1] == 0 && o[2] == 0);
+    out = ARRAY(NRTEMU_DTYPE_INT64, o, 4);
+    ASSERT_OK(
+        nrtemu__kernel_argreduce(NRTEMU_OP_ARGMAX, &out, &in, 0, &scratch));
+    ASSERT_TRUE(o[0] == 1 && o[1] == 0 && o[2] == 1 && o[3] == 1);
+    ASSERT_OK(
+        nrtemu__kernel_argreduce(NRTEMU_OP_ARGMIN, &out, &in, 0, &scratch));
+    ASSERT_TRUE(o[0] == 1 && o[1] == 2 && o[2] == 1 && o[3] == 2);
+    /* A long row, ints, and the last element. */
+    {
+        enum { N = 1000 };
+        int16_t v[N];
+        struct nrtemu_array iv = ARRAY(NRTEMU_DTYPE_INT16, v, N);
+        out = SCALAR(NRTEMU_DTYPE_INT64, o);
+        for (int i = 0; i < N; i++) {
+            v[i] = (int16_t)(i % 100);
+        }
+        v[N - 1] = 500;
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMAX, &out, &iv, 0,
+                                           &scratch));
+        ASSERT_EQ(o[0], N - 1);
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMIN, &out, &iv, 0,
+                                           &scratch));
+        ASSERT_EQ(o[0], 0);
+    }
+}
+
+static void
+test_softmax(void)
+{
+    double x[] = {1, 2, 3, 4, -1, 0, 1000, 1001};
+    struct nrtemu_array in =
+        from_doubles(NRTEMU_DTYPE_FLOAT32, x, 2, SHAPE(2, 4));
+    float o[8];
+    struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, 2, 4);
+
+    for (uint32_t axis = 0; axis < 2; axis++) {
+        ASSERT_OK(nrtemu__kernel_softmax(NRTEMU_DTYPE_FLOAT32, &out, &in, axis,
+                                         &scratch));
+        for (int i = 0; i < 8; i++) {
+            int r = i / 4, c = i % 4;
+            double m = -INFINITY, s = 0, want;
+            for (int k = 0; k < (axis ? 4 : 2); k++) {
+                double v = axis ? x[r * 4 + k] : x[k * 4 + c];
+                m = fmax(m, v);
+            }
+            for (int k = 0; k < (axis ? 4 : 2); k++) {
+                double v = axis ? x[r * 4 + k] : x[k * 4 + c];
+                s += exp(v - m);
+            }
+            want = exp(x[i] - m) / s;
+            if (fabs(o[i] - want) > 1e-6) {
+                TEST_FAIL_("softmax axis %u [%d]: %g, expected %g", axis, i,
+                           (double)o[i], want);
+            }
+        }
+    }
+    free(in.data);
+}
+
+/* C = A x B in double, for operands already laid out as matrices. */
+static void
+check_matmul(enum nrtemu_dtype dt, enum nrtemu_dtype compute, uint32_t an,
+             const uint64_t *as, uint32_t bn, const uint64_t *bs)
+{
+    struct nrtemu_array a = array(dt, NULL, an, as);
+    struct nrtemu_array b = array(dt, NULL, bn, bs);
+    uint64_t os[NRTEMU_MAX_DIMS];
+    uint32_t on = 0, abn = an >= 2 ? an - 2 : 0, bbn = bn >= 2 ? bn - 2 : 0;
+    uint32_t nb = abn > bbn ? abn : bbn;
+    uint64_t M = an >= 2 ? as[an - 2] : 1, K = as[an - 1];
+    uint64_t N = bn >= 2 ? bs[bn - 1] : 1;
+    uint64_t na = nrtemu__array_count(&a), nbv = nrtemu__array_count(&b);
+    double *av = malloc((na + 1) * sizeof *av), *bv = malloc((nbv + 1) * 8);
+    struct nrtemu_array out;
+    double tol = compute == NRTEMU_DTYPE_FLOAT64 ? 1e-12 : 2e-5;
+
+    ASSERT_NOT_NULL(av);
+    ASSERT_NOT_NULL(bv);
+    for (uint64_t i = 0; i < na; i++) {
+        av[i] = (double)((i * 37) % 17) / 8.0 - 1.0;
+    }
+    for (uint64_t i = 0; i < nbv; i++) {
+        bv[i] = (double)((i * 53) % 13) / 4.0 - 1.5;
+    }
+    a = from_doubles(dt, av, an, as);
+    b = from_doubles(dt, bv, bn, bs);
+    for (uint32_t d = 0; d < nb; d++) {
+        uint64_t x = d + abn >= nb ? as[d + abn - nb] : 1;
+        uint64_t y = d + bbn >= nb ? bs[d + bbn - nb] : 1;
+        os[on++] = x == 1 ? y : x;
+    }
+    if (an >= 2) {
+        os[on++] = M;
+    }
+    if (bn >= 2) {
+        os[on++] = N;
+    }
+    out = array(compute, NULL, on, os);
+    out.data = alloc_elems(compute, nrtemu__array_count(&out));
+    ASSERT_OK(nrtemu__kernel_matmul(compute, &out, &a, &b, &scratch));
+    {
+        uint64_t batch = nrtemu__array_count(&out) / (M * N);
+        for (uint64_t bi = 0; bi < batch; bi++) {
+            /* Batch index -> operand batch indices, broadcasting. */
+            uint64_t rest = bi, ao = 0, bo = 0, astr = 1, bstr = 1;
+            for (int d = (int)nb - 1; d >= 0; d--) {
+                uint64_t i = rest % os[d];
+                int da = d - (int)(nb - abn), db = d - (int)(nb - bbn);
+                rest /= os[d];
+                if (da >= 0) {
+                    ao += (as[da] == 1 ? 0 : i) * astr;
+                    astr *= as[da];
+                }
+                if (db >= 0) {
+                    bo += (bs[db] == 1 ? 0 : i) * bstr;
+                    bstr *= bs[db];
+                }
+            }
+            for (uint64_t i = 0; i < M; i++) {
+                for (uint64_t j = 0; j < N; j++) {
+                    double want = 0, got;
+                    for (uint64_t p = 0; p < K; p++) {
+                        want += get(&a, ao * M * K + i * K + p) *
+                                get(&b, bo * K * N + p * N + j);
+                    }
+                    got = get(&out, bi * M * N + i * N + j);
+                    if (fabs(got - want) > tol * (1.0 + (double)K)) {
+                        TEST_FAIL_("matmul %s [%llu,%llu,%llu]: %g, expected "
+                                   "%g",
+                                   nrtemu__dtype_name(dt),
+                                   (unsigned long long)bi,
+                                   (unsigned long long)i,
+                                   (unsigned long long)j, got, want);
+                    }
+                }
+            }
+        }
+    }
+    free(av);
+    free(bv);
+    free(a.data);
+    free(b.data);
+    free(out.data);
+}
+
+static void
+test_matmul(void)
+{
+    /* Sizes around the register tiles (up to 12 x 32) and blocks. */
+    static const uint64_t sizes[][3] = {
+        {1, 1, 1},    {2, 3, 4},      {7, 13, 5},    {12, 32, 16},
+        {13, 33, 17}, {25, 65, 9},    {67, 129, 33}, {5, 1, 300},
+        {1, 70, 260}, {150, 40, 600}, {3, 4, 0},
+    };
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        uint64_t M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+        check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
+                     SHAPE(M, K), 2, SHAPE(K, N));
+        check_matmul(NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_FLOAT64, 2,
+                     SHAPE(M, K), 2, SHAPE(K, N));
+    }
+    /* Large enough for threads. */
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
+                 SHAPE(200, 300), 2, SHAPE(300, 260));
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
+                 SHAPE(520, 300), 2, SHAPE(300, 20));
+    /* 1-D operands. */
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(5), 2,
+                 SHAPE(5, 3));
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2, SHAPE(4, 5), 1,
+                 SHAPE(5));
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(7), 1,
+                 SHAPE(7));
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(5), 3,
+                 SHAPE(2, 5, 3));
+    /* Batches, broadcast both ways. */
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 4,
+                 SHAPE(2, 1, 3, 4), 3, SHAPE(5, 4, 6));
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 3,
+                 SHAPE(8, 30, 40), 2, SHAPE(40, 50));
+    check_matmul(NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_FLOAT64, 3, SHAPE(1, 3, 4),
+                 3, SHAPE(6, 4, 2));
+    /* 16-bit floats accumulate in float32; integers wrap. */
+    check_matmul(NRTEMU_DTYPE_FLOAT16, NRTEMU_DTYPE_FLOAT32, 2, SHAPE(9, 10),
+                 2, SHAPE(10, 11));
+    check_matmul(NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT32, 3,
+                 SHAPE(2, 3, 8), 2, SHAPE(8, 4));
+    check_matmul(NRTEMU_DTYPE_INT32, NRTEMU_DTYPE_INT64, 3, SHAPE(2, 5, 6), 3,
+                 SHAPE(2, 6, 7));
+    check_matmul(NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT64, 1, SHAPE(6), 2,
+                 SHAPE(6, 3));
+    {
+        /* float16 out of float16 operands: rounded once. */
+        uint16_t a[] = {0x3c00, 0x3c00}, b[] = {0x3c00, 0x1400}, o;
+        struct nrtemu_array A = ARRAY(NRTEMU_DTYPE_FLOAT16, a, 2);
+        struct nrtemu_array B = ARRAY(NRTEMU_DTYPE_FLOAT16, b, 2);
+        struct nrtemu_array O = SCALAR(NRTEMU_DTYPE_FLOAT16, &o);
+        ASSERT_OK(
+            nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT16, &O, &A, &B, &scratch));
+        ASSERT_EQ(o, 0x3c01); /* 1 + 2^-10 */
+    }
+}
+
+static void
+test_transpose(void)
+{
+    enum { R = 70, C = 45 };
+    float x[R * C], o[R * C];
+    struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_FLOAT32, x, R, C);
+    struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, C, R);
+    uint32_t perm2[] = {1, 0};
+
+    for (int i = 0; i < R * C; i++) {
+        x[i] = (float)i;
+    }
+    nrtemu__kernel_transpose(&out, &in, perm2);
+    for (int r = 0; r < R; r++) {
+        for (int c = 0; c < C; c++) {
+            ASSERT_TRUE(o[c * R + r] == x[r * C + c]);
+        }
+    }
+    {
+        /* [2,3,4] -> perm (2,0,1) -> [4,2,3], 8-byte elements. */
+        int64_t v[24], w[24];
+        uint32_t perm[] = {2, 0, 1};
+        struct nrtemu_array i3 = ARRAY(NRTEMU_DTYPE_INT64, v, 2, 3, 4);
+        struct nrtemu_array o3 = ARRAY(NRTEMU_DTYPE_INT64, w, 4, 2, 3);
+        for (int i = 0; i < 24; i++) {
+            v[i] = i;
+        }
+        nrtemu__kernel_transpose(&o3, &i3, perm);
+        for (int a = 0; a < 4; a++) {
+            for (int b = 0; b < 2; b++) {
+                for (int c = 0; c < 3; c++) {
+                    ASSERT_EQ(w[(a * 2 + b) * 3 + c], v[(b * 3 + c) * 4 + a]);
+                }
+            }
+        }
+    }
+}
+
+static void
+test_slice_concat_take(void)
+{
+    int32_t x[20], o[20];
+    struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, x, 4, 5), out;
+    int64_t start[] = {3, 4}, step[] = {-2, -3};
+
+    for (int i = 0; i < 20; i++) {
+        x[i] = i;
+    }
+    /* x[3::-2, 4::-3] -> rows 3, 1; cols 4, 1 */
+    out = ARRAY(NRTEMU_DTYPE_INT32, o, 2, 2);
+    nrtemu__kernel_slice(&out, &in, start, step);
+    ASSERT_TRUE(o[0] == 19 && o[1] == 16 && o[2] == 9 && o[3] == 6);
+    {
+        int64_t s2[] = {1, 0}, t2[] = {1, 2};
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 3, 3);
+        nrtemu__kernel_slice(&out, &in, s2, t2);
+        ASSERT_TRUE(o[0] == 5 && o[1] == 7 && o[2] == 9 && o[8] == 19);
+    }
+    /* concatenate along 1: [4,2] + [4,3] */
+    {
+        int32_t a[8], b[12];
+        struct nrtemu_array parts[2];
+        for (int i = 0; i < 8; i++) {
+            a[i] = 100 + i;
+        }
+        for (int i = 0; i < 12; i++) {
+            b[i] = 200 + i;
+        }
+        parts[0] = ARRAY(NRTEMU_DTYPE_INT32, a, 4, 2);
+        parts[1] = ARRAY(NRTEMU_DTYPE_INT32, b, 4, 3);
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 4, 5);
+        nrtemu__kernel_concatenate(&out, parts, 2, 1);
+        ASSERT_TRUE(o[0] == 100 && o[1] == 101 && o[2] == 200 && o[4] == 202 &&
+                    o[5] == 102 && o[19] == 211);
+        parts[1] = ARRAY(NRTEMU_DTYPE_INT32, b, 3, 2);
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 7, 2);
+        nrtemu__kernel_concatenate(&out, parts, 2, 0);
+        ASSERT_TRUE(o[7] == 107 && o[8] == 200 && o[13] == 205);
+    }
+    /* take along each axis, negative indices, out of bounds. */
+    {
+        int16_t idx[] = {-1, 0, 2};
+        struct nrtemu_array ix = ARRAY(NRTEMU_DTYPE_INT16, idx, 3);
+        int64_t bad = 0;
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 3, 5);
+        ASSERT_OK(nrtemu__kernel_take(&out, &in, &ix, 0, &bad, &scratch));
+        ASSERT_TRUE(o[0] == 15 && o[5] == 0 && o[10] == 10 && o[14] == 14);
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 4, 3);
+        ASSERT_OK(nrtemu__kernel_take(&out, &in, &ix, 1, &bad, &scratch));
+        ASSERT_TRUE(o[0] == 4 && o[1] == 0 && o[2] == 2 && o[3] == 9);
+        idx[1] = 7;
+        memset(o, 0, sizeof o);
+        out = ARRAY(NRTEMU_DTYPE_INT32, o, 3, 5);
+        ASSERT_STATUS(nrtemu__kernel_take(&out, &in, &ix, 0, &bad, &scratch),
+                      NRT_EXEC_OOB);
+        ASSERT_EQ(bad, 7);
+        ASSERT_EQ(o[0], 0); /* nothing written */
+        idx[1] = -5;
+        ASSERT_STATUS(nrtemu__kernel_take(&out, &in, &ix, 0, &bad, &scratch),
+                      NRT_EXEC_OOB);
+        ASSERT_EQ(bad, -5);
+        {
+            /* 2-D indices into 8-byte elements. */
+            double d[] = {0.5, 1.5, 2.5};
+            uint64_t ui[] = {2, 0, 1, 1};
+            double od[4];
+            struct nrtemu_array dd = ARRAY(NRTEMU_DTYPE_FLOAT64, d, 3);
+            struct nrtemu_array ii = ARRAY(NRTEMU_DTYPE_UINT64, ui, 2, 2);
+            struct nrtemu_array oo = ARRAY(NRTEMU_DTYPE_FLOAT64, od, 2, 2);
+            ASSERT_OK(nrtemu__kernel_take(&oo, &dd, &ii, 0, &bad, &scratch));
+            ASSERT_TRUE(od[0] == 2.5 && od[1] == 0.5 && od[3] == 1.5);
+        }
+    }
+}
+
+static void
+test_iota_full(void)
+{
+    float f[6];
+    uint8_t b[6];
+    uint16_t h[6];
+    struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 2, 3);
+    float v = -2.5f;
+    uint16_t hv = 0x7e00;
+
+    nrtemu__kernel_iota(&out, 1);
+    ASSERT_TRUE(f[0] == 0 && f[1] == 1 && f[2] == 2 && f[3] == 0 && f[5] == 2);
+    nrtemu__kernel_iota(&out, 0);
+    ASSERT_TRUE(f[0] == 0 && f[2] == 0 && f[3] == 1 && f[5] == 1);
+    out = ARRAY(NRTEMU_DTYPE_UINT8, b, 6);
+    nrtemu__kernel_iota(&out, 0);
+    ASSERT_TRUE(b[0] == 0 && b[5] == 5);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 6);
+    nrtemu__kernel_full(&out, &v);
+    ASSERT_TRUE(f[0] == -2.5f && f[5] == -2.5f);
+    out = ARRAY(NRTEMU_DTYPE_FLOAT16, h, 3, 2);
+    nrtemu__kernel_full(&out, &hv);
+    ASSERT_EQ(h[5], 0x7e00);
+}
+
+/* An output that is also an operand of an elementwise op. */
+static void
+test_in_place(void)
+{
+    enum { N = 5000 };
+    float *x = malloc(N * sizeof *x);
+    struct nrtemu_array in[2], out;
+    double two = 2.0;
+
+    ASSERT_NOT_NULL(x);
+    for (int i = 0; i < N; i++) {
+        x[i] = (float)i;
+    }
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, x, N);
+    in[0] = out;
+    in[1] = SCALAR(NRTEMU_DTYPE_FLOAT64, &two);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MUL, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    for (int i = 0; i < N; i++) {
+        ASSERT_TRUE(x[i] == 2.0f * (float)i);
+    }
+    in[1] = out;
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_ADD, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    for (int i = 0; i < N; i++) {
+        ASSERT_TRUE(x[i] == 4.0f * (float)i);
+    }
+    free(x);
+}
+
+int
+main(void)
+{
+    test_begin("test_kernels");
+    RUN_TEST(test_binary_broadcasting);
+    RUN_TEST(test_integer_semantics);
+    RUN_TEST(test_float_mod_floor_divide);
+    RUN_TEST(test_unary_float);
+    RUN_TEST(test_nan_handling);
+    RUN_TEST(test_compare_and_logical);
+    RUN_TEST(test_where);
+    RUN_TEST(test_compute_dtype_rounding);
+    RUN_TEST(test_cast_and_copy);
+    RUN_TEST(test_reductions);
+    RUN_TEST(test_reduction_edges);
+    RUN_TEST(test_argreduce);
+    RUN_TEST(test_softmax);
+    RUN_TEST(test_matmul);
+    RUN_TEST(test_transpose);
+    RUN_TEST(test_slice_concat_take);
+    RUN_TEST(test_iota_full);
+    RUN_TEST(test_in_place);
+    nrtemu__scratch_free(&scratch);
+    return 0;
+}

@@ -1,0 +1,885 @@
+/*
+ * test_program.c - emulator programs: loading, the validation rules (one
+ * test per rule: NRT_INVALID and a detail naming the op), and runs of
+ * every kind of op through program_run, including NRT_EXEC_OOB from take
+ * and the deadline.
+ *
+ * NEFF images are built here: a raw ustar archive of binary members
+ * behind the 1024-byte header, and .npy constants.
+ */
+#include <math.h>
+#include <time.h>
+
+#include "test.h"
+
+#include "neff.h"
+#include "program.h"
+
+#define FUNC "nrt_load"
+
+/* ------------------------------------------------------------------ */
+/* NEFF images                                                        */
+
+struct member {
+    const char *path;
+    const void *data;
+    size_t size; /* 0: data is a NUL-terminated text */
+};
+
+static void
+put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++) {
+        p[i] = (unsigned char)(v >> (8 * i));
+    }
+}
+
+static void
+tar_header(unsigned char *h, const char *path, size_t size)
+{
+    unsigned sum = 0;
+
+    memset(h, 0, 512);
+    snprintf((char *)h, 100, "%s", path);
+    memcpy(h + 100, "0000644", 8);
+    memcpy(h + 108, "0000000", 8);
+    memcpy(h + 116, "0000000", 8);
+    snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+    memcpy(h + 136, "00000000000", 12);
+    memset(h + 148, ' ', 8);
+    h[156] = '0';
+    memcpy(h + 257, "ustar", 6);
+    memcpy(h + 263, "00", 2);
+    for (int i = 0; i < 512; i++) {
+        sum += h[i];
+    }
+    snprintf((char *)h + 148, 8, "%06o", sum);
+    h[155] = ' ';
+}
+
+static unsigned char *
+neff_build(const struct member *m, size_t count, size_t *size)
+{
+    size_t tar = 1024;
+    unsigned char *image, *p;
+
+    for (size_t i = 0; i < count; i++) {
+        size_t n = m[i].size ? m[i].size : strlen(m[i].data);
+        tar += 512 + (n + 511) / 512 * 512;
+    }
+    image = calloc(1, 1024 + tar);
+    ASSERT_NOT_NULL(image);
+    put_le(image + 0x008, 1024, 8);
+    put_le(image + 0x010, tar, 8);
+    put_le(image + 0x018, 2, 8);
+    put_le(image + 0x0a8, 1, 4);
+    snprintf((char *)image + 0x0dc, 256, "test_program");
+    put_le(image + 0x1dc, 1, 4);
+    put_le(image + 0x228, 1, 4);
+    p = image + 1024;
+    for (size_t i = 0; i < count; i++) {
+        size_t n = m[i].size ? m[i].size : strlen(m[i].data);
+        tar_header(p, m[i].path, n);
+        memcpy(p + 512, m[i].data, n);
+        p += 512 + (n + 511) / 512 * 512;
+    }
+    *size = 1024 + tar;
+    return image;
+}
+
+/* A .npy v1 file: header padded to 64 bytes, then the data. */
+static unsigned char *
+npy_build(const char *descr, const char *shape, const void *data, size_t bytes,
+          size_t *size)
+{
+    char dict[256];
+    size_t hlen, total;
+    unsigned char *f;
+
+    snprintf(dict, sizeof dict,
+             "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr,
+             shape);
+    hlen = (10 + strlen(dict) + 1 + 63) / 64 * 64 - 10;
+    total = 10 + hlen + bytes;
+    f = malloc(total);
+    ASSERT_NOT_NULL(f);
+    memcpy(f, "\x93NUMPY\x01\x00", 8);
+    put_le(f + 8, hlen, 2);
+    memset(f + 10, ' ', hlen);
+    memcpy(f + 10, dict, strlen(dict));
+    f[10 + hlen - 1] = '\n';
+    memcpy(f + 10 + hlen, data, bytes);
+    *size = total;
+    return f;
+}
+
+/* A loaded NEFF and its program; `image` must outlive `neff`. */
+struct loaded {
+    unsigned char *image;
+    struct nrtemu_neff *neff;
+    struct nrtemu_program *program;
+};
+
+static const char *neff_json =
+    "{\"name\": \"t\", \"version\": \"2.0\", \"generator\": \"test\", "
+    "\"subgraphs\": [\"sg00\"]}";
+
+/*
+ * Load `program_json` with `def_json`, plus the constant members.
+ * Returns the status of nrtemu__program_load.
+ */
+static NRT_STATUS
+load_with(const char *def_json, const char *program_json,
+          const struct member *extra, size_t n_extra, struct loaded *out)
+{
+    struct member m[8];
+    size_t n = 0, size;
+    NRT_STATUS st;
+
+    memset(out, 0, sizeof *out);
+    m[n++] = (struct member){"neff.json", neff_json, 0};
+    m[n++] = (struct member){"sg00/def.json", def_json, 0};
+    if (program_json != NULL) {
+        m[n++] = (struct member){"sg00/program.json", program_json, 0};
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        m[n++] = extra[i];
+    }
+    out->image = neff_build(m, n, &size);
+    ASSERT_OK(nrtemu__neff_open(FUNC, out->image, size, false, &out->neff));
+    st = nrtemu__program_load(FUNC, out->neff, 0, &out->program);
+    if (st != NRT_SUCCESS) {
+        ASSERT_NULL(out->program);
+    }
+    return st;
+}
+
+static void
+unload(struct loaded *l)
+{
+    nrtemu__program_free(l->program);
+    nrtemu__neff_free(l->neff);
+    free(l->image);
+}
+
+/* The index of I/O entry `name`. */
+static size_t
+io_index(const struct loaded *l, const char *name)
+{
+    for (size_t i = 0; i < l->neff->io_count; i++) {
+        if (strcmp(l->neff->io[i].name, name) == 0) {
+            return i;
+        }
+    }
+    TEST_FAIL_("no I/O entry '%s'", name);
+}
+
+/* ------------------------------------------------------------------ */
+/* Runs                                                               */
+
+/* The example of the format document: float16 in, float32 const. */
+static void
+test_document_example(void)
+{
+    static const char *def =
+        "{\"var\": {"
+        "\"a_input\": {\"type\": \"input\", \"size\": 8, \"shape\": [2, 2], "
+        "\"dtype\": \"float16\"},"
+        "\"w\": {\"type\": \"file\", \"file_name\": \"w.npy\"},"
+        "\"output_0\": {\"type\": \"output\", \"size\": 8, \"shape\": [2, 2], "
+        "\"dtype\": \"float16\"}},"
+        "\"emulator_program\": \"program.json\"}";
+    static const char *prog =
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+        "\"buffers\": {"
+        "\"a_input\": {\"kind\": \"input\", \"dtype\": \"float16\", "
+        "\"shape\": [2, 2]},"
+        "\"w\": {\"kind\": \"const\", \"dtype\": \"float32\", \"shape\": [2], "
+        "\"var\": \"w\"},"
+        "\"t0\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [2, "
+        "2]},"
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float16\", "
+        "\"shape\": [2, 2]}},"
+        "\"ops\": ["
+        "{\"op\": \"add\", \"in\": [\"a_input\", \"w\"], \"out\": \"t0\", "
+        "\"dtype\": \"float32\"},"
+        "{\"op\": \"cast\", \"in\": [\"t0\"], \"out\": \"output_0\"}]}";
+    float w[2] = {0.5f, -1.0f};
+    size_t npy_size;
+    unsigned char *npy = npy_build("<f4", "(2,)", w, sizeof w, &npy_size);
+    struct member extra[] = {{"sg00/w.npy", npy, npy_size}};
+    struct loaded l;
+    uint16_t in[4] = {0x3c00, 0x4000, 0x4200, 0x4400}; /* 1 2 3 4 */
+    uint16_t out[4] = {0};
+    void *io[2];
+
+    ASSERT_OK(load_with(def, prog, extra, 1, &l));
+    io[io_index(&l, "a_input")] = in;
+    io[io_index(&l, "output_0")] = out;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    ASSERT_EQ(out[0], 0x3e00); /* 1.5 */
+    ASSERT_EQ(out[1], 0x3c00); /* 1 */
+    ASSERT_EQ(out[2], 0x4300); /* 3.5 */
+    ASSERT_EQ(out[3], 0x4200); /* 3 */
+    /* Runs again on the same temporaries. */
+    in[0] = 0x0000;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    ASSERT_EQ(out[0], 0x3800); /* 0.5 */
+    unload(&l);
+    free(npy);
+}
+
+/* Profile observer: records names and the shapes of op 0. */
+struct observed {
+    size_t count;
+    char first[128];
+    uint64_t last_end;
+    bool ordered;
+};
+
+static void
+observe(void *ctx, size_t index, const char *op, const char *shapes,
+        uint64_t start_ns, uint64_t end_ns)
+{
+    struct observed *o = ctx;
+
+    if (index == 0) {
+        snprintf(o->first, sizeof o->first, "%s: %s", op, shapes);
+        o->ordered = true;
+    }
+    o->ordered = o->ordered && index == o->count && start_ns <= end_ns &&
+                 start_ns >= o->last_end;
+    o->last_end = end_ns;
+    o->count++;
+}
+
+/*
+ * A program using most ops: x [4,3] f32, idx [2] int32 in; logits =
+ * x @ w (w [3,5] const), softmax, max, argmax, take of rows, concat,
+ * slice with negative step, transpose, reshape, iota, full, where,
+ * compare.
+ */
+static void
+test_many_ops(void)
+{
+    static const char *def =
+        "{\"var\": {"
+        "\"x\": {\"type\": \"input\", \"size\": 48, \"shape\": [4, 3], "
+        "\"dtype\": \"float32\"},"
+        "\"idx\": {\"type\": \"input\", \"size\": 8, \"shape\": [2], "
+        "\"dtype\": \"int32\"},"
+        "\"w\": {\"type\": \"file\", \"file_name\": \"w.npy\"},"
+        "\"output_0\": {\"type\": \"output\", \"size\": 80, \"shape\": [4, "
+        "5], \"dtype\": \"float32\"},"
+        "\"output_1\": {\"type\": \"output\", \"size\": 32, \"shape\": [4], "
+        "\"dtype\": \"int64\"},"
+        "\"output_2\": {\"type\": \"output\", \"size\": 24, \"shape\": [2, "
+        "3], \"dtype\": \"float32\"},"
+        "\"output_3\": {\"type\": \"output\", \"size\": 24, \"shape\": [3, "
+        "2], \"dtype\": \"float32\"},"
+        "\"output_4\": {\"type\": \"output\", \"size\": 48, \"shape\": [12], "
+        "\"dtype\": \"float32\"}},"
+        "\"emulator_program\": \"program.json\"}";
+    static const char *prog =
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+        "\"buffers\": {"
+        "\"x\": {\"kind\": \"input\", \"dtype\": \"float32\", \"shape\": [4, "
+        "3]},"
+        "\"idx\": {\"kind\": \"input\", \"dtype\": \"int32\", \"shape\": "
+        "[2]},"
+        "\"w\": {\"kind\": \"const\", \"dtype\": \"float32\", \"shape\": [3, "
+        "5], \"var\": \"w\"},"
+        "\"logits\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": "
+        "[4, 5]},"
+        "\"rows\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": "
+        "[2, 3]},"
+        "\"cat\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [6, "
+        "3]},"
+        "\"io\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [4, "
+        "3]},"
+        "\"neg\": {\"kind\": \"temp\", \"dtype\": \"bool\", \"shape\": [4, "
+        "3]},"
+        "\"zero\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": "
+        "[]},"
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [4, 5]},"
+        "\"output_1\": {\"kind\": \"output\", \"dtype\": \"int64\", "
+        "\"shape\": [4]},"
+        "\"output_2\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [2, 3]},"
+        "\"output_3\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [3, 2]},"
+        "\"output_4\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [12]}},"
+        "\"ops\": ["
+        /* 0 */ "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": "
+        "\"logits\"},"
+        /* 1 */ "{\"op\": \"softmax\", \"in\": [\"logits\"], \"out\": "
+        "\"output_0\", \"axis\": -1},"
+        /* 2 */ "{\"op\": \"argmax\", \"in\": [\"logits\"], \"out\": "
+        "\"output_1\", \"axis\": 1},"
+        /* 3 */ "{\"op\": \"take\", \"in\": [\"x\", \"idx\"], \"out\": "
+        "\"rows\", \"axis\": 0},"
+        /* 4 */ "{\"op\": \"concatenate\", \"in\": [\"x\", \"rows\"], "
+        "\"out\": \"cat\", \"axis\": 0},"
+        /* 5 */ "{\"op\": \"slice\", \"in\": [\"cat\"], \"out\": "
+        "\"output_2\", \"start\": [5, 0], \"step\": [-5, 1]},"
+        /* 6 */ "{\"op\": \"transpose\", \"in\": [\"output_2\"], \"out\": "
+        "\"output_3\", \"perm\": [1, 0]},"
+        /* 7 */ "{\"op\": \"iota\", \"out\": \"io\", \"axis\": 0},"
+        /* 8 */ "{\"op\": \"full\", \"out\": \"zero\", \"value\": 0},"
+        /* 9 */ "{\"op\": \"less\", \"in\": [\"x\", \"zero\"], \"out\": "
+        "\"neg\"},"
+        /* 10 */ "{\"op\": \"where\", \"in\": [\"neg\", \"io\", \"x\"], "
+        "\"out\": \"io\"},"
+        /* 11 */ "{\"op\": \"reshape\", \"in\": [\"io\"], \"out\": "
+        "\"output_4\"},"
+        /* 12, 13: rewrite an output; an op whose out is its operand. */
+        "{\"op\": \"transpose\", \"in\": [\"output_3\"], \"out\": "
+        "\"output_2\"},"
+        "{\"op\": \"softmax\", \"in\": [\"output_4\"], \"out\": "
+        "\"output_4\"}]}";
+    float w[15], x[12], out0[20], out2[6], out3[6], out4[12];
+    int32_t idx[2] = {3, -4};
+    int64_t out1[4];
+    size_t npy_size;
+    unsigned char *npy;
+    struct loaded l;
+    struct observed obs = {0};
+    void *io[7];
+
+    for (int i = 0; i < 15; i++) {
+        w[i] = (float)((i * 7) % 5) - 2.0f;
+    }
+    for (int i = 0; i < 12; i++) {
+        x[i] = (float)((i * 5) % 7) - 3.0f;
+    }
+    npy = npy_build("<f4", "(3, 5)", w, sizeof w, &npy_size);
+    {
+        struct member extra[] = {{"sg00/w.npy", npy, npy_size}};
+        ASSERT_OK(load_with(def, prog, extra, 1, &l));
+    }
+    io[io_index(&l, "x")] = x;
+    io[io_index(&l, "idx")] = idx;
+    io[io_index(&l, "output_0")] = out0;
+    io[io_index(&l, "output_1")] = out1;
+    io[io_index(&l, "output_2")] = out2;
+    io[io_index(&l, "output_3")] = out3;
+    io[io_index(&l, "output_4")] = out4;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, observe, &obs));
+    ASSERT_UEQ(obs.count, 14);
+    ASSERT_TRUE(obs.ordered);
+    ASSERT_STR_EQ(obs.first,
+                  "matmul: float32[4,3], float32[3,5] -> float32[4,5]");
+
+    for (int r = 0; r < 4; r++) {
+        double logits[5], m = -INFINITY, s = 0;
+        int64_t best = 0;
+        for (int c = 0; c < 5; c++) {
+            logits[c] = 0;
+            for (int k = 0; k < 3; k++) {
+                logits[c] += (double)x[r * 3 + k] * w[k * 5 + c];
+            }
+            if (logits[c] > m) {
+                m = logits[c];
+                best = c;
+            }
+        }
+        for (int c = 0; c < 5; c++) {
+            s += exp(logits[c] - m);
+        }
+        for (int c = 0; c < 5; c++) {
+            ASSERT_TRUE(fabs(out0[r * 5 + c] - exp(logits[c] - m) / s) < 1e-6);
+        }
+        ASSERT_EQ(out1[r], best);
+    }
+    /* cat = x rows 0..3, x[3], x[0]; slice rows 5 and 0: x[0], x[0]. */
+    {
+        float want2[6] = {x[0], x[1], x[2], x[0], x[1], x[2]};
+        float want3[6];
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 2; j++) {
+                want3[i * 2 + j] = want2[j * 3 + i];
+            }
+        }
+        for (int i = 0; i < 6; i++) {
+            ASSERT_TRUE(out3[i] == want3[i]);
+            ASSERT_TRUE(out2[i] == want2[i]); /* transposed back */
+        }
+    }
+    {
+        /* where(x < 0, iota, x), then softmax in place. */
+        double want[12], m = -INFINITY, s = 0;
+        for (int i = 0; i < 12; i++) {
+            want[i] = x[i] < 0 ? (float)(i / 3) : x[i];
+            m = fmax(m, want[i]);
+        }
+        for (int i = 0; i < 12; i++) {
+            s += exp(want[i] - m);
+        }
+        for (int i = 0; i < 12; i++) {
+            ASSERT_TRUE(fabs(out4[i] - exp(want[i] - m) / s) < 1e-6);
+        }
+    }
+    unload(&l);
+    free(npy);
+}
+
+/* take with an index out of range fails the run with NRT_EXEC_OOB. */
+static void
+test_take_out_of_bounds(void)
+{
+    static const char *def =
+        "{\"var\": {"
+        "\"data\": {\"type\": \"input\", \"size\": 16, \"shape\": [4], "
+        "\"dtype\": \"float32\"},"
+        "\"idx\": {\"type\": \"input\", \"size\": 16, \"shape\": [2], "
+        "\"dtype\": \"int64\"},"
+        "\"output_0\": {\"type\": \"output\", \"size\": 8, \"shape\": [2], "
+        "\"dtype\": \"float32\"}},"
+        "\"emulator_program\": \"program.json\"}";
+    static const char *prog =
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+        "\"buffers\": {"
+        "\"data\": {\"kind\": \"input\", \"dtype\": \"float32\", \"shape\": "
+        "[4]},"
+        "\"idx\": {\"kind\": \"input\", \"dtype\": \"int64\", \"shape\": "
+        "[2]},"
+        "\"t\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": "
+        "[4]},"
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [2]}},"
+        "\"ops\": ["
+        "{\"op\": \"neg\", \"in\": [\"data\"], \"out\": \"t\"},"
+        "{\"op\": \"take\", \"in\": [\"t\", \"idx\"], \"out\": "
+        "\"output_0\", \"axis\": 0}]}";
+    float data[4] = {1, 2, 3, 4}, out[2] = {0, 0};
+    int64_t idx[2] = {-1, 7};
+    struct loaded l;
+    void *io[3];
+
+    ASSERT_OK(load_with(def, prog, NULL, 0, &l));
+    io[io_index(&l, "data")] = data;
+    io[io_index(&l, "idx")] = idx;
+    io[io_index(&l, "output_0")] = out;
+    ASSERT_STATUS(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL),
+                  NRT_EXEC_OOB);
+    ASSERT_UEQ(NRT_EXEC_OOB, 1006);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "op 1 (take): index 7 out of bounds for axis 0 with "
+                        "size 4");
+    idx[1] = -4;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    ASSERT_TRUE(out[0] == -4.0f && out[1] == -1.0f);
+    idx[0] = -5;
+    ASSERT_STATUS(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL),
+                  NRT_EXEC_OOB);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "index -5 out of bounds");
+
+    /* A deadline already past stops the run before its first op. */
+    {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ASSERT_STATUS(nrtemu__program_run(FUNC, l.program, io,
+                                          (uint64_t)ts.tv_sec * 1000000000u,
+                                          NULL, NULL),
+                      NRT_TIMEOUT);
+    }
+    unload(&l);
+}
+
+/* A bfloat16 constant saved as raw bytes ('|V2'), and a float32 npy
+ * member that is not aligned in the archive. */
+static void
+test_const_void_npy(void)
+{
+    static const char *def =
+        "{\"var\": {"
+        "\"c\": {\"type\": \"file\", \"file_name\": \"c.npy\"},"
+        "\"output_0\": {\"type\": \"output\", \"size\": 12, \"shape\": [3], "
+        "\"dtype\": \"float32\"}},"
+        "\"emulator_program\": \"program.json\"}";
+    static const char *prog =
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+        "\"buffers\": {"
+        "\"c\": {\"kind\": \"const\", \"dtype\": \"bfloat16\", \"shape\": "
+        "[3], \"var\": \"c\"},"
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [3]}},"
+        "\"ops\": [{\"op\": \"cast\", \"in\": [\"c\"], \"out\": "
+        "\"output_0\"}]}";
+    uint16_t c[3] = {0x3f80, 0xc000, 0x7f80};
+    float out[3];
+    size_t npy_size;
+    unsigned char *npy = npy_build("|V2", "(3,)", c, sizeof c, &npy_size);
+    struct member extra[] = {{"sg00/c.npy", npy, npy_size}};
+    struct loaded l;
+    void *io[1];
+
+    ASSERT_OK(load_with(def, prog, extra, 1, &l));
+    io[io_index(&l, "output_0")] = out;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    ASSERT_TRUE(out[0] == 1.0f && out[1] == -2.0f && out[2] == INFINITY);
+    unload(&l);
+    free(npy);
+}
+
+/* ------------------------------------------------------------------ */
+/* Validation: one case per rule                                      */
+
+/* def.json of the validation cases: a [2,3] f32 input, [3] f32 input,
+ * int32 input, f32 const, [2,3] f32 output. */
+static const char *vdef =
+    "{\"var\": {"
+    "\"a\": {\"type\": \"input\", \"size\": 24, \"shape\": [2, 3], "
+    "\"dtype\": \"float32\"},"
+    "\"b\": {\"type\": \"input\", \"size\": 12, \"shape\": [3], "
+    "\"dtype\": \"float32\"},"
+    "\"i\": {\"type\": \"input\", \"size\": 8, \"shape\": [2], "
+    "\"dtype\": \"int32\"},"
+    "\"raw\": {\"type\": \"input\", \"size\": 16},"
+    "\"w\": {\"type\": \"file\", \"file_name\": \"w.npy\"},"
+    "\"notfile\": {\"type\": \"tmp-buf\", \"size\": 4},"
+    "\"output_0\": {\"type\": \"output\", \"size\": 24, \"shape\": [2, 3], "
+    "\"dtype\": \"float32\"}},"
+    "\"emulator_program\": \"program.json\"}";
+
+#define VHEAD "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+#define VBUFS                                                                \
+    "\"buffers\": {"                                                         \
+    "\"a\": {\"kind\": \"input\", \"dtype\": \"float32\", \"shape\": [2, "   \
+    "3]},"                                                                   \
+    "\"b\": {\"kind\": \"input\", \"dtype\": \"float32\", \"shape\": [3]},"  \
+    "\"i\": {\"kind\": \"input\", \"dtype\": \"int32\", \"shape\": [2]},"    \
+    "\"w\": {\"kind\": \"const\", \"dtype\": \"float32\", \"shape\": [3], "  \
+    "\"var\": \"w\"},"                                                       \
+    "\"t\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [2, "    \
+    "3]},"                                                                   \
+    "\"ti\": {\"kind\": \"temp\", \"dtype\": \"int32\", \"shape\": [2, 3]}," \
+    "\"tb\": {\"kind\": \"temp\", \"dtype\": \"bool\", \"shape\": [2, 3]},"  \
+    "\"t4\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [4]},"  \
+    "\"t3\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": [3]},"  \
+    "\"s\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": []},"    \
+    "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "          \
+    "\"shape\": [2, 3]}}"
+/* Ops 0-4, before the op under test: write output_0 and the temps. */
+#define VLAST "{\"op\": \"copy\", \"in\": [\"a\"], \"out\": \"output_0\"}"
+#define VPRE                                                     \
+    VLAST ", {\"op\": \"full\", \"out\": \"t4\", \"value\": 1}," \
+          "{\"op\": \"full\", \"out\": \"ti\", \"value\": 1},"   \
+          "{\"op\": \"full\", \"out\": \"s\", \"value\": 1},"    \
+          "{\"op\": \"full\", \"out\": \"t\", \"value\": 1}"
+
+struct vcase {
+    const char *name;
+    const char *program; /* NULL: def.json without emulator_program */
+    const char *want;    /* in the detail */
+};
+
+static void
+run_case(const struct vcase *c)
+{
+    float w[3] = {1, 2, 3};
+    size_t npy_size;
+    unsigned char *npy = npy_build("<f4", "(3,)", w, sizeof w, &npy_size);
+    struct member extra[] = {{"sg00/w.npy", npy, npy_size}};
+    struct loaded l;
+    NRT_STATUS st;
+
+    st = load_with(vdef, c->program, extra, 1, &l);
+    if (st != NRT_INVALID) {
+        TEST_FAIL_("%s: got %s, expected NRT_INVALID", c->name,
+                   nrt_get_status_as_str(st));
+    }
+    if (strstr(nrtemu_last_error(), c->want) == NULL) {
+        TEST_FAIL_("%s: \"%s\" does not contain \"%s\"", c->name,
+                   nrtemu_last_error(), c->want);
+    }
+    unload(&l);
+    free(npy);
+}
+
+#define OPS(...) VHEAD VBUFS ", \"ops\": [" __VA_ARGS__ "]}"
+
+static void
+test_validation_program_level(void)
+{
+    static const struct vcase cases[] = {
+        {"valid program passes", NULL, ""},
+        {"format", "{\"format\": \"other\", \"version\": 1}",
+         "\"format\" must be"},
+        {"version", "{\"format\": \"nrtpy-emulator-program\", \"version\": 2}",
+         "\"version\" must be 1"},
+        {"buffers object", VHEAD "\"buffers\": [], \"ops\": []}",
+         "\"buffers\" must be an object"},
+        {"ops list", VHEAD VBUFS ", \"ops\": {}}", "\"ops\" must be a list"},
+        {"unknown kind",
+         VHEAD "\"buffers\": {\"x\": {\"kind\": \"scratch\", \"dtype\": "
+               "\"float32\", \"shape\": [1]}}, \"ops\": []}",
+         "unknown kind \"scratch\""},
+        {"bad dtype",
+         VHEAD "\"buffers\": {\"x\": {\"kind\": \"temp\", \"dtype\": "
+               "\"float128\", \"shape\": [1]}}, \"ops\": []}",
+         "buffer 'x': \"dtype\" must name"},
+        {"nine dims",
+         VHEAD "\"buffers\": {\"x\": {\"kind\": \"temp\", \"dtype\": "
+               "\"int8\", \"shape\": [1,1,1,1,1,1,1,1,1]}}, \"ops\": []}",
+         "more than 8 dimensions"},
+        {"negative dim",
+         VHEAD "\"buffers\": {\"x\": {\"kind\": \"temp\", \"dtype\": "
+               "\"int8\", \"shape\": [2, -1]}}, \"ops\": []}",
+         "non-negative integers"},
+        {"duplicate buffer",
+         VHEAD "\"buffers\": {\"x\": {\"kind\": \"temp\", \"dtype\": "
+               "\"int8\", \"shape\": [1]}, \"x\": {\"kind\": \"temp\", "
+               "\"dtype\": \"int8\", \"shape\": [1]}}, \"ops\": []}",
+         "buffer 'x' is defined twice"},
+        {"input not in def.json",
+         VHEAD "\"buffers\": {\"zz\": {\"kind\": \"input\", \"dtype\": "
+               "\"int8\", \"shape\": [1]}}, \"ops\": []}",
+         "def.json has no input variable 'zz'"},
+        {"output kind of an input",
+         VHEAD "\"buffers\": {\"a\": {\"kind\": \"output\", \"dtype\": "
+               "\"float32\", \"shape\": [2, 3]}}, \"ops\": []}",
+         "def.json has no output variable 'a'"},
+        {"input size",
+         VHEAD "\"buffers\": {\"a\": {\"kind\": \"input\", \"dtype\": "
+               "\"float32\", \"shape\": [3]}}, \"ops\": []}",
+         "does not match the 24 bytes"},
+        {"input dtype",
+         VHEAD "\"buffers\": {\"a\": {\"kind\": \"input\", \"dtype\": "
+               "\"int32\", \"shape\": [2, 3]}}, \"ops\": []}",
+         "but def.json declares input 'a' as float32[2,3]"},
+        {"input shape",
+         VHEAD "\"buffers\": {\"a\": {\"kind\": \"input\", \"dtype\": "
+               "\"float32\", \"shape\": [3, 2]}}, \"ops\": []}",
+         "declares input 'a' as float32[2,3]"},
+        {"const without var",
+         VHEAD "\"buffers\": {\"c\": {\"kind\": \"const\", \"dtype\": "
+               "\"float32\", \"shape\": [3]}}, \"ops\": []}",
+         "a const needs \"var\""},
+        {"const var not a file",
+         VHEAD "\"buffers\": {\"c\": {\"kind\": \"const\", \"dtype\": "
+               "\"float32\", \"shape\": [1], \"var\": \"notfile\"}}, "
+               "\"ops\": []}",
+         "no variable 'notfile' of type \"file\""},
+        {"const dtype",
+         VHEAD "\"buffers\": {\"c\": {\"kind\": \"const\", \"dtype\": "
+               "\"int32\", \"shape\": [3], \"var\": \"w\"}}, \"ops\": []}",
+         "buffer 'c' is int32, but 'sg00/w.npy' holds float32"},
+        {"const shape",
+         VHEAD "\"buffers\": {\"c\": {\"kind\": \"const\", \"dtype\": "
+               "\"float32\", \"shape\": [1, 3], \"var\": \"w\"}}, "
+               "\"ops\": []}",
+         "buffer 'c' is float32[1,3], but 'sg00/w.npy' holds float32[3]"},
+        {"output never written", VHEAD VBUFS ", \"ops\": []}",
+         "output 'output_0' is never written"},
+        {"def.json output missing", VHEAD "\"buffers\": {}, \"ops\": []}",
+         "def.json output 'output_0' is not an output buffer"},
+    };
+
+    /* The first case: a valid program, to show the harness loads. */
+    {
+        float w[3] = {1, 2, 3};
+        size_t npy_size;
+        unsigned char *npy = npy_build("<f4", "(3,)", w, sizeof w, &npy_size);
+        struct member extra[] = {{"sg00/w.npy", npy, npy_size}};
+        struct loaded l;
+        ASSERT_OK(load_with(vdef, OPS(VLAST), extra, 1, &l));
+        unload(&l);
+        free(npy);
+    }
+    {
+        /* No emulator_program in def.json. */
+        struct loaded l;
+        static const char *def = "{\"var\": {}}";
+        ASSERT_STATUS(load_with(def, NULL, NULL, 0, &l), NRT_INVALID);
+        ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                            "sg00 has no emulator program: it needs Neuron "
+                            "hardware");
+        unload(&l);
+    }
+    for (size_t i = 1; i < sizeof cases / sizeof cases[0]; i++) {
+        run_case(&cases[i]);
+    }
+}
+
+static void
+test_validation_ops(void)
+{
+    static const struct vcase cases[] = {
+        {"unknown op",
+         OPS("{\"op\": \"frobnicate\", \"in\": [], \"out\": "
+             "\"t\"}"),
+         "op 0: unknown op \"frobnicate\""},
+        {"operand count",
+         OPS("{\"op\": \"add\", \"in\": [\"a\"], \"out\": \"t\"}," VLAST),
+         "op 0 (add): takes 2 operands, not 1"},
+        {"concatenate without operands",
+         OPS("{\"op\": \"concatenate\", \"in\": [], \"out\": \"t\"}," VLAST),
+         "op 0 (concatenate): takes at least one operand"},
+        {"unknown operand",
+         OPS("{\"op\": \"neg\", \"in\": [\"nope\"], \"out\": \"t\"}," VLAST),
+         "op 0 (neg): in[0] is not the name of a buffer ('nope')"},
+        {"unknown out",
+         OPS("{\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"nope\"}," VLAST),
+         "op 0 (neg): \"out\" must be the name of a buffer"},
+        {"write an input",
+         OPS(VPRE ", {\"op\": \"neg\", \"in\": [\"b\"], \"out\": \"b\"}"),
+         "op 5 (neg): out 'b' is an input"},
+        {"write a const",
+         OPS(VPRE ", {\"op\": \"neg\", \"in\": [\"b\"], \"out\": \"w\"}"),
+         "op 5 (neg): out 'w' is a const"},
+        {"read before write",
+         OPS("{\"op\": \"neg\", \"in\": [\"t\"], \"out\": \"output_0\"}"),
+         "op 0 (neg): in[0] 't' is read before any op writes it"},
+        {"bad compute dtype",
+         OPS("{\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"t\", \"dtype\": "
+             "\"float128\"}," VLAST),
+         "op 0 (neg): \"dtype\" must name"},
+        {"broadcast",
+         OPS(VPRE ", {\"op\": \"add\", \"in\": [\"a\", \"t4\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (add): in[1] 't4' of shape [4] does not broadcast to out 't' "
+         "of shape [2,3]"},
+        {"compare out not bool",
+         OPS(VPRE ", {\"op\": \"less\", \"in\": [\"a\", \"b\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (less): out 't' is float32; the result is bool"},
+        {"float-only op on ints",
+         OPS(VPRE ", {\"op\": \"exp\", \"in\": [\"a\"], \"out\": \"ti\"}"),
+         "op 5 (exp): the compute dtype int32 is not a float"},
+        {"copy converts",
+         OPS(VPRE ", {\"op\": \"copy\", \"in\": [\"a\"], \"out\": \"ti\"}"),
+         "op 5 (copy): out 'ti' is int32 but in[0] 'a' is float32"},
+        {"matmul contraction",
+         OPS(VPRE ", {\"op\": \"matmul\", \"in\": [\"a\", \"a\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (matmul): in[0] 'a' [2,3] and in[1] 'a' [2,3]: the "
+         "contracted dimensions 3 and 2 differ"},
+        {"matmul out shape",
+         OPS(VPRE ", {\"op\": \"matmul\", \"in\": [\"a\", \"b\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (matmul): out 't' has shape [2,3]; the result has [2]"},
+        {"matmul scalar",
+         OPS(VPRE ", {\"op\": \"matmul\", \"in\": [\"s\", \"b\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (matmul): in[0] 's' is a scalar"},
+        {"reduce axis range",
+         OPS(VPRE ", {\"op\": \"sum\", \"in\": [\"a\"], \"out\": \"t3\", "
+                  "\"axes\": [2]}"),
+         "op 5 (sum): axes[0] = 2 is out of range for 2 dimensions"},
+        {"reduce repeated axis",
+         OPS(VPRE ", {\"op\": \"sum\", \"in\": [\"a\"], \"out\": \"s\", "
+                  "\"axes\": [0, -2]}"),
+         "op 5 (sum): axis 0 is repeated"},
+        {"reduce out shape",
+         OPS(VPRE ", {\"op\": \"sum\", \"in\": [\"a\"], \"out\": \"t4\", "
+                  "\"axes\": [0], \"keepdims\": true}"),
+         "op 5 (sum): out 't4' has shape [4]; the result has [1,3]"},
+        {"reduce keepdims type",
+         OPS(VPRE ", {\"op\": \"sum\", \"in\": [\"a\"], \"out\": \"s\", "
+                  "\"keepdims\": 1}"),
+         "op 5 (sum): \"keepdims\" must be true or false"},
+        {"argmax out dtype",
+         OPS(VPRE ", {\"op\": \"argmax\", \"in\": [\"a\"], \"out\": \"t3\", "
+                  "\"axis\": 0}"),
+         "op 5 (argmax): out 't3' is float32; the result is int64"},
+        {"argmax axis",
+         OPS(VPRE ", {\"op\": \"argmax\", \"in\": [\"a\"], \"out\": \"t3\", "
+                  "\"axis\": 5}"),
+         "op 5 (argmax): \"axis\" 5 is out of range for 2 dimensions"},
+        {"softmax on ints",
+         OPS(VPRE ", {\"op\": \"softmax\", \"in\": [\"ti\"], \"out\": "
+                  "\"ti\"}"),
+         "op 5 (softmax): the compute dtype int32 is not a float"},
+        {"transpose perm",
+         OPS(VPRE ", {\"op\": \"transpose\", \"in\": [\"a\"], \"out\": "
+                  "\"t\", \"perm\": [0, 0]}"),
+         "op 5 (transpose): \"perm\" is not a permutation"},
+        {"transpose perm length",
+         OPS(VPRE ", {\"op\": \"transpose\", \"in\": [\"a\"], \"out\": "
+                  "\"t\", \"perm\": [0]}"),
+         "op 5 (transpose): \"perm\" must be a list of 2 integers"},
+        {"transpose out shape",
+         OPS(VPRE ", {\"op\": \"transpose\", \"in\": [\"a\"], \"out\": "
+                  "\"t\"}"),
+         "op 5 (transpose): out 't' has shape [2,3]; the result has [3,2]"},
+        {"reshape count",
+         OPS(VPRE ", {\"op\": \"reshape\", \"in\": [\"a\"], \"out\": "
+                  "\"t4\"}"),
+         "op 5 (reshape): in[0] 'a' has 6 elements and out 't4' 4"},
+        {"concatenate shapes",
+         OPS(VPRE ", {\"op\": \"concatenate\", \"in\": [\"a\", \"b\"], "
+                  "\"out\": \"t\", \"axis\": 0}"),
+         "op 5 (concatenate): in[1] 'b' of shape [3] does not fit out 't'"},
+        {"concatenate total",
+         OPS(VPRE ", {\"op\": \"concatenate\", \"in\": [\"a\", \"a\"], "
+                  "\"out\": \"t\", \"axis\": 1}"),
+         "op 5 (concatenate): the operands have 6 elements along axis 1, "
+         "out 't' has 3"},
+        {"slice start",
+         OPS(VPRE ", {\"op\": \"slice\", \"in\": [\"t4\"], \"out\": \"t3\", "
+                  "\"start\": [4], \"step\": [1]}"),
+         "op 5 (slice): start[0] = 4 is out of range [0, 4)"},
+        {"slice step 0",
+         OPS(VPRE ", {\"op\": \"slice\", \"in\": [\"t4\"], \"out\": \"t3\", "
+                  "\"start\": [0], \"step\": [0]}"),
+         "op 5 (slice): step[0] is 0"},
+        {"slice runs past",
+         OPS(VPRE ", {\"op\": \"slice\", \"in\": [\"t4\"], \"out\": \"t3\", "
+                  "\"start\": [1], \"step\": [-1]}"),
+         "op 5 (slice): dimension 0: 3 elements from 1 in steps of -1 run "
+         "past"},
+        {"take float indices",
+         OPS(VPRE ", {\"op\": \"take\", \"in\": [\"a\", \"b\"], \"out\": "
+                  "\"t\", \"axis\": 0}"),
+         "op 5 (take): in[1] 'b' holds float32: indices must be integers"},
+        {"take out shape",
+         OPS(VPRE ", {\"op\": \"take\", \"in\": [\"a\", \"i\"], \"out\": "
+                  "\"t\", \"axis\": 1}"),
+         "op 5 (take): out 't' has shape [2,3]; the result has [2,2]"},
+        {"iota axis",
+         OPS(VPRE ", {\"op\": \"iota\", \"out\": \"t\", \"axis\": 2}"),
+         "op 5 (iota): \"axis\" 2 is out of range"},
+        {"full value",
+         OPS(VPRE ", {\"op\": \"full\", \"out\": \"t\", \"value\": \"pi\"}"),
+         "op 5 (full): \"value\" must be a number"},
+        {"full nan into ints",
+         OPS(VPRE ", {\"op\": \"full\", \"out\": \"ti\", \"value\": "
+                  "\"nan\"}"),
+         "op 5 (full): \"value\" nan does not fit out 'ti'"},
+        {"broadcast_to dtype",
+         OPS(VPRE ", {\"op\": \"broadcast_to\", \"in\": [\"b\"], \"out\": "
+                  "\"ti\"}"),
+         "op 5 (broadcast_to): out 'ti' is int32 but in[0] 'b' is float32"},
+        {"max of an empty axis",
+         VHEAD "\"buffers\": {\"e\": {\"kind\": \"temp\", \"dtype\": "
+               "\"float32\", \"shape\": [0, 2]}, \"m\": {\"kind\": \"temp\", "
+               "\"dtype\": \"float32\", \"shape\": [2]}, \"a\": {\"kind\": "
+               "\"input\", \"dtype\": \"float32\", \"shape\": [2, 3]}, "
+               "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+               "\"shape\": [2, 3]}}, \"ops\": [" VLAST
+               ", {\"op\": \"full\", \"out\": \"e\", \"value\": 1}, {\"op\": "
+               "\"max\", \"in\": [\"e\"], \"out\": \"m\", \"axes\": [0]}]}",
+         "op 2 (max): reduces a zero-size axis"},
+    };
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fprintf(stderr, "   %s\n", cases[i].name);
+        run_case(&cases[i]);
+    }
+}
+
+int
+main(void)
+{
+    test_begin("test_program");
+    RUN_TEST(test_document_example);
+    RUN_TEST(test_many_ops);
+    RUN_TEST(test_take_out_of_bounds);
+    RUN_TEST(test_const_void_npy);
+    RUN_TEST(test_validation_program_level);
+    RUN_TEST(test_validation_ops);
+    return 0;
+}

@@ -1,0 +1,63 @@
+#!/bin/sh
+# Fuzz the NEFF reader for ${FUZZ_SECONDS:-20} seconds; exit non-zero on
+# any crash, sanitizer report or hang.
+#
+# With a clang that supports -fsanitize=fuzzer, this builds the libFuzzer
+# target with ASan+UBSan and runs it on a copy of the seed corpus (the
+# corpus in the tree is never modified).  Without one, the same target is
+# built with gcc and the sanitizers around standalone_driver.c, which
+# replays the corpus and then random mutations of it.
+#
+# Environment: FUZZ_SECONDS (default 20), CLANG (default clang), CC_GCC
+# (default gcc).  Crash inputs are kept in tests/fuzz/out/.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+seconds=${FUZZ_SECONDS:-20}
+clang=${CLANG:-clang}
+gcc=${CC_GCC:-gcc}
+out="$here/out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+mkdir -p "$out"
+
+emu="$root/src/emulator"
+sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
+         $emu/md5.c $emu/dtype.c $emu/error.c $emu/env_parse.c"
+# A 64 MiB payload bound keeps a 1 MiB gzip input from inflating to
+# 1 GiB: the ratio rule is exercised all the same.
+flags="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
+       -I$root/include -I$emu -DNRTEMU_NEFF_MAX_PAYLOAD=((uint64_t)64<<20)"
+libs="-lz -pthread"
+# The reader's rejections log at WARN; keep the run's output readable.
+export NEURON_RT_LOG_LEVEL=QUIET
+export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+
+has_libfuzzer() {
+    command -v "$clang" >/dev/null 2>&1 || return 1
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, '\
+'unsigned long n) { (void)d; (void)n; return 0; }\n' >"$work/probe.c"
+    "$clang" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" \
+        >/dev/null 2>&1
+}
+
+if has_libfuzzer; then
+    echo "fuzz: libFuzzer ($clang), $seconds s"
+    # shellcheck disable=SC2086
+    "$clang" $flags -fsanitize=fuzzer,address,undefined \
+        -fno-sanitize-recover=undefined \
+        "$here/fuzz_neff.c" $sources $libs -o "$work/fuzz_neff"
+    cp -R "$here/corpus/neff" "$work/corpus"
+    "$work/fuzz_neff" -max_total_time="$seconds" -max_len=1048576 \
+        -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$out/" "$work/corpus"
+else
+    echo "fuzz: no libFuzzer; standalone driver ($gcc), $seconds s"
+    # shellcheck disable=SC2086
+    "$gcc" $flags -fsanitize=address,undefined -fno-sanitize-recover=all \
+        "$here/fuzz_neff.c" "$here/standalone_driver.c" $sources $libs \
+        -o "$work/fuzz_neff"
+    FUZZ_ARTIFACTS="$out" "$work/fuzz_neff" "$seconds" "$here/corpus/neff"
+fi
