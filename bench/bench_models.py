@@ -2,9 +2,9 @@
 
 Each kernel is compiled with nrtpy.neff.compile, loaded, and executed with
 preallocated inputs and outputs; NumPy evaluates the same expression on the
-same arrays.  Both are timed in the same run, in alternating phases (not
-call by call: OpenBLAS's spinning threads would slow whichever runs right
-after NumPy's matmul), after warm-up.
+same arrays.  Both are timed in the same run, in alternating phases, after
+warm-up; numpy.matmul runs in a subprocess of the run, because OpenBLAS's
+spinning worker threads would otherwise take a core from what follows it.
 
 Reported: time per execution (median), input throughput, the ratio
 NumPy time / nrtpy time (1.0 = as fast as NumPy), matmul GFLOP/s, and the
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,6 +48,34 @@ def compare(ours, theirs, number: int, phases: int):
         t_theirs.append(per_call(theirs, number))
         t_ours.append(per_call(ours, number))
     return statistics.median(t_ours), statistics.median(t_theirs)
+
+
+_NUMPY_MATMUL = """
+import statistics, sys, time
+import numpy as np
+m, phases = int(sys.argv[1]), int(sys.argv[2])
+rng = np.random.default_rng(0)
+x = rng.standard_normal((m, m), dtype=np.float32)
+y = rng.standard_normal((m, m), dtype=np.float32)
+out = np.empty((m, m), np.float32)
+for _ in range(2):
+    np.matmul(x, y, out=out)
+def once():
+    t0 = time.perf_counter()
+    for _ in range(5):
+        np.matmul(x, y, out=out)
+    return (time.perf_counter() - t0) / 5
+print(statistics.median(once() for _ in range(phases)))
+"""
+
+
+def numpy_matmul_seconds(m: int, phases: int) -> float:
+    """numpy.matmul's time in a process of its own: OpenBLAS's worker
+    threads keep spinning for a long while after a call and would take a
+    core from whatever runs next in the same process."""
+    out = subprocess.run([sys.executable, "-c", _NUMPY_MATMUL, str(m), str(phases)],
+                         check=True, capture_output=True, text=True)
+    return float(out.stdout.strip())
 
 
 def prepared(work: Path, name: str, fn, *arrays):
@@ -109,8 +138,10 @@ def main() -> int:
     x = rng.standard_normal((m, m), dtype=np.float32)
     y = rng.standard_normal((m, m), dtype=np.float32)
     _, _, _, run = prepared(work, "matmul", lambda x, y: x @ y, x, y)
-    out = np.empty((m, m), np.float32)
-    t_ours, t_np = compare(run, lambda: np.matmul(x, y, out=out), 5, phases)
+    for _ in range(2):
+        run()
+    t_ours = statistics.median(per_call(run, 5) for _ in range(phases))
+    t_np = numpy_matmul_seconds(m, phases)
     flops = 2 * m ** 3
     print(f"\nmatmul float32 {m}x{m}x{m}: nrtpy {flops / t_ours / 1e9:.0f} GFLOP/s, "
           f"numpy.matmul {flops / t_np / 1e9:.0f} GFLOP/s, "

@@ -51,6 +51,24 @@ nrtemu__op_class(enum nrtemu_op op)
 }
 
 bool
+nrtemu__op_streams(enum nrtemu_op op)
+{
+    switch (op_table[op].cls) {
+    case NRTEMU_OPC_UNARY:
+    case NRTEMU_OPC_BINARY:
+    case NRTEMU_OPC_COMPARE:
+    case NRTEMU_OPC_LOGICAL:
+    case NRTEMU_OPC_WHERE:
+    case NRTEMU_OPC_CAST:
+    case NRTEMU_OPC_COPY:
+    case NRTEMU_OPC_RESHAPE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool
 nrtemu__op_float_only(enum nrtemu_op op)
 {
     switch (op) {

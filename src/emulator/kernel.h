@@ -116,6 +116,12 @@ const char *nrtemu__op_name(enum nrtemu_op op);
 /* Operand count; -1 for "one or more". */
 int nrtemu__op_arity(enum nrtemu_op op);
 enum nrtemu_op_class nrtemu__op_class(enum nrtemu_op op);
+/*
+ * True for ops that read each operand element at the index they write
+ * (elementwise ops, cast, copy, reshape), so their out may be one of their
+ * operands; the others must compute into scratch when it is.
+ */
+bool nrtemu__op_streams(enum nrtemu_op op);
 /* Unary ops defined only on floats (exp, log, sqrt, tanh, ...). */
 bool nrtemu__op_float_only(enum nrtemu_op op);
 

@@ -510,21 +510,10 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
     /* Ops other than elementwise ones read their operands in another
      * order than they write: an out that is also an operand is computed
      * aside first. */
-    switch (nrtemu__op_class(op->op)) {
-    case NRTEMU_OPC_UNARY:
-    case NRTEMU_OPC_BINARY:
-    case NRTEMU_OPC_COMPARE:
-    case NRTEMU_OPC_LOGICAL:
-    case NRTEMU_OPC_WHERE:
-    case NRTEMU_OPC_CAST:
-    case NRTEMU_OPC_COPY:
-    case NRTEMU_OPC_RESHAPE:
-        break;
-    default:
+    if (!nrtemu__op_streams(op->op)) {
         for (size_t k = 0; k < n_in; k++) {
             op->via_scratch = op->via_scratch || op->in[k] == op->out;
         }
-        break;
     }
     op->shapes = describe_op(p, op);
     if (op->shapes == NULL) {

@@ -75,18 +75,8 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
     const char *o = data[op->out];
     size_t on = p->buffers[op->out].bytes;
 
-    switch (nrtemu__op_class(op->op)) {
-    case NRTEMU_OPC_UNARY:
-    case NRTEMU_OPC_BINARY:
-    case NRTEMU_OPC_COMPARE:
-    case NRTEMU_OPC_LOGICAL:
-    case NRTEMU_OPC_WHERE:
-    case NRTEMU_OPC_CAST:
-    case NRTEMU_OPC_COPY:
-    case NRTEMU_OPC_RESHAPE:
+    if (nrtemu__op_streams(op->op)) {
         return false;
-    default:
-        break;
     }
     for (size_t k = 0; k < op->n_in; k++) {
         const char *i = data[op->in[k]];
