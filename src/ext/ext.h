@@ -170,7 +170,9 @@ typedef struct {
     size_t size;
     uint32_t core_id;
     int users;         /* operations in flight with the GIL released */
-    bool free_pending; /* freed while in use: free when users drops to 0 */
+    int slices;        /* live slices using this tensor's memory */
+    bool free_pending; /* freed by the user; the handle goes once neither
+                          an operation nor a slice still needs it */
 } NrtTensorObject;
 
 /* Dimensions kept inline; more live in a PyMem block. */

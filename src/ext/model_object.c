@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Largest NEFF we read into memory: far above any real one, and a bound on
  * what a mistaken path (a disk image, /dev/zero) can make us allocate. */
@@ -347,36 +349,38 @@ model_types_init(PyObject *module)
 static int
 read_file(const char *path, unsigned char **out, size_t *out_size)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
+    /* O_NONBLOCK: opening a FIFO must not block (close() would wait for
+     * this call forever); anything but a regular file is refused below. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         return errno;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int e = errno;
-        fclose(f);
-        return e;
+    int e = 0;
+    unsigned char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        e = errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    } else if ((uint64_t)st.st_size > NEFF_MAX_BYTES) {
+        e = EFBIG;
+    } else if ((buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1)) ==
+               NULL) {
+        e = ENOMEM;
     }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    size_t size = e == 0 ? (size_t)st.st_size : 0, got = 0;
+    while (e == 0 && got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            e = n < 0 ? errno : EIO; /* EIO: the file shrank meanwhile */
+            break;
+        }
+        got += (size_t)n;
     }
-    if ((uint64_t)st.st_size > NEFF_MAX_BYTES) {
-        fclose(f);
-        return EFBIG;
-    }
-    size_t size = (size_t)st.st_size;
-    unsigned char *buf = malloc(size > 0 ? size : 1);
-    if (buf == NULL) {
-        fclose(f);
-        return ENOMEM;
-    }
-    size_t got = fread(buf, 1, size, f);
-    int e = ferror(f) ? EIO : 0;
-    fclose(f);
-    if (e == 0 && got != size) {
-        e = EIO; /* the file shrank while we read it */
-    }
+    close(fd);
     if (e != 0) {
         free(buf);
         return e;
@@ -484,15 +488,22 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
     if (st != NRT_SUCCESS) {
         return raise_nrt_error(st, "Failed to load model");
     }
-    NrtModelObject *m = PyObject_New(NrtModelObject, ext_state->NrtModel_Type);
+    /* An exact str: NrtModel is not GC-tracked, so it must not hold an
+     * object (a str subclass with a __dict__) that could refer back. */
+    PyObject *path_str = PyUnicode_FromObject(path_obj);
+    NrtModelObject *m =
+        path_str != NULL
+            ? PyObject_New(NrtModelObject, ext_state->NrtModel_Type)
+            : NULL;
     if (m == NULL) {
+        Py_XDECREF(path_str);
         libnrt.nrt_unload(handle);
         return NULL;
     }
     m->handle = handle;
     m->token = rt->token;
     token_incref(m->token);
-    m->neff_path = Py_NewRef(path_obj);
+    m->neff_path = path_str;
     m->core_id = core_id;
     m->rank_id = rank_id;
     m->world_size = world_size;
@@ -680,15 +691,15 @@ io_entries_release(io_entry *e, Py_ssize_t n)
 static io_entry *
 io_entries_pin(PyObject *mapping, const char *what, Py_ssize_t *n)
 {
+    if (!PyMapping_Check(mapping) ||
+        !PyObject_HasAttrString(mapping, "items")) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s must be a mapping of str to NrtTensor, not %s", what,
+                     Py_TYPE(mapping)->tp_name);
+        return NULL;
+    }
     PyObject *items = PyMapping_Items(mapping);
     if (items == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_AttributeError) ||
-            PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError,
-                         "%s must be a mapping of str to NrtTensor, not %s",
-                         what, Py_TYPE(mapping)->tp_name);
-        }
         return NULL;
     }
     Py_ssize_t count = PyList_GET_SIZE(items);
@@ -701,6 +712,13 @@ io_entries_pin(PyObject *mapping, const char *what, Py_ssize_t *n)
     Py_ssize_t done = 0;
     for (; done < count; done++) {
         PyObject *pair = PyList_GET_ITEM(items, done);
+        /* items() of a user mapping can return anything. */
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s.items() must give (name, tensor) pairs, got %R",
+                         what, pair);
+            goto fail;
+        }
         PyObject *key = PyTuple_GET_ITEM(pair, 0);
         PyObject *value = PyTuple_GET_ITEM(pair, 1);
         if (!PyUnicode_Check(key)) {
@@ -716,6 +734,12 @@ io_entries_pin(PyObject *mapping, const char *what, Py_ssize_t *n)
             raise_nrtpy_error("Tensor '%U' is freed. Unable to add it into "
                               "the tensor set. Please check the lifetime of "
                               "the tensor.",
+                              key);
+            goto fail;
+        }
+        if (t->handle == NULL) {
+            raise_nrtpy_error("Tensor '%U' has no device memory (0 bytes); "
+                              "models take tensors of at least one byte.",
                               key);
             goto fail;
         }
@@ -746,7 +770,6 @@ tensor_set_build(io_entry *e, Py_ssize_t n, nrt_tensor_set_t **out)
         return st;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        /* A 0-byte tensor has no handle; libnrt would refuse it anyway. */
         st = libnrt.nrt_add_tensor_to_tensor_set(set, e[i].ckey,
                                                  e[i].tensor->handle);
         if (st != NRT_SUCCESS) {

@@ -87,57 +87,58 @@ dtype_convert(PyObject *obj)
     return descr;
 }
 
-/* Shape as a tuple of non-negative ints (an int means a 1-d shape), and
- * its element count, overflow-checked. */
+/* Shape as a new tuple of non-negative exact ints (an int means a 1-d
+ * shape), and its element count, overflow-checked.  The caller's sequence
+ * is never modified. */
 static PyObject *
 shape_convert(PyObject *obj, size_t *count)
 {
-    PyObject *tuple;
-    if (PyLong_Check(obj)) {
-        tuple = PyTuple_Pack(1, obj);
-    } else {
-        tuple = PySequence_Tuple(obj);
-    }
-    if (tuple == NULL) {
+    PyObject *seq =
+        PyLong_Check(obj) ? PyTuple_Pack(1, obj) : PySequence_Tuple(obj);
+    if (seq == NULL) {
         return NULL;
     }
-    Py_ssize_t ndim = PyTuple_GET_SIZE(tuple);
+    Py_ssize_t ndim = PyTuple_GET_SIZE(seq);
+    PyObject *tuple = NULL;
     if (ndim > NPY_MAXDIMS) {
         PyErr_Format(PyExc_ValueError,
-                     "shape has %zd dimensions; at most %d "
-                     "are supported",
+                     "shape has %zd dimensions; at most %d are supported",
                      ndim, NPY_MAXDIMS);
+        goto fail;
+    }
+    tuple = PyTuple_New(ndim);
+    if (tuple == NULL) {
         goto fail;
     }
     size_t n = 1;
     for (Py_ssize_t i = 0; i < ndim; i++) {
-        PyObject *d = PyNumber_Index(PyTuple_GET_ITEM(tuple, i));
+        /* Exact ints, so the shape compares equal to NumPy's. */
+        PyObject *d = PyNumber_Index(PyTuple_GET_ITEM(seq, i));
         if (d == NULL) {
             goto fail;
         }
+        PyTuple_SET_ITEM(tuple, i, d);
         Py_ssize_t v = PyLong_AsSsize_t(d);
         if (v == -1 && PyErr_Occurred()) {
-            Py_DECREF(d);
             goto fail;
         }
         if (v < 0) {
             PyErr_Format(PyExc_ValueError, "shape %R has a negative dimension",
                          obj);
-            Py_DECREF(d);
             goto fail;
         }
-        /* Store exact ints, so shape compares equal to numpy's. */
-        Py_SETREF(PyTuple_GET_ITEM(tuple, i), d);
         if (v != 0 && n > SIZE_MAX / (size_t)v) {
             PyErr_Format(PyExc_ValueError, "shape %R is too large", obj);
             goto fail;
         }
         n *= (size_t)v;
     }
+    Py_DECREF(seq);
     *count = n;
     return tuple;
 fail:
-    Py_DECREF(tuple);
+    Py_XDECREF(tuple);
+    Py_DECREF(seq);
     return NULL;
 }
 
@@ -231,6 +232,14 @@ NrtpyTensor_init(PyObject *op, PyObject *args, PyObject *kwargs)
                                      &ref, &shape_obj, &dtype_obj, &name)) {
         return -1;
     }
+    if (((NrtpyTensorObject *)op)->tensor_ref != NULL) {
+        /* Its memory is fixed for life: code that works on it with the GIL
+         * released (or calls back into Python) relies on that. */
+        raise_nrtpy_error("This %s is already initialised; create a new one "
+                          "instead.",
+                          _PyType_Name(Py_TYPE(op)));
+        return -1;
+    }
     if (!Py_IS_TYPE(ref, ext_state->NrtTensor_Type)) {
         PyErr_Format(PyExc_TypeError,
                      "tensor_ref must be an NrtTensor, not %s",
@@ -253,6 +262,12 @@ NrtpyTensor_init(PyObject *op, PyObject *args, PyObject *kwargs)
         goto done;
     }
     size_t item = (size_t)PyDataType_ELSIZE(descr);
+    if (item == 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "dtype %R has no item size; give one, e.g. 'S8' or 'V4'",
+                     (PyObject *)descr);
+        goto done;
+    }
     size_t have = ((NrtTensorObject *)ref)->size;
     if (item != 0 && count > SIZE_MAX / item) {
         PyErr_Format(PyExc_ValueError, "shape %R is too large", shape);

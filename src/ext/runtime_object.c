@@ -12,6 +12,9 @@
 
 /* The runtime that owns libnrt now; borrowed, cleared by its close(). */
 static NrtpyObject *live_runtime;
+/* True while one thread runs nrt_init() without the GIL: a second Nrtpy()
+ * meanwhile must fail like one made while a runtime lives. */
+static bool initializing;
 
 NrtTensorObject *tensor_slice(NrtTensorObject *src, size_t offset, size_t size,
                               PyObject *name);
@@ -76,7 +79,7 @@ Nrtpy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                                      &verbose)) {
         return NULL;
     }
-    if (live_runtime != NULL) {
+    if (live_runtime != NULL || initializing) {
         return raise_nrtpy_error(
             "Cannot create Nrtpy instance: a previous instance still exists. "
             "Call close() on the existing instance or delete it with all "
@@ -99,9 +102,11 @@ Nrtpy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PySys_WriteStdout("Initializing Nrtpy Runtime\n");
     }
     NRT_STATUS st;
+    initializing = true;
     Py_BEGIN_ALLOW_THREADS
         st = libnrt.nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "nrtpy", "1.0");
     Py_END_ALLOW_THREADS
+    initializing = false;
     if (st != NRT_SUCCESS) {
         raise_nrt_error(st, "Failed to initialize NRT runtime");
         Py_DECREF(self);
@@ -379,10 +384,9 @@ Nrtpy_tensor_read_to_pybuffer(PyObject *op, PyObject *args, PyObject *kwargs)
     int rc = -1;
     /* Check the destination before touching the device. */
     if (mem.len < size) {
-        PyErr_Format(ext_state->NrtpyError,
-                     "Buffer too small for tensor data: buffer %zu bytes, "
-                     "read %zu bytes",
-                     mem.len, size);
+        raise_nrtpy_error("Buffer too small for tensor data: buffer %zu "
+                          "bytes, read %zu bytes",
+                          mem.len, size);
     } else {
         rc = tensor_read_bytes(t, mem.buf, offset, size);
     }

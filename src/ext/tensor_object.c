@@ -49,32 +49,50 @@ tensor_is_freed(NrtTensorObject *t)
     return t->handle == NULL && t->size != 0;
 }
 
+static void tensor_settle(NrtTensorObject *t);
+
 static void
 tensor_release_handle(NrtTensorObject *t)
 {
     nrt_tensor_t *h = t->handle;
     t->handle = NULL;
+    if (h == NULL) {
+        return;
+    }
     /* After nrt_close() the real libnrt is never called again: it has
      * released what the handle referred to.  The emulator documents that a
      * tensor outliving its runtime keeps its host memory until freed, so
      * there the handle is still freed. */
-    if (h != NULL && (!atomic_load(&t->token->closed) || libnrt.emulated)) {
+    if (!atomic_load(&t->token->closed) || libnrt.emulated) {
         libnrt.nrt_tensor_free(&h);
     }
+    if (t->parent != NULL) {
+        NrtTensorObject *parent = (NrtTensorObject *)t->parent;
+        parent->slices--;
+        tensor_settle(parent);
+    }
+}
+
+/*
+ * Release the handle of a tensor the user freed once nothing needs it: no
+ * operation in flight on another thread, and no live slice reading its
+ * memory (libnrt is not known to keep a parent's memory for its slices).
+ */
+static void
+tensor_settle(NrtTensorObject *t)
+{
+    if (!t->free_pending || t->users > 0 || t->slices > 0) {
+        return;
+    }
+    tensor_release_handle(t);
+    Py_CLEAR(t->parent);
 }
 
 void
 tensor_free(NrtTensorObject *t)
 {
-    if (t->users > 0) {
-        t->free_pending = true;
-        return;
-    }
-    tensor_release_handle(t);
-    if (t->size == 0) {
-        t->free_pending = true; /* remembers the explicit free */
-    }
-    Py_CLEAR(t->parent);
+    t->free_pending = true;
+    tensor_settle(t);
 }
 
 void
@@ -88,10 +106,7 @@ void
 tensor_op_end(NrtTensorObject *t)
 {
     t->users--;
-    if (t->users == 0 && t->free_pending) {
-        tensor_release_handle(t);
-        Py_CLEAR(t->parent);
-    }
+    tensor_settle(t);
     Py_DECREF(t);
 }
 
@@ -202,6 +217,11 @@ tensor_allocate(NrtpyObject *rt, size_t size, uint32_t core_id, PyObject *name,
     t->token = rt->token;
     token_incref(t->token);
     t->parent = NULL;
+    t->size = size;
+    t->core_id = core_id;
+    t->users = 0;
+    t->slices = 0;
+    t->free_pending = false;
     /* An exact str: NrtTensor is not GC-tracked, so it must not hold an
      * object (a str subclass with a __dict__) that could refer back. */
     t->name = PyUnicode_CheckExact(name) ? Py_NewRef(name)
@@ -210,10 +230,6 @@ tensor_allocate(NrtpyObject *rt, size_t size, uint32_t core_id, PyObject *name,
         Py_DECREF(t);
         return NULL;
     }
-    t->size = size;
-    t->core_id = core_id;
-    t->users = 0;
-    t->free_pending = false;
     return t;
 }
 
@@ -243,6 +259,12 @@ tensor_slice(NrtTensorObject *src, size_t offset, size_t size, PyObject *name)
             "Unable to allocate tensor slice from a source tensor that is "
             "freed. Please check the lifetime of the source tensor.");
     }
+    if (src->handle == NULL || size == 0) {
+        return (NrtTensorObject *)raise_nrtpy_error(
+            "Cannot slice %zu bytes at offset %zu of a %zu-byte tensor: "
+            "slices have at least one byte.",
+            size, offset, src->size);
+    }
     if (offset > src->size || size > src->size - offset) {
         return (NrtTensorObject *)raise_nrtpy_error(
             "The slice [%zu, %zu + %zu) exceeds the source tensor bound of "
@@ -266,6 +288,12 @@ tensor_slice(NrtTensorObject *src, size_t offset, size_t size, PyObject *name)
     t->token = src->token;
     token_incref(t->token);
     t->parent = Py_NewRef((PyObject *)src);
+    src->slices++;
+    t->size = size;
+    t->core_id = src->core_id;
+    t->users = 0;
+    t->slices = 0;
+    t->free_pending = false;
     /* An exact str: NrtTensor is not GC-tracked, so it must not hold an
      * object (a str subclass with a __dict__) that could refer back. */
     t->name = PyUnicode_CheckExact(name) ? Py_NewRef(name)
@@ -274,10 +302,6 @@ tensor_slice(NrtTensorObject *src, size_t offset, size_t size, PyObject *name)
         Py_DECREF(t);
         return NULL;
     }
-    t->size = size;
-    t->core_id = src->core_id;
-    t->users = 0;
-    t->free_pending = false;
     return t;
 }
 
