@@ -46,8 +46,9 @@ test-c: deps
 test-python: install
 	$(PY) -m pytest -q tests/python
 
-# The NEFF reader's fuzz target, for a bounded time: libFuzzer when clang
-# has it, else the same target under gcc's sanitizers (tests/fuzz/run.sh).
+# The fuzz target (NEFF container, program loading and a bounded run), for
+# a bounded time: libFuzzer when clang has it, else the same target under
+# gcc's sanitizers (tests/fuzz/run.sh).
 FUZZ_SECONDS ?= 20
 test-fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh

@@ -228,6 +228,11 @@ nrtemu__kernel_concatenate(const struct nrtemu_array *out,
     uint64_t outer = 1, inner = 1, total = out->shape[axis];
     uint64_t at = 0;
 
+    /* Empty: the loops below could still count up to 2^56 iterations
+     * over the other dimensions. */
+    if (nrtemu__array_count(out) == 0) {
+        return;
+    }
     for (uint32_t d = 0; d < axis; d++) {
         outer *= out->shape[d];
     }
@@ -311,6 +316,10 @@ nrtemu__kernel_iota(const struct nrtemu_array *out, uint32_t axis)
     if (out->ndim == 0) {
         int64_t zero = 0;
         nrtemu__convert(out->dtype, dst, NRTEMU_DTYPE_INT64, &zero, 1, 1);
+        return;
+    }
+    /* Empty: the loops below could still count up to 2^56 iterations. */
+    if (nrtemu__array_count(out) == 0) {
         return;
     }
     n = out->shape[axis];

@@ -105,9 +105,18 @@ parse_shape(const struct nrtemu_json *j, struct buffer *b, const char **why)
         }
         b->shape[d] = (uint64_t)v->u.number.ivalue;
     }
-    /* Overflow-safe: the byte size must fit comfortably in size_t. */
+    /*
+     * Overflow-safe: the byte size must fit comfortably in size_t.  As in
+     * NumPy, the bound is on the product of the non-zero dimensions, even
+     * when a zero makes the buffer empty: the kernels multiply partial
+     * products of the shape (strides, loop counts), which must not
+     * overflow either.
+     */
     for (uint32_t d = 0; d < b->ndim; d++) {
-        if (b->shape[d] != 0 && count > (UINT64_MAX >> 8) / b->shape[d]) {
+        if (b->shape[d] == 0) {
+            continue;
+        }
+        if (count > (UINT64_MAX >> 8) / b->shape[d]) {
             *why = "the buffer is too large";
             return false;
         }
@@ -134,24 +143,117 @@ def_var(const struct nrtemu_json *def, const char *name)
     return nrtemu__json_get(nrtemu__json_get(def, "var"), name);
 }
 
+/*
+ * The I/O entries of a subgraph are two runs of neff->io: the table holds
+ * the inputs of all subgraphs, then their outputs, each in subgraph order
+ * (docs/neff-emulator-format.md §2; neff.c builds it so).  They are found
+ * by binary search, so that loading each of thousands of subgraphs does
+ * not scan an I/O table of millions of entries.
+ */
+struct io_run {
+    size_t begin, end;
+};
+
+/* The first entry at or after (output?, subgraph) in table order. */
+static size_t
+io_lower_bound(const struct nrtemu_neff *neff, int output, int subgraph)
+{
+    size_t lo = 0, hi = neff->io_count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct nrtemu_neff_io *io = &neff->io[mid];
+        int o = io->usage == NRT_TENSOR_USAGE_OUTPUT;
+        if (o < output || (o == output && io->subgraph < subgraph)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* run[0]: the inputs of `subgraph`, run[1]: its outputs. */
+static void
+subgraph_io(const struct nrtemu_neff *neff, int subgraph, struct io_run run[2])
+{
+    for (int o = 0; o < 2; o++) {
+        run[o].begin = io_lower_bound(neff, o, subgraph);
+        run[o].end = io_lower_bound(neff, o, subgraph + 1);
+    }
+}
+
+/*
+ * The I/O entries of the subgraph, sorted by name, usage and index, for
+ * bind_io to look buffers up in: a scan of the I/O table per buffer would
+ * make a load quadratic (a hostile NEFF can have millions of both).
+ */
+struct io_ref {
+    const char *name;
+    nrt_tensor_usage_t usage;
+    size_t index;
+};
+
+static int
+compare_io(const struct io_ref *x, const struct io_ref *y)
+{
+    int c = strcmp(x->name, y->name);
+
+    if (c != 0) {
+        return c;
+    }
+    if (x->usage != y->usage) {
+        return x->usage < y->usage ? -1 : 1;
+    }
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int
+compare_io_qsort(const void *a, const void *b)
+{
+    return compare_io(a, b);
+}
+
+/* The first entry (lowest index) named `name` with `usage`, or NULL. */
+static const struct io_ref *
+find_io(const struct io_ref *ios, size_t count, const char *name,
+        nrt_tensor_usage_t usage)
+{
+    struct io_ref key = {name, usage, 0};
+    size_t lo = 0, hi = count;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (compare_io(&ios[mid], &key) < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo < count && strcmp(ios[lo].name, name) == 0 &&
+        ios[lo].usage == usage) {
+        return &ios[lo];
+    }
+    return NULL;
+}
+
 /* Match an input or output buffer to its NEFF I/O entry. */
 static NRT_STATUS
 bind_io(const char *func, const struct nrtemu_program *p,
-        const struct nrtemu_neff *neff, int subgraph, struct buffer *b)
+        const struct nrtemu_neff *neff, const struct io_ref *ios, size_t n_ios,
+        struct buffer *b)
 {
     nrt_tensor_usage_t usage = b->kind == BUFFER_INPUT
                                    ? NRT_TENSOR_USAGE_INPUT
                                    : NRT_TENSOR_USAGE_OUTPUT;
+    const struct io_ref *ref = find_io(ios, n_ios, b->name, usage);
     char desc[128];
 
     nrtemu__describe_buffer(b, desc, sizeof desc);
-    for (size_t i = 0; i < neff->io_count; i++) {
+    if (ref != NULL) {
+        size_t i = ref->index;
         const struct nrtemu_neff_io *io = &neff->io[i];
         bool same_shape;
-        if (io->subgraph != subgraph || io->usage != usage ||
-            strcmp(io->name, b->name) != 0) {
-            continue;
-        }
         if (io->size != b->bytes) {
             return invalid(func, p,
                            "buffer '%s' (%s, %zu bytes) does not match the "
@@ -306,10 +408,13 @@ index_names(const char *func, struct nrtemu_program *p)
 }
 
 static NRT_STATUS
-read_buffers(const char *func, struct nrtemu_program *p,
-             const struct nrtemu_neff *neff, int subgraph, const char *dir,
-             const struct nrtemu_json *def, const struct nrtemu_json *bufs)
+read_buffer_list(const char *func, struct nrtemu_program *p,
+                 const struct nrtemu_neff *neff, const struct io_ref *ios,
+                 size_t n_ios, const char *dir, const struct nrtemu_json *def,
+                 const struct nrtemu_json *bufs)
 {
+    uint64_t temp_bytes = 0;
+
     if (bufs == NULL || bufs->type != NRTEMU_JSON_OBJECT) {
         return invalid(func, p, "\"buffers\" must be an object");
     }
@@ -360,10 +465,24 @@ read_buffers(const char *func, struct nrtemu_program *p,
         if (!parse_shape(nrtemu__json_get(jb, "shape"), b, &why)) {
             return invalid(func, p, "buffer '%s': %s", name, why);
         }
+        /* Temporaries are allocated at the first run: bound them here,
+         * so that a hostile program cannot have the emulator allocate
+         * (and then fill) memory without bound. */
+        if (b->kind == BUFFER_TEMP &&
+            b->bytes > NRTEMU_PROGRAM_MAX_TEMP_BYTES - temp_bytes) {
+            return invalid(func, p,
+                           "buffer '%s': the temporaries need more than "
+                           "the %llu-byte limit of a program",
+                           name,
+                           (unsigned long long)NRTEMU_PROGRAM_MAX_TEMP_BYTES);
+        }
+        if (b->kind == BUFFER_TEMP) {
+            temp_bytes += b->bytes;
+        }
         switch (b->kind) {
         case BUFFER_INPUT:
         case BUFFER_OUTPUT:
-            st = bind_io(func, p, neff, subgraph, b);
+            st = bind_io(func, p, neff, ios, n_ios, b);
             break;
         case BUFFER_CONST:
             st = bind_const(func, p, neff, dir, def, jb, b);
@@ -377,6 +496,38 @@ read_buffers(const char *func, struct nrtemu_program *p,
         }
     }
     return index_names(func, p);
+}
+
+static NRT_STATUS
+read_buffers(const char *func, struct nrtemu_program *p,
+             const struct nrtemu_neff *neff, int subgraph, const char *dir,
+             const struct nrtemu_json *def, const struct nrtemu_json *bufs)
+{
+    struct io_run run[2];
+    struct io_ref *ios;
+    size_t n_ios = 0;
+    NRT_STATUS st;
+
+    subgraph_io(neff, subgraph, run);
+    ios = calloc(run[0].end - run[0].begin + run[1].end - run[1].begin + 1,
+                 sizeof *ios);
+    if (ios == NULL) {
+        return out_of_memory(func, p, "the I/O names");
+    }
+    for (int r = 0; r < 2; r++) {
+        for (size_t i = run[r].begin; i < run[r].end; i++) {
+            if (neff->io[i].subgraph == subgraph) {
+                ios[n_ios].name = neff->io[i].name;
+                ios[n_ios].usage = neff->io[i].usage;
+                ios[n_ios].index = i;
+                n_ios++;
+            }
+        }
+    }
+    qsort(ios, n_ios, sizeof *ios, compare_io_qsort);
+    st = read_buffer_list(func, p, neff, ios, n_ios, dir, def, bufs);
+    free(ios);
+    return st;
 }
 
 static bool
@@ -528,6 +679,7 @@ read_ops(const char *func, struct nrtemu_program *p,
          const struct nrtemu_neff *neff, int subgraph,
          const struct nrtemu_json *jops)
 {
+    struct io_run run[2];
     bool *written;
     NRT_STATUS st = NRT_SUCCESS;
 
@@ -553,7 +705,8 @@ read_ops(const char *func, struct nrtemu_program *p,
     }
     free(written);
     /* Every output of the subgraph must come from the program. */
-    for (size_t i = 0; i < neff->io_count && st == NRT_SUCCESS; i++) {
+    subgraph_io(neff, subgraph, run);
+    for (size_t i = run[1].begin; i < run[1].end && st == NRT_SUCCESS; i++) {
         const struct nrtemu_neff_io *io = &neff->io[i];
         size_t b;
         if (io->subgraph != subgraph || io->usage != NRT_TENSOR_USAGE_OUTPUT) {
@@ -652,6 +805,43 @@ fail:
     nrtemu__json_free(def);
     nrtemu__program_free(p);
     return st;
+}
+
+static uint64_t
+add_saturating(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+void
+nrtemu__program_footprint(const struct nrtemu_program *program,
+                          uint64_t *bytes, uint64_t *work)
+{
+    *bytes = 0;
+    *work = 0;
+    for (size_t i = 0; i < program->buffer_count; i++) {
+        const struct buffer *b = &program->buffers[i];
+        if (b->kind != BUFFER_CONST) {
+            *bytes = add_saturating(*bytes, b->bytes);
+        }
+    }
+    for (size_t i = 0; i < program->op_count; i++) {
+        const struct op *op = &program->ops[i];
+        const struct buffer *out = &program->buffers[op->out];
+        uint64_t w = out->count;
+        if (op->op == NRTEMU_OP_MATMUL) {
+            const struct buffer *a = &program->buffers[op->in[0]];
+            uint64_t k = a->ndim == 0 ? 1 : a->shape[a->ndim - 1];
+            if (__builtin_mul_overflow(w, k, &w)) {
+                w = UINT64_MAX;
+            }
+        }
+        for (size_t k = 0; k < op->n_in; k++) {
+            const struct buffer *in = &program->buffers[op->in[k]];
+            w = in->count > w ? in->count : w;
+        }
+        *work = w > *work ? w : *work;
+    }
 }
 
 void

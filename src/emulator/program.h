@@ -13,6 +13,14 @@
 #include "neff.h"
 
 /*
+ * Bound on the bytes of the temporaries of one program, together: a
+ * program that declares more is rejected at load (NRT_INVALID).
+ */
+#ifndef NRTEMU_PROGRAM_MAX_TEMP_BYTES
+#define NRTEMU_PROGRAM_MAX_TEMP_BYTES ((uint64_t)4 << 30)
+#endif
+
+/*
  * A validated program, ready to run; owns its temporaries and scratch.
  * Constants are read in place from the NEFF payload (copied only when a
  * member is not aligned for its dtype): free the program before the neff.
@@ -26,7 +34,9 @@ struct nrtemu_program;
  * neff->io entries (equal byte size, and equal dtype/shape when the io
  * entry has them).
  * @return NRT_SUCCESS; NRT_INVALID with a detail naming the op index and
- *         field for any error; NRT_RESOURCE if host memory runs out.
+ *         field for any error, or temporaries over
+ *         NRTEMU_PROGRAM_MAX_TEMP_BYTES; NRT_RESOURCE if host memory runs
+ *         out.
  *         A subgraph without "emulator_program" gives NRT_INVALID with the
  *         detail "... has no emulator program: it needs Neuron hardware".
  */
@@ -34,6 +44,17 @@ NRT_STATUS nrtemu__program_load(const char *func,
                                 const struct nrtemu_neff *neff, int subgraph,
                                 struct nrtemu_program **out);
 void nrtemu__program_free(struct nrtemu_program *program);
+
+/*
+ * What one run of `program` needs, for callers that bound runs (the fuzz
+ * target): `*bytes`, the bytes of its input, output and temporary buffers
+ * together; `*work`, an estimate of the element operations of its costliest
+ * op (matmul: result elements times the contracted length; any other op:
+ * the elements of its largest operand or result).  Both saturate at
+ * UINT64_MAX.
+ */
+void nrtemu__program_footprint(const struct nrtemu_program *program,
+                               uint64_t *bytes, uint64_t *work);
 
 /* Called after each op when profiling; `shapes` describes the operands,
  * e.g. "float32[128,512], float32[512] -> float32[128,512]". */

@@ -563,7 +563,7 @@ check_concatenate(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *out = out_buf(ctx);
     uint64_t total = 0;
-    bool present;
+    bool present, overflow = false;
     NRT_STATUS st;
     char s1[160], s2[160];
 
@@ -597,15 +597,19 @@ check_concatenate(const struct op_ctx *ctx, struct op *op)
         if (st != NRT_SUCCESS) {
             return st;
         }
-        total += in->shape[op->axis];
+        /* Many operands could wrap the sum around to the out size. */
+        if (__builtin_add_overflow(total, in->shape[op->axis], &total)) {
+            overflow = true;
+            total = UINT64_MAX;
+        }
     }
-    if (total != out->shape[op->axis]) {
-        return nrtemu__op_invalid(ctx,
-                                  "the operands have %llu elements along "
-                                  "axis %u, out '%s' has %llu",
-                                  (unsigned long long)total, op->axis,
-                                  out->name,
-                                  (unsigned long long)out->shape[op->axis]);
+    if (overflow || total != out->shape[op->axis]) {
+        return nrtemu__op_invalid(
+            ctx,
+            "the operands have %s%llu elements along "
+            "axis %u, out '%s' has %llu",
+            overflow ? "more than " : "", (unsigned long long)total, op->axis,
+            out->name, (unsigned long long)out->shape[op->axis]);
     }
     return NRT_SUCCESS;
 }
@@ -645,7 +649,14 @@ check_slice(const struct op_ctx *ctx, struct op *op)
         if (op->step[d] == 0) {
             return nrtemu__op_invalid(ctx, "step[%u] is 0", d);
         }
+        /* A start that is never read, or a step that is never taken,
+         * can be anything: make them harmless for the kernel, which
+         * multiplies them by the strides of in. */
+        if (count <= 1) {
+            op->step[d] = 1;
+        }
         if (count == 0) {
+            op->start[d] = 0;
             continue;
         }
         if (start < 0 || start >= n) {
@@ -656,9 +667,12 @@ check_slice(const struct op_ctx *ctx, struct op *op)
                                       in->name);
         }
         /* The last index read, without overflow: |step| * (count - 1) is
-         * compared with the room left first. */
-        if (op->step[d] > 0 ? (count - 1) > (n - 1 - start) / op->step[d]
-                            : (count - 1) > start / -op->step[d]) {
+         * compared with the room left first (|step| unsigned: the step
+         * may be INT64_MIN). */
+        if ((uint64_t)(count - 1) >
+            (op->step[d] > 0
+                 ? (uint64_t)(n - 1 - start) / (uint64_t)op->step[d]
+                 : (uint64_t)start / (0u - (uint64_t)op->step[d]))) {
             return nrtemu__op_invalid(ctx,
                                       "dimension %u: %lld elements from %lld "
                                       "in steps of %lld run past the %lld of "

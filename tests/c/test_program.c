@@ -14,6 +14,7 @@
 
 #include "neff.h"
 #include "program.h"
+#include "strbuf.h"
 
 #define FUNC "nrt_load"
 
@@ -831,6 +832,11 @@ test_validation_ops(void)
                   "\"start\": [1], \"step\": [-1]}"),
          "op 5 (slice): dimension 0: 3 elements from 1 in steps of -1 run "
          "past"},
+        {"slice step INT64_MIN", /* -step overflowed (fuzzing) */
+         OPS(VPRE ", {\"op\": \"slice\", \"in\": [\"t4\"], \"out\": \"t3\", "
+                  "\"start\": [3], \"step\": [-9223372036854775808]}"),
+         "op 5 (slice): dimension 0: 3 elements from 3 in steps of "
+         "-9223372036854775808 run past"},
         {"take float indices",
          OPS(VPRE ", {\"op\": \"take\", \"in\": [\"a\", \"b\"], \"out\": "
                   "\"t\", \"axis\": 0}"),
@@ -871,6 +877,217 @@ test_validation_ops(void)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Hostile programs (found by fuzzing, or reading the arithmetic)     */
+
+/* A program with temporaries `temps` (HTEMP()s), vdef's input 'a' and
+ * output, and `ops` (JSON op objects). */
+#define HPROG(temps, ops)                                                 \
+    VHEAD "\"buffers\": {" temps                                          \
+          "\"a\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
+          "\"shape\": [2, 3]},"                                           \
+          "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", " \
+          "\"shape\": [2, 3]}}, \"ops\": [" ops "]}"
+#define HTEMP(name, dtype, shape)                                   \
+    "\"" name "\": {\"kind\": \"temp\", \"dtype\": \"" dtype "\", " \
+    "\"shape\": " shape "},"
+
+/* Load (and, when it loads, run) `prog` against vdef with a zero input. */
+static NRT_STATUS
+load_and_run(const char *prog, NRT_STATUS *run)
+{
+    float w[3] = {1, 2, 3}, a[6] = {0}, out[6];
+    size_t npy_size;
+    unsigned char *npy = npy_build("<f4", "(3,)", w, sizeof w, &npy_size);
+    struct member extra[] = {{"sg00/w.npy", npy, npy_size}};
+    struct loaded l;
+    void *io[8] = {0};
+    NRT_STATUS st;
+
+    st = load_with(vdef, prog, extra, 1, &l);
+    if (st == NRT_SUCCESS) {
+        io[io_index(&l, "a")] = a;
+        io[io_index(&l, "output_0")] = out;
+        *run = nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL);
+    }
+    unload(&l);
+    free(npy);
+    return st;
+}
+
+/*
+ * Dimensions after a zero were not bounded (the product was only checked
+ * up to the zero): [0, 2^62, 2^62] loaded, and the kernels' strides of
+ * it overflowed (a transpose: signed overflow in contiguous_strides).
+ * NumPy refuses such a shape too.
+ */
+static void
+test_hostile_huge_empty_shape(void)
+{
+    static const char *prog =
+        HPROG(HTEMP("z", "float32", "[0, 4611686018427387904, 2]")
+                  HTEMP("y", "float32", "[0, 2, 4611686018427387904]"),
+              "{\"op\": \"full\", \"out\": \"z\", \"value\": 1},"
+              "{\"op\": \"transpose\", \"in\": [\"z\"], \"out\": \"y\", "
+              "\"perm\": [0, 2, 1]}," VLAST);
+    NRT_STATUS run = NRT_SUCCESS;
+
+    ASSERT_STATUS(load_and_run(prog, &run), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "buffer 'z': the buffer is too large");
+}
+
+/*
+ * Empty outs whose other dimensions multiply to 2^40: iota and
+ * concatenate looped over them (a hang that the deadline, checked between
+ * ops, cannot stop); a slice read start and step of an empty or
+ * single-element dimension unchecked and multiplied them by strides
+ * (signed overflow).  Now: no work, and the program runs.
+ */
+static void
+test_hostile_empty_outs(void)
+{
+    static const char *prog =
+        HPROG(HTEMP("e", "float32", "[1048576, 1048576, 0]")
+                  HTEMP("c", "float32", "[1048576, 1048576, 0]")
+                      HTEMP("z4", "float32", "[0, 4]")
+                          HTEMP("z2", "float32", "[0, 2]")
+                              HTEMP("r", "float32", "[1, 3]"),
+              "{\"op\": \"iota\", \"out\": \"e\", \"axis\": 1},"
+              "{\"op\": \"concatenate\", \"in\": [\"e\", \"e\"], \"out\": "
+              "\"c\", \"axis\": 2},"
+              "{\"op\": \"concatenate\", \"in\": [\"e\"], \"out\": \"c\", "
+              "\"axis\": 1},"
+              "{\"op\": \"full\", \"out\": \"z4\", \"value\": 1},"
+              "{\"op\": \"slice\", \"in\": [\"z4\"], \"out\": \"z2\", "
+              "\"start\": [4611686018427387904, 0], "
+              "\"step\": [4611686018427387904, 2]},"
+              "{\"op\": \"slice\", \"in\": [\"a\"], \"out\": \"r\", "
+              "\"start\": [1, 0], \"step\": [4611686018427387904, 1]},"
+              "{\"op\": \"add\", \"in\": [\"a\", \"r\"], \"out\": "
+              "\"output_0\"}");
+    NRT_STATUS run = NRT_INVALID;
+    struct timespec t0, t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_OK(load_and_run(prog, &run));
+    ASSERT_OK(run);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT_TRUE(t1.tv_sec - t0.tv_sec < 10);
+}
+
+/* 513 operands of 2^55 (empty) rows: the sum along the axis wrapped
+ * around 2^64 to the out size, and validated. */
+static void
+test_hostile_concatenate_overflow(void)
+{
+    static const char *head =
+        HPROG(HTEMP("e", "int8", "[36028797018963968, 0]")
+                  HTEMP("c", "int8", "[36028797018963968, 0]"),
+              "{\"op\": \"full\", \"out\": \"e\", \"value\": 1},"
+              "{\"op\": \"concatenate\", \"axis\": 0, \"out\": \"c\", "
+              "\"in\": [");
+    struct nrtemu_strbuf sb = NRTEMU_STRBUF_INIT;
+    NRT_STATUS run = NRT_SUCCESS;
+    char *prog;
+
+    /* head ends with "]}": continue the op's operand list before them. */
+    nrtemu__strbuf_append(&sb, head, strlen(head) - 2);
+    for (int i = 0; i < 513; i++) {
+        nrtemu__strbuf_printf(&sb, "%s\"e\"", i ? ", " : "");
+    }
+    nrtemu__strbuf_printf(&sb, "]}, %s]}", VLAST);
+    prog = nrtemu__strbuf_take(&sb);
+    ASSERT_NOT_NULL(prog);
+    ASSERT_STATUS(load_and_run(prog, &run), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "op 1 (concatenate): the operands have more than "
+                        "18446744073709551615 elements along axis 0");
+    free(prog);
+}
+
+/* Temporaries are allocated at the first run: a program declaring more
+ * than NRTEMU_PROGRAM_MAX_TEMP_BYTES of them (one, or several together)
+ * is refused at load instead. */
+static void
+test_hostile_temp_bytes(void)
+{
+    static const char *one =
+        HPROG(HTEMP("big", "float32", "[8589934592]"),
+              "{\"op\": \"full\", \"out\": \"big\", \"value\": 1}," VLAST);
+    static const char *two = HPROG(HTEMP("t1", "float32", "[600000000]")
+                                       HTEMP("t2", "float32", "[600000000]"),
+                                   VLAST);
+    NRT_STATUS run = NRT_SUCCESS;
+
+    ASSERT_STATUS(load_and_run(one, &run), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "buffer 'big': the temporaries need more than the "
+                        "4294967296-byte limit");
+    ASSERT_STATUS(load_and_run(two, &run), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "buffer 't2': the temporaries need more than");
+}
+
+/*
+ * Each input and output buffer scanned the whole I/O table for its
+ * entry: a load quadratic in the buffers (100,000 here: ten billion name
+ * comparisons, minutes), now a sorted lookup.
+ */
+static void
+test_hostile_many_io(void)
+{
+    enum { N = 100000 };
+    struct nrtemu_strbuf def = NRTEMU_STRBUF_INIT, prog = NRTEMU_STRBUF_INIT;
+    struct loaded l;
+    struct timespec t0, t1;
+    char *def_text, *prog_text;
+
+    nrtemu__strbuf_puts(&def, "{\"var\": {");
+    nrtemu__strbuf_puts(&prog, VHEAD "\"buffers\": {");
+    for (int i = 0; i < N; i++) {
+        nrtemu__strbuf_printf(&def,
+                              "%s\"in%d\": {\"type\": \"input\", \"size\": "
+                              "1, \"shape\": [1], \"dtype\": \"int8\"}",
+                              i ? ", " : "", i);
+        nrtemu__strbuf_printf(&prog,
+                              "%s\"in%d\": {\"kind\": \"input\", \"dtype\": "
+                              "\"int8\", \"shape\": [1]}",
+                              i ? ", " : "", i);
+    }
+    nrtemu__strbuf_puts(&def, ", \"out\": {\"type\": \"output\", \"size\": "
+                              "1}}, \"emulator_program\": \"program.json\"}");
+    nrtemu__strbuf_puts(&prog, ", \"out\": {\"kind\": \"output\", "
+                               "\"dtype\": \"int8\", \"shape\": [1]}}, "
+                               "\"ops\": [{\"op\": \"add\", \"in\": [\"in7\", "
+                               "\"in99999\"], \"out\": \"out\"}]}");
+    def_text = nrtemu__strbuf_take(&def);
+    prog_text = nrtemu__strbuf_take(&prog);
+    ASSERT_NOT_NULL(def_text);
+    ASSERT_NOT_NULL(prog_text);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ASSERT_OK(load_with(def_text, prog_text, NULL, 0, &l));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ASSERT_TRUE(t1.tv_sec - t0.tv_sec < 5); /* was 13 s at -O2 */
+    {
+        int8_t a = 3, b = 4, out = 0, other = 0;
+        void **io = calloc(l.neff->io_count, sizeof *io);
+        ASSERT_NOT_NULL(io);
+        for (size_t i = 0; i < l.neff->io_count; i++) {
+            io[i] = &other;
+        }
+        io[io_index(&l, "in7")] = &a;
+        io[io_index(&l, "in99999")] = &b;
+        io[io_index(&l, "out")] = &out;
+        ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+        ASSERT_EQ(out, 7);
+        free(io);
+    }
+    unload(&l);
+    free(def_text);
+    free(prog_text);
+}
+
 int
 main(void)
 {
@@ -881,5 +1098,10 @@ main(void)
     RUN_TEST(test_const_void_npy);
     RUN_TEST(test_validation_program_level);
     RUN_TEST(test_validation_ops);
+    RUN_TEST(test_hostile_huge_empty_shape);
+    RUN_TEST(test_hostile_empty_outs);
+    RUN_TEST(test_hostile_concatenate_overflow);
+    RUN_TEST(test_hostile_temp_bytes);
+    RUN_TEST(test_hostile_many_io);
     return 0;
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Fuzz the NEFF reader for ${FUZZ_SECONDS:-20} seconds; exit non-zero on
-# any crash, sanitizer report or hang.
+# Fuzz the NEFF reader, and the loading and running of the emulator
+# programs it holds, for ${FUZZ_SECONDS:-20} seconds; exit non-zero on any
+# crash, sanitizer report or hang.
 #
 # With a clang that supports -fsanitize=fuzzer, this builds the libFuzzer
 # target with ASan+UBSan and runs it on a copy of the seed corpus (the
@@ -24,12 +25,17 @@ mkdir -p "$out"
 
 emu="$root/src/emulator"
 sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
-         $emu/md5.c $emu/dtype.c $emu/error.c $emu/env_parse.c"
+         $emu/md5.c $emu/dtype.c $emu/error.c $emu/env_parse.c
+         $emu/strbuf.c $emu/program.c $emu/program_validate.c
+         $emu/program_run.c $emu/convert.c $emu/kernel.c
+         $emu/kernel_elementwise.c $emu/kernel_layout.c
+         $emu/kernel_matmul.c $emu/kernel_reduce.c"
 # A 64 MiB payload bound keeps a 1 MiB gzip input from inflating to
 # 1 GiB: the ratio rule is exercised all the same.
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
-       -I$root/include -I$emu -DNRTEMU_NEFF_MAX_PAYLOAD=((uint64_t)64<<20)"
-libs="-lz -pthread"
+       -I$root/include -I$emu -I$here
+       -DNRTEMU_NEFF_MAX_PAYLOAD=((uint64_t)64<<20)"
+libs="-lz -lm -pthread"
 # The reader's rejections log at WARN; keep the run's output readable.
 export NEURON_RT_LOG_LEVEL=QUIET
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
@@ -47,12 +53,12 @@ if has_libfuzzer; then
     echo "fuzz: libFuzzer ($clang), $seconds s"
     # shellcheck disable=SC2086
     "$clang" $flags -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined \
+        -fno-sanitize-recover=undefined -DFUZZ_CUSTOM_MUTATOR \
         "$here/fuzz_neff.c" $sources $libs -o "$work/fuzz_neff"
     cp -R "$here/corpus/neff" "$work/corpus"
     "$work/fuzz_neff" -max_total_time="$seconds" -max_len=1048576 \
         -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-        -artifact_prefix="$out/" "$work/corpus"
+        -dict="$here/program.dict" -artifact_prefix="$out/" "$work/corpus"
 else
     echo "fuzz: no libFuzzer; standalone driver ($gcc), $seconds s"
     # shellcheck disable=SC2086

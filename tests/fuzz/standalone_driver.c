@@ -7,9 +7,11 @@
  * and the sanitizers still exercises the target: every file of each PATH
  * (a file or a directory) once, then deterministic random mutations of
  * them until SECONDS have passed.  Mutations are byte-level (flips,
- * interesting values, inserts, deletes, splices, truncation), and half of
- * them then repair the NEFF data_size and the tar header checksums, so
- * that mutated inputs get past those checks and reach the code behind.
+ * interesting values, inserts, deletes, splices, truncation): a third of
+ * them edit the contents of one tar member and rebuild the archive around
+ * it (neff_mutate.h), the others edit the whole image and half of those
+ * then repair the NEFF data_size and the tar header checksums, so that
+ * mutated inputs get past those checks and reach the code behind.
  *
  * A crash (a sanitizer report or a hang past 10 s) ends the run with a
  * non-zero status after the input is saved as crash-<n> in
@@ -26,6 +28,8 @@
 #include <unistd.h>
 
 #include <sanitizer/common_interface_defs.h>
+
+#include "neff_mutate.h"
 
 #define INPUT_MAX_BYTES ((size_t)1 << 20)
 #define PER_INPUT_TIMEOUT 10
@@ -197,9 +201,9 @@ repair(unsigned char *d, size_t n)
     }
 }
 
-/* Up to 8 random edits of buf (capacity INPUT_MAX_BYTES); returns the size. */
+/* Up to 8 random edits of buf (capacity cap); returns the size. */
 static size_t
-mutate(unsigned char *buf, size_t n)
+edit(unsigned char *buf, size_t n, size_t cap)
 {
     static const unsigned char interesting[] = {
         0, 1, 0x7f, 0x80, 0xff, '0', '7', ' ', '"', '[', '{', '\\'};
@@ -225,7 +229,7 @@ mutate(unsigned char *buf, size_t n)
             break;
         case 3: /* insert bytes */
             len = 1 + below(64);
-            if (n + len <= INPUT_MAX_BYTES) {
+            if (n + len <= cap) {
                 memmove(buf + at + len, buf + at, n - at);
                 for (size_t i = 0; i < len; i++) {
                     buf[at + i] = (unsigned char)rng();
@@ -259,7 +263,7 @@ mutate(unsigned char *buf, size_t n)
             if (len > 4096) {
                 len = 4096;
             }
-            if (at + len <= INPUT_MAX_BYTES) {
+            if (at + len <= cap) {
                 memcpy(buf + at, o->data + from, len);
                 if (at + len > n) {
                     n = at + len;
@@ -269,6 +273,24 @@ mutate(unsigned char *buf, size_t n)
         }
         }
     }
+    return n;
+}
+
+/*
+ * A third of the time, edit the contents of one tar member and rebuild
+ * the archive around it (neff_mutate.h); else edit the whole image, and
+ * half of those times repair the sizes and checksums after.
+ */
+static size_t
+mutate(unsigned char *buf, size_t n)
+{
+    if (below(3) == 0) {
+        size_t m = neff_mutate_member(buf, n, INPUT_MAX_BYTES, rng(), edit);
+        if (m != 0) {
+            return m;
+        }
+    }
+    n = edit(buf, n, INPUT_MAX_BYTES);
     if (below(2) == 0) {
         repair(buf, n);
     }
