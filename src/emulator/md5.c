@@ -5,6 +5,8 @@
 
 #include "md5.h"
 
+#include "hash_block.h"
+
 /* floor(|sin(i + 1)| * 2^32). */
 static const uint32_t t[64] = {
     0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a,
@@ -93,30 +95,8 @@ nrtemu__md5_init(struct nrtemu_md5 *ctx)
 void
 nrtemu__md5_update(struct nrtemu_md5 *ctx, const void *data, size_t len)
 {
-    const unsigned char *p = data;
-
-    /* memcpy() must not see a NULL pointer, even for zero bytes. */
-    if (len == 0) {
-        return;
-    }
-    ctx->length += len;
-    if (ctx->used > 0) {
-        size_t take = 64 - ctx->used < len ? 64 - ctx->used : len;
-        memcpy(ctx->block + ctx->used, p, take);
-        ctx->used += take;
-        p += take;
-        len -= take;
-        if (ctx->used < 64) {
-            return;
-        }
-        compress(ctx->state, ctx->block);
-        ctx->used = 0;
-    }
-    for (; len >= 64; p += 64, len -= 64) {
-        compress(ctx->state, p);
-    }
-    memcpy(ctx->block, p, len);
-    ctx->used = len;
+    nrtemu__hash_feed(compress, ctx->state, ctx->block, &ctx->used,
+                      &ctx->length, data, len);
 }
 
 void

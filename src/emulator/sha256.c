@@ -8,6 +8,8 @@
 
 #include "sha256.h"
 
+#include "hash_block.h"
+
 /* First 32 bits of the fractional parts of the cube roots of the first 64
  * primes. */
 static const uint32_t k[64] = {
@@ -99,30 +101,8 @@ nrtemu__sha256_init(struct nrtemu_sha256 *ctx)
 void
 nrtemu__sha256_update(struct nrtemu_sha256 *ctx, const void *data, size_t len)
 {
-    const unsigned char *p = data;
-
-    /* memcpy() must not see a NULL pointer, even for zero bytes. */
-    if (len == 0) {
-        return;
-    }
-    ctx->length += len;
-    if (ctx->used > 0) {
-        size_t take = 64 - ctx->used < len ? 64 - ctx->used : len;
-        memcpy(ctx->block + ctx->used, p, take);
-        ctx->used += take;
-        p += take;
-        len -= take;
-        if (ctx->used < 64) {
-            return;
-        }
-        compress(ctx->state, ctx->block);
-        ctx->used = 0;
-    }
-    for (; len >= 64; p += 64, len -= 64) {
-        compress(ctx->state, p);
-    }
-    memcpy(ctx->block, p, len);
-    ctx->used = len;
+    nrtemu__hash_feed(compress, ctx->state, ctx->block, &ctx->used,
+                      &ctx->length, data, len);
 }
 
 void
