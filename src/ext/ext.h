@@ -39,10 +39,8 @@
 
 #define LIBNRT_OPTIONAL(X)                                              \
     X(nrt_get_version)                                                  \
-    X(nrt_get_instance_info)                                            \
     X(nrt_get_total_nc_count)                                           \
     X(nrt_get_vnc_memory_stats)                                         \
-    X(nrt_tensor_get_size)                                              \
     X(nrt_allocate_tensor_set)                                          \
     X(nrt_destroy_tensor_set)                                           \
     X(nrt_add_tensor_to_tensor_set)                                     \

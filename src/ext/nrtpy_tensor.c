@@ -176,6 +176,8 @@ nrtpy_tensor_set(NrtpyTensorObject *self, PyObject *ref, int ndim,
     return 0;
 }
 
+/* NumPy's npy_intp is Py_ssize_t, so `dims` serves both NumPy's
+ * dimensions and ours. */
 static PyObject *
 dims_tuple(int ndim, const Py_ssize_t *dims)
 {
@@ -307,26 +309,6 @@ as_contiguous_array(PyObject *obj)
 }
 
 static PyObject *
-shape_tuple(PyArrayObject *a)
-{
-    int nd = PyArray_NDIM(a);
-    npy_intp *dims = PyArray_DIMS(a);
-    PyObject *t = PyTuple_New(nd);
-    if (t == NULL) {
-        return NULL;
-    }
-    for (int i = 0; i < nd; i++) {
-        PyObject *d = PyLong_FromSsize_t(dims[i]);
-        if (d == NULL) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, d);
-    }
-    return t;
-}
-
-static PyObject *
 NrtpyTensor_from_numpy(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames)
 {
@@ -395,7 +377,7 @@ NrtpyTensor_from_numpy(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
         }
     } else {
         /* Subclasses get their own __init__/__new__ run. */
-        shape = shape_tuple(arr);
+        shape = dims_tuple(PyArray_NDIM(arr), PyArray_DIMS(arr));
         if (shape != NULL) {
             result = PyObject_CallFunctionObjArgs(cls, (PyObject *)ref, shape,
                                                   dtype, name, NULL);
@@ -433,14 +415,9 @@ NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     PyObject *out = argv[0];
     if (out == NULL || out == Py_None) {
         PyArray_Descr *descr = (PyArray_Descr *)self->dtype;
-        npy_intp dims[NPY_MAXDIMS];
-        int nd = self->ndim;
-        for (int i = 0; i < nd; i++) {
-            dims[i] = (npy_intp)self->dims[i];
-        }
         Py_INCREF(descr); /* stolen by NewFromDescr */
-        out = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, NULL, NULL,
-                                   0, NULL);
+        out = PyArray_NewFromDescr(&PyArray_Type, descr, self->ndim,
+                                   self->dims, NULL, NULL, 0, NULL);
         if (out == NULL) {
             return NULL;
         }
