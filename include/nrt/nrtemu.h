@@ -8,11 +8,78 @@
 #ifndef NRT_NRTEMU_H
 #define NRT_NRTEMU_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "nrt/nrt.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * The element types the emulator knows: the one list that the emulator's
+ * dtype table, the nrtpy extension's and the Python package's are all
+ * generated from.  Columns:
+ *   suffix     NRTEMU_DTYPE_<suffix> inside the emulator
+ *   name       the NumPy / ml_dtypes name; also the "dtype" string of the
+ *              def.json var entries that nrtpy writes
+ *   neff_name  the NEFF DMA-descriptor name of the type ("" where the
+ *              hardware has none); accepted in def.json too
+ *   size       bytes per element
+ *   code       the libnrt nrt_dtype_t (NRT_DTYPE_UNKNOWN where libnrt has
+ *              no code; both e4m3 variants share NRT_DTYPE_FP8_E4)
+ *   kind       NumPy's kind letter: 'b' bool, 'i' signed, 'u' unsigned,
+ *              'f' floating (16- and 8-bit floats included)
+ * The first row with a code is the type a bare nrt_dtype_t stands for.
+ */
+#define NRTEMU_DTYPE_LIST(X)                                            \
+    X(UNKNOWN, "unknown", "", 0, NRT_DTYPE_UNKNOWN, 'V')                \
+    X(BOOL, "bool", "", 1, NRT_DTYPE_UNKNOWN, 'b')                      \
+    X(INT8, "int8", "int8", 1, NRT_DTYPE_INT8, 'i')                     \
+    X(INT16, "int16", "int16", 2, NRT_DTYPE_INT16, 'i')                 \
+    X(INT32, "int32", "int32", 4, NRT_DTYPE_INT32, 'i')                 \
+    X(INT64, "int64", "int64", 8, NRT_DTYPE_INT64, 'i')                 \
+    X(UINT8, "uint8", "uint8", 1, NRT_DTYPE_UINT8, 'u')                 \
+    X(UINT16, "uint16", "uint16", 2, NRT_DTYPE_UINT16, 'u')             \
+    X(UINT32, "uint32", "uint32", 4, NRT_DTYPE_UINT32, 'u')             \
+    X(UINT64, "uint64", "uint64", 8, NRT_DTYPE_UINT64, 'u')             \
+    X(FLOAT16, "float16", "float16", 2, NRT_DTYPE_FLOAT16, 'f')         \
+    X(BFLOAT16, "bfloat16", "bfloat16", 2, NRT_DTYPE_BFLOAT16, 'f')     \
+    X(FLOAT32, "float32", "float32", 4, NRT_DTYPE_FLOAT32, 'f')         \
+    X(FLOAT64, "float64", "", 8, NRT_DTYPE_UNKNOWN, 'f')                \
+    X(FLOAT8_E4M3, "float8_e4m3", "float8e4", 1, NRT_DTYPE_FP8_E4, 'f') \
+    X(FLOAT8_E4M3FN, "float8_e4m3fn", "", 1, NRT_DTYPE_FP8_E4, 'f')     \
+    X(FLOAT8_E5M2, "float8_e5m2", "float8e5", 1, NRT_DTYPE_FP8_E5, 'f') \
+    X(FLOAT8_E3M4, "float8_e3m4", "float8e3", 1, NRT_DTYPE_FP8_E3, 'f')
+
+/* One row of NRTEMU_DTYPE_LIST. */
+typedef struct nrtemu_dtype_info {
+    const char *name;      /* NumPy / ml_dtypes name */
+    const char *neff_name; /* NEFF DMA name, "" when none */
+    size_t size;           /* bytes per element */
+    nrt_dtype_t code;      /* libnrt code */
+    char kind;             /* 'b', 'i', 'u', 'f'; 'V' for "unknown" */
+} nrtemu_dtype_info_t;
+
+/**
+ * Row `index` of the emulator's dtype table, for 0 <= index < the count
+ * written to *count (which may be NULL); NULL past the end.  Row 0 is
+ * "unknown".  Ownership: static data.  Thread safety: any thread.
+ */
+const nrtemu_dtype_info_t *nrtemu_dtype_info(size_t index, size_t *count);
+
+/**
+ * The exact element type of entry `index` of nrt_get_model_tensor_info()'s
+ * array for `model`, as a name of the dtype table.  Where libnrt's code
+ * cannot say it (bool and float64 have none; the e4m3 variants share
+ * one), this can.  "unknown" when the NEFF gives no dtype.
+ * NRT_INVALID for a bad model, index or NULL pointer.
+ * Ownership: *dtype_name is static.  Thread safety: any thread, as long
+ * as the model is not unloaded meanwhile.
+ */
+NRT_STATUS nrtemu_get_model_tensor_dtype(nrt_model_t *model, uint64_t index,
+                                         const char **dtype_name);
 
 /**
  * Description of the last failure of an nrt_* call on the calling thread,

@@ -1,21 +1,19 @@
 /*
  * dtype.c - the element-type table of emulator programs.
  *
- * Everything is generated from NRTEMU_DTYPE_LIST, so names, sizes and NRT
- * codes cannot drift apart.  Conversions between types live in convert.c.
+ * Everything is generated from NRTEMU_DTYPE_LIST (nrt/nrtemu.h), the list
+ * the extension and the Python package read too, so names, sizes, codes
+ * and kinds cannot drift apart.  Conversions between types live in
+ * convert.c.
  */
 #include <string.h>
 
 #include "dtype.h"
+#include "export.h"
 
-struct dtype_info {
-    const char *name;
-    size_t size;
-    nrt_dtype_t nrt;
-};
-
-static const struct dtype_info dtype_table[NRTEMU_DTYPE_COUNT] = {
-#define NRTEMU_DTYPE_INFO(suffix, name, size, code) {name, size, code},
+static const nrtemu_dtype_info_t dtype_table[NRTEMU_DTYPE_COUNT] = {
+#define NRTEMU_DTYPE_INFO(suffix, name, neff, size, code, kind) \
+    {name, neff, size, code, kind},
     NRTEMU_DTYPE_LIST(NRTEMU_DTYPE_INFO)
 #undef NRTEMU_DTYPE_INFO
 };
@@ -29,12 +27,19 @@ dtype_valid(enum nrtemu_dtype dt)
 bool
 nrtemu__dtype_from_name(const char *name, enum nrtemu_dtype *out)
 {
-    if (name == NULL) {
+    if (name == NULL || name[0] == '\0') {
         return false;
     }
-    /* "unknown" is a placeholder, never a name a program may use. */
+    /* "unknown" is a placeholder, never a name a program may use.  NumPy
+     * names win over NEFF names (none is both with another meaning). */
     for (int i = NRTEMU_DTYPE_UNKNOWN + 1; i < NRTEMU_DTYPE_COUNT; i++) {
         if (strcmp(name, dtype_table[i].name) == 0) {
+            *out = (enum nrtemu_dtype)i;
+            return true;
+        }
+    }
+    for (int i = NRTEMU_DTYPE_UNKNOWN + 1; i < NRTEMU_DTYPE_COUNT; i++) {
+        if (strcmp(name, dtype_table[i].neff_name) == 0) {
             *out = (enum nrtemu_dtype)i;
             return true;
         }
@@ -57,51 +62,38 @@ nrtemu__dtype_size(enum nrtemu_dtype dt)
 nrt_dtype_t
 nrtemu__dtype_nrt(enum nrtemu_dtype dt)
 {
-    return dtype_valid(dt) ? dtype_table[dt].nrt : NRT_DTYPE_UNKNOWN;
+    return dtype_valid(dt) ? dtype_table[dt].code : NRT_DTYPE_UNKNOWN;
+}
+
+static char
+dtype_kind(enum nrtemu_dtype dt)
+{
+    return dtype_valid(dt) ? dtype_table[dt].kind : 'V';
 }
 
 bool
 nrtemu__dtype_is_float(enum nrtemu_dtype dt)
 {
-    switch (dt) {
-    case NRTEMU_DTYPE_FLOAT16:
-    case NRTEMU_DTYPE_BFLOAT16:
-    case NRTEMU_DTYPE_FLOAT32:
-    case NRTEMU_DTYPE_FLOAT64:
-    case NRTEMU_DTYPE_FLOAT8_E4M3:
-    case NRTEMU_DTYPE_FLOAT8_E4M3FN:
-    case NRTEMU_DTYPE_FLOAT8_E5M2:
-    case NRTEMU_DTYPE_FLOAT8_E3M4:
-        return true;
-    default:
-        return false;
-    }
+    return dtype_kind(dt) == 'f';
 }
 
 bool
 nrtemu__dtype_is_signed_int(enum nrtemu_dtype dt)
 {
-    switch (dt) {
-    case NRTEMU_DTYPE_INT8:
-    case NRTEMU_DTYPE_INT16:
-    case NRTEMU_DTYPE_INT32:
-    case NRTEMU_DTYPE_INT64:
-        return true;
-    default:
-        return false;
-    }
+    return dtype_kind(dt) == 'i';
 }
 
 bool
 nrtemu__dtype_is_unsigned_int(enum nrtemu_dtype dt)
 {
-    switch (dt) {
-    case NRTEMU_DTYPE_UINT8:
-    case NRTEMU_DTYPE_UINT16:
-    case NRTEMU_DTYPE_UINT32:
-    case NRTEMU_DTYPE_UINT64:
-        return true;
-    default:
-        return false;
+    return dtype_kind(dt) == 'u';
+}
+
+NRTEMU_EXPORT const nrtemu_dtype_info_t *
+nrtemu_dtype_info(size_t index, size_t *count)
+{
+    if (count != NULL) {
+        *count = NRTEMU_DTYPE_COUNT;
     }
+    return index < NRTEMU_DTYPE_COUNT ? &dtype_table[index] : NULL;
 }

@@ -11,6 +11,7 @@
  * of one program never overlap.
  */
 #include <ctype.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -392,6 +393,28 @@ nrt_get_model_tensor_info(nrt_model_t *model,
         shape += io->ndim;
     }
     *tensor_info = arr;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrtemu_get_model_tensor_dtype(nrt_model_t *model, uint64_t index,
+                              const char **dtype_name)
+{
+    NRT_STATUS st = nrtemu__model_check(__func__, model);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (dtype_name == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL dtype_name");
+    }
+    if (index >= model->neff->io_count) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "index %" PRIu64 " out of range: the model "
+                              "has %zu inputs and outputs",
+                              index, model->neff->io_count);
+    }
+    *dtype_name = nrtemu__dtype_name(model->neff->io[index].dtype);
     return NRT_SUCCESS;
 }
 

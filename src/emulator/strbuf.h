@@ -18,7 +18,10 @@ struct nrtemu_strbuf {
     bool failed; /* an append ran out of memory */
 };
 
-#define NRTEMU_STRBUF_INIT {NULL, 0, 0, false}
+#define NRTEMU_STRBUF_INIT \
+    {                      \
+        NULL, 0, 0, false  \
+    }
 
 void nrtemu__strbuf_append(struct nrtemu_strbuf *sb, const char *text,
                            size_t len);

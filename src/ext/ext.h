@@ -64,7 +64,8 @@
     X(nrt_sys_trace_buffer_free)                                        \
     /* Emulator extras (nrt/nrtemu.h), absent from the real runtime. */ \
     X(nrtemu_last_error)                                                \
-    X(nrtemu_instance_name)
+    X(nrtemu_instance_name)                                             \
+    X(nrtemu_get_model_tensor_dtype)
 
 struct libnrt {
 #define LIBNRT_FIELD(name) __typeof__(&name) name;
@@ -99,9 +100,6 @@ typedef struct {
     PyTypeObject *TensorMetadata_Type;
     PyTypeObject *ModelTensorInfo_Type;
     PyTypeObject *SystemTraceSession_Type;
-    PyObject *np_empty;        /* numpy.empty */
-    PyObject *np_ascontiguous; /* numpy.ascontiguousarray */
-    PyObject *np_dtype;        /* numpy.dtype */
     PyObject *default_runtime; /* the runtime tensors use; NULL when none */
     PyObject *str_unnamed;     /* "unnamed_tensor" */
 } module_state;
@@ -200,21 +198,35 @@ typedef struct {
     bool unload_pending; /* unloaded while executing */
 } NrtModelObject;
 
+/* Each type's file creates it and adds it to the module. */
 int runtime_type_init(PyObject *module);
-int model_types_init(PyObject *module);
-int sys_trace_type_init(PyObject *module);
-
-/* Nrtpy methods implemented in model_object.c. */
-PyObject *runtime_load_model(NrtpyObject *rt, PyObject *args,
-                             PyObject *kwargs);
-PyObject *runtime_unload_model(NrtpyObject *rt, PyObject *arg);
-PyObject *runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg);
-PyObject *runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs);
-
-int model_is_unloaded(NrtModelObject *m);
-void model_unload(NrtModelObject *m);
 int tensor_type_init(PyObject *module);
 int nrtpy_tensor_type_init(PyObject *module);
+int model_type_init(PyObject *module);
+int tensor_metadata_type_init(PyObject *module);
+int model_tensor_info_type_init(PyObject *module);
+int sys_trace_type_init(PyObject *module);
+
+/* 1 once unloaded (explicitly, pending, or by closing its runtime). */
+int model_is_unloaded(NrtModelObject *m);
+/* Unload now, or once the last execution in flight ends.  Idempotent. */
+void model_unload(NrtModelObject *m);
+/* Unload now; executions must have ended (users == 0). */
+void model_release_handle(NrtModelObject *m);
+
+/* A TensorMetadata for one entry of nrt_get_model_tensor_info(), with the
+ * dtype name given (new reference, or NULL with an exception). */
+PyObject *tensor_metadata_new(const nrt_tensor_info_t *ti,
+                              const char *dtype_name);
+/* A ModelTensorInfo holding the two dicts (new reference). */
+PyObject *model_tensor_info_new(PyObject *inputs, PyObject *outputs);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* The dtype name a libnrt code stands for ("unknown" for none); static. */
+const char *dtype_name_of_code(nrt_dtype_t code);
+/* Add DTYPES, the table of NRTEMU_DTYPE_LIST, to the module. */
+int dtypes_add_to_module(PyObject *module);
 
 /* The runtime tensors of NrtpyTensor use, created on first need. */
 NrtpyObject *default_runtime_get(void);

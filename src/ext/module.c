@@ -188,8 +188,10 @@ module_exec(PyObject *module)
     st->str_unnamed = PyUnicode_InternFromString("unnamed_tensor");
     if (st->str_unnamed == NULL || add_exceptions(module, st) < 0 ||
         runtime_type_init(module) < 0 || tensor_type_init(module) < 0 ||
-        nrtpy_tensor_type_init(module) < 0 || model_types_init(module) < 0 ||
-        sys_trace_type_init(module) < 0) {
+        nrtpy_tensor_type_init(module) < 0 || model_type_init(module) < 0 ||
+        tensor_metadata_type_init(module) < 0 ||
+        model_tensor_info_type_init(module) < 0 ||
+        sys_trace_type_init(module) < 0 || dtypes_add_to_module(module) < 0) {
         goto fail;
     }
     return 0;

@@ -8,7 +8,18 @@
  */
 #include "ext.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Largest NEFF we read into memory: far above any real one, and a bound on
+ * what a mistaken path (a disk image, /dev/zero) can make us allocate. */
+#define NEFF_MAX_BYTES ((size_t)16 << 30)
 
 /* The runtime that owns libnrt now; borrowed, cleared by its close(). */
 static NrtpyObject *live_runtime;
@@ -395,6 +406,500 @@ Nrtpy_tensor_read_to_pybuffer(PyObject *op, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* --------------------------------------------------------- load_model */
+
+/* Read a whole file without the GIL.  0, or an errno value. */
+static int
+read_file(const char *path, unsigned char **out, size_t *out_size)
+{
+    /* O_NONBLOCK: opening a FIFO must not block (close() would wait for
+     * this call forever); anything but a regular file is refused below. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        return errno;
+    }
+    struct stat st;
+    int e = 0;
+    unsigned char *buf = NULL;
+    if (fstat(fd, &st) != 0) {
+        e = errno;
+    } else if (!S_ISREG(st.st_mode)) {
+        e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    } else if ((uint64_t)st.st_size > NEFF_MAX_BYTES) {
+        e = EFBIG;
+    } else if ((buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1)) ==
+               NULL) {
+        e = ENOMEM;
+    }
+    size_t size = e == 0 ? (size_t)st.st_size : 0, got = 0;
+    while (e == 0 && got < size) {
+        ssize_t n = read(fd, buf + got, size - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            e = n < 0 ? errno : EIO; /* EIO: the file shrank meanwhile */
+            break;
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    if (e != 0) {
+        free(buf);
+        return e;
+    }
+    *out = buf;
+    *out_size = size;
+    return 0;
+}
+
+static int
+bool_converter(PyObject *obj, void *out)
+{
+    if (!PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "expected True or False, got %R", obj);
+        return 0;
+    }
+    *(bool *)out = obj == Py_True;
+    return 1;
+}
+
+static int
+u32_converter(PyObject *obj, void *out)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "expected a non-negative int, got %s",
+                     Py_TYPE(obj)->tp_name);
+        return 0;
+    }
+    unsigned long v = PyLong_AsUnsignedLong(obj);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "expected a non-negative int below 2**31, got %R", obj);
+        return 0;
+    }
+    if (v > INT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%R is out of range", obj);
+        return 0;
+    }
+    *(uint32_t *)out = (uint32_t)v;
+    return 1;
+}
+
+static PyObject *
+runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"neff_file", "core_id",    "cc_enabled",
+                             "rank_id",   "world_size", NULL};
+    PyObject *path_obj;
+    uint32_t core_id = 0, rank_id = 0, world_size = 1;
+    bool cc = false;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "O|O&O&O&O&:load_model", kwlist, &path_obj,
+            u32_converter, &core_id, bool_converter, &cc, u32_converter,
+            &rank_id, u32_converter, &world_size)) {
+        return NULL;
+    }
+    if (!PyUnicode_Check(path_obj)) {
+        PyErr_Format(PyExc_TypeError, "neff_file must be a str, not %s",
+                     Py_TYPE(path_obj)->tp_name);
+        return NULL;
+    }
+    if (LIBNRT_REQUIRE(nrt_load) < 0 || LIBNRT_REQUIRE(nrt_unload) < 0 ||
+        (cc && LIBNRT_REQUIRE(nrt_load_collectives) < 0) ||
+        runtime_check_open(rt) < 0) {
+        return NULL;
+    }
+    PyObject *fs_path = NULL;
+    if (!PyUnicode_FSConverter(path_obj, &fs_path)) {
+        return NULL;
+    }
+    const char *path = PyBytes_AS_STRING(fs_path);
+    unsigned char *image = NULL;
+    size_t size = 0;
+    int err;
+    NRT_STATUS st = NRT_SUCCESS;
+    nrt_model_t *handle = NULL;
+
+    atomic_fetch_add(&rt->token->busy, 1);
+    Py_BEGIN_ALLOW_THREADS
+        err = read_file(path, &image, &size);
+        if (err == 0) {
+            if (cc) {
+                st = libnrt.nrt_load_collectives(image, size, (int32_t)core_id,
+                                                 -1, rank_id, world_size,
+                                                 &handle);
+            } else {
+                st = libnrt.nrt_load(image, size, (int32_t)core_id, -1,
+                                     &handle);
+            }
+            free(image);
+        }
+        atomic_fetch_sub(&rt->token->busy, 1);
+    Py_END_ALLOW_THREADS
+
+    if (err != 0) {
+        char detail[1024];
+        snprintf(detail, sizeof detail, "Failed to open NEFF file: %s: %s",
+                 path, strerror(err));
+        Py_DECREF(fs_path);
+        return raise_nrt_error_detail(NRT_FAILURE, "Failed to load model",
+                                      detail);
+    }
+    Py_DECREF(fs_path);
+    if (st != NRT_SUCCESS) {
+        return raise_nrt_error(st, "Failed to load model");
+    }
+    /* An exact str: NrtModel is not GC-tracked, so it must not hold an
+     * object (a str subclass with a __dict__) that could refer back. */
+    PyObject *path_str = PyUnicode_FromObject(path_obj);
+    NrtModelObject *m =
+        path_str != NULL
+            ? PyObject_New(NrtModelObject, ext_state->NrtModel_Type)
+            : NULL;
+    if (m == NULL) {
+        Py_XDECREF(path_str);
+        libnrt.nrt_unload(handle);
+        return NULL;
+    }
+    m->handle = handle;
+    m->token = rt->token;
+    token_incref(m->token);
+    m->neff_path = path_str;
+    m->core_id = core_id;
+    m->rank_id = rank_id;
+    m->world_size = world_size;
+    m->is_collective = cc;
+    m->users = 0;
+    m->unload_pending = false;
+    return (PyObject *)m;
+}
+
+static PyObject *
+runtime_unload_model(NrtpyObject *rt, PyObject *arg)
+{
+    (void)rt;
+    if (!Py_IS_TYPE(arg, ext_state->NrtModel_Type)) {
+        PyErr_Format(PyExc_TypeError, "model must be an NrtModel, not %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    model_unload((NrtModelObject *)arg);
+    Py_RETURN_NONE;
+}
+
+/* ---------------------------------------------------- get_tensor_info */
+
+static PyObject *
+runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
+{
+    (void)rt;
+    if (!Py_IS_TYPE(arg, ext_state->NrtModel_Type)) {
+        PyErr_Format(PyExc_TypeError, "model must be an NrtModel, not %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    NrtModelObject *m = (NrtModelObject *)arg;
+    if (model_is_unloaded(m)) {
+        return raise_nrtpy_error("Unable to get model tensor info from an "
+                                 "unloaded model. Please check the lifetime "
+                                 "of the model.");
+    }
+    if (LIBNRT_REQUIRE(nrt_get_model_tensor_info) < 0 ||
+        LIBNRT_REQUIRE(nrt_free_model_tensor_info) < 0) {
+        return NULL;
+    }
+    nrt_tensor_info_array_t *arr = NULL;
+    NRT_STATUS st = libnrt.nrt_get_model_tensor_info(m->handle, &arr);
+    if (st != NRT_SUCCESS) {
+        return raise_nrt_error(st, "Failed to get tensor info");
+    }
+    PyObject *info = NULL;
+    PyObject *inputs = PyDict_New();
+    PyObject *outputs = PyDict_New();
+    if (inputs == NULL || outputs == NULL) {
+        goto done;
+    }
+    for (uint64_t i = 0; i < arr->tensor_count; i++) {
+        const nrt_tensor_info_t *ti = &arr->tensor_array[i];
+        if (ti->shape != NULL && ti->ndim > 64) {
+            raise_nrtpy_error("Tensor has unreasonably large ndim: %u",
+                              (unsigned)ti->ndim);
+            goto done;
+        }
+        PyObject *target = ti->usage == NRT_TENSOR_USAGE_INPUT    ? inputs
+                           : ti->usage == NRT_TENSOR_USAGE_OUTPUT ? outputs
+                                                                  : NULL;
+        if (target == NULL) {
+            continue;
+        }
+        /* The emulator knows types libnrt's code cannot name (bool,
+         * float64, the e4m3 variants); the real runtime reports codes. */
+        const char *dtype_name = NULL;
+        if (libnrt.nrtemu_get_model_tensor_dtype == NULL ||
+            libnrt.nrtemu_get_model_tensor_dtype(m->handle, i, &dtype_name) !=
+                NRT_SUCCESS) {
+            dtype_name = dtype_name_of_code(ti->dtype);
+        }
+        PyObject *md = tensor_metadata_new(ti, dtype_name);
+        if (md == NULL) {
+            goto done;
+        }
+        int rc = PyDict_SetItemString(target, ti->name, md);
+        Py_DECREF(md);
+        if (rc < 0) {
+            goto done;
+        }
+    }
+    info = model_tensor_info_new(inputs, outputs);
+done:
+    /* Freed on every path, the error paths included. */
+    st = libnrt.nrt_free_model_tensor_info(arr);
+    Py_XDECREF(inputs);
+    Py_XDECREF(outputs);
+    if (info != NULL && st != NRT_SUCCESS) {
+        Py_CLEAR(info);
+        raise_nrt_error(st, "Failed to free tensor info");
+    }
+    return info;
+}
+
+/* ------------------------------------------------------------ execute */
+
+/* One mapping entry, pinned for the call. */
+typedef struct {
+    PyObject *key; /* str, owned */
+    const char *ckey;
+    NrtTensorObject *tensor; /* owned */
+} io_entry;
+
+static void
+io_entries_release(io_entry *e, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_XDECREF(e[i].key);
+        if (e[i].tensor != NULL) {
+            tensor_op_end(e[i].tensor);
+            Py_DECREF(e[i].tensor);
+        }
+    }
+    PyMem_Free(e);
+}
+
+/* Pin the tensors of a mapping: str keys, NrtTensor/NrtpyTensor values,
+ * none freed.  Returns the entries (count in *n) or NULL. */
+static io_entry *
+io_entries_pin(PyObject *mapping, const char *what, Py_ssize_t *n)
+{
+    if (!PyMapping_Check(mapping) ||
+        !PyObject_HasAttrString(mapping, "items")) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s must be a mapping of str to NrtTensor, not %s", what,
+                     Py_TYPE(mapping)->tp_name);
+        return NULL;
+    }
+    PyObject *items = PyMapping_Items(mapping);
+    if (items == NULL) {
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(items);
+    io_entry *e = PyMem_Calloc(count > 0 ? (size_t)count : 1, sizeof *e);
+    if (e == NULL) {
+        Py_DECREF(items);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t done = 0;
+    for (; done < count; done++) {
+        PyObject *pair = PyList_GET_ITEM(items, done);
+        /* items() of a user mapping can return anything. */
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s.items() must give (name, tensor) pairs, got %R",
+                         what, pair);
+            goto fail;
+        }
+        PyObject *key = PyTuple_GET_ITEM(pair, 0);
+        PyObject *value = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "%s keys must be str, not %s", what,
+                         Py_TYPE(key)->tp_name);
+            goto fail;
+        }
+        NrtTensorObject *t = tensor_from_object(value, what);
+        if (t == NULL) {
+            goto fail;
+        }
+        if (tensor_is_freed(t)) {
+            raise_nrtpy_error("Tensor '%U' is freed. Unable to add it into "
+                              "the tensor set. Please check the lifetime of "
+                              "the tensor.",
+                              key);
+            goto fail;
+        }
+        if (t->handle == NULL) {
+            raise_nrtpy_error("Tensor '%U' has no device memory (0 bytes); "
+                              "models take tensors of at least one byte.",
+                              key);
+            goto fail;
+        }
+        e[done].ckey = PyUnicode_AsUTF8(key);
+        if (e[done].ckey == NULL) {
+            goto fail;
+        }
+        e[done].key = Py_NewRef(key);
+        e[done].tensor = (NrtTensorObject *)Py_NewRef((PyObject *)t);
+        tensor_op_begin(t);
+    }
+    Py_DECREF(items);
+    *n = count;
+    return e;
+fail:
+    Py_DECREF(items);
+    io_entries_release(e, done);
+    return NULL;
+}
+
+/* Build a tensor set without the GIL; NRT_SUCCESS or the failing status. */
+static NRT_STATUS
+tensor_set_build(io_entry *e, Py_ssize_t n, nrt_tensor_set_t **out)
+{
+    nrt_tensor_set_t *set = NULL;
+    NRT_STATUS st = libnrt.nrt_allocate_tensor_set(&set);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        st = libnrt.nrt_add_tensor_to_tensor_set(set, e[i].ckey,
+                                                 e[i].tensor->handle);
+        if (st != NRT_SUCCESS) {
+            libnrt.nrt_destroy_tensor_set(&set);
+            return st;
+        }
+    }
+    *out = set;
+    return NRT_SUCCESS;
+}
+
+static PyObject *
+runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
+{
+    (void)rt;
+    static char *kwlist[] = {"model",     "inputs",     "outputs",
+                             "ntff_name", "save_trace", NULL};
+    PyObject *model_obj, *inputs, *outputs, *ntff_obj = Py_None;
+    bool save_trace = false;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OO&:execute", kwlist,
+                                     &model_obj, &inputs, &outputs, &ntff_obj,
+                                     bool_converter, &save_trace)) {
+        return NULL;
+    }
+    if (!Py_IS_TYPE(model_obj, ext_state->NrtModel_Type)) {
+        PyErr_Format(PyExc_TypeError, "model must be an NrtModel, not %s",
+                     Py_TYPE(model_obj)->tp_name);
+        return NULL;
+    }
+    if (ntff_obj != Py_None && !PyUnicode_Check(ntff_obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "ntff_name must be a str or None, not %s",
+                     Py_TYPE(ntff_obj)->tp_name);
+        return NULL;
+    }
+    if (LIBNRT_REQUIRE(nrt_execute) < 0 ||
+        LIBNRT_REQUIRE(nrt_allocate_tensor_set) < 0 ||
+        LIBNRT_REQUIRE(nrt_add_tensor_to_tensor_set) < 0 ||
+        LIBNRT_REQUIRE(nrt_destroy_tensor_set) < 0 ||
+        (save_trace && (LIBNRT_REQUIRE(nrt_profile_start) < 0 ||
+                        LIBNRT_REQUIRE(nrt_profile_stop) < 0))) {
+        return NULL;
+    }
+    const char *ntff = "profile.ntff";
+    if (ntff_obj != Py_None) {
+        ntff = PyUnicode_AsUTF8(ntff_obj);
+        if (ntff == NULL) {
+            return NULL;
+        }
+    }
+    NrtModelObject *m = (NrtModelObject *)model_obj;
+    Py_ssize_t n_in = 0, n_out = 0;
+    io_entry *in = io_entries_pin(inputs, "inputs", &n_in);
+    if (in == NULL) {
+        return NULL;
+    }
+    io_entry *out = io_entries_pin(outputs, "outputs", &n_out);
+    if (out == NULL) {
+        io_entries_release(in, n_in);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (model_is_unloaded(m)) {
+        raise_nrtpy_error("Unable to execute an unloaded model. Please check "
+                          "the lifetime of the model.");
+        goto done;
+    }
+
+    NRT_STATUS st, prof_start = NRT_SUCCESS, prof_stop = NRT_SUCCESS;
+    char detail[1024] = "";
+    const char *action = "Failed to execute model";
+    nrt_tensor_set_t *in_set = NULL, *out_set = NULL;
+    Py_INCREF(m);
+    m->users++;
+    atomic_fetch_add(&m->token->busy, 1);
+    Py_BEGIN_ALLOW_THREADS
+        st = tensor_set_build(in, n_in, &in_set);
+        if (st == NRT_SUCCESS) {
+            st = tensor_set_build(out, n_out, &out_set);
+        }
+        if (st != NRT_SUCCESS) {
+            action = "Failed to add tensor to set";
+        } else if (save_trace) {
+            prof_start = libnrt.nrt_profile_start(m->handle, ntff);
+            st = libnrt.nrt_execute(m->handle, in_set, out_set);
+            prof_stop = libnrt.nrt_profile_stop(ntff);
+        } else {
+            st = libnrt.nrt_execute(m->handle, in_set, out_set);
+        }
+        /* Read the failure's detail before the clean-up calls below can
+         * replace it. */
+        if (st != NRT_SUCCESS) {
+            nrt_error_detail(detail, sizeof detail);
+        }
+        if (out_set != NULL) {
+            libnrt.nrt_destroy_tensor_set(&out_set);
+        }
+        if (in_set != NULL) {
+            libnrt.nrt_destroy_tensor_set(&in_set);
+        }
+        atomic_fetch_sub(&m->token->busy, 1);
+    Py_END_ALLOW_THREADS
+    m->users--;
+    if (m->users == 0 && m->unload_pending) {
+        model_release_handle(m);
+    }
+    Py_DECREF(m);
+
+    if (st != NRT_SUCCESS) {
+        raise_nrt_error_detail(st, action, detail);
+        goto done;
+    }
+    if (save_trace &&
+        (prof_start != NRT_SUCCESS || prof_stop != NRT_SUCCESS)) {
+        NRT_STATUS bad = prof_start != NRT_SUCCESS ? prof_start : prof_stop;
+        if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                             "the trace %s was not saved: profiling failed "
+                             "with %s(%d)",
+                             ntff, status_name(bad), (int)bad) < 0) {
+            goto done;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    io_entries_release(out, n_out);
+    io_entries_release(in, n_in);
+    return result;
 }
 
 static PyObject *

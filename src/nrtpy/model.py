@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import ml_dtypes
 import numpy as np
 
+from nrtpy import _dtypes
 from nrtpy._logging import logger
 from nrtpy._nrtpy import (
     NrtModel,
@@ -32,21 +32,6 @@ from nrtpy._singleton import get_nrtpy_singleton
 # place; auto-allocation reuses the input for the output.
 MUST_ALIAS_SUFFIX = ".must_alias_input"
 
-# fp8 arrays that a NEFF reporting "int8" accepts, as libnrt reports fp8
-# tensors of hardware NEFFs that way.
-_FP8 = {np.dtype(t) for t in (ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn,
-                              ml_dtypes.float8_e5m2, ml_dtypes.float8_e3m4)}
-
-
-def numpy_dtype(name: str, size: int, shape: tuple[int, ...]) -> np.dtype:
-    """The NumPy dtype for a NEFF dtype name; a void dtype of the right item
-    size when the NEFF does not say ("unknown")."""
-    if name != "unknown":
-        return np.dtype(getattr(ml_dtypes, name, name))
-    count = math.prod(shape)
-    if count > 0 and size % count == 0:
-        return np.dtype(f"V{size // count}")
-    return np.dtype(f"V{size}")
 
 
 @dataclass
@@ -123,38 +108,12 @@ class NrtpyModel:
         self.model_ref = model_ref
         self.name = name
         self.neff_path = Path(neff_path)
+        # Exact dtypes (bool, float64, each fp8 variant) on the emulator,
+        # libnrt's codes on the real runtime.
         info = get_nrtpy_singleton().get_tensor_info(model_ref)
-        self._dtypes = self._neff_dtypes()
-        # Report the NEFF's own dtype names where libnrt has no code for
-        # them (bool, float64) or one code for several (fp8 variants).
-        self.input_tensors_info: dict[str, TensorMetadata] = {
-            k: self._exact(k, v) for k, v in info.inputs.items()}
-        self.output_tensors_info: dict[str, TensorMetadata] = {
-            k: self._exact(k, v) for k, v in info.outputs.items()}
+        self.input_tensors_info: dict[str, TensorMetadata] = info.inputs
+        self.output_tensors_info: dict[str, TensorMetadata] = info.outputs
         self._expect: tuple[dict, dict] | None = None
-
-    def _exact(self, name: str, meta: TensorMetadata) -> TensorMetadata:
-        want = self._dtypes.get(name)
-        if want is None or want == meta.dtype:
-            return meta
-        return meta._with_dtype(want)
-
-    def _neff_dtypes(self) -> dict[str, str]:
-        """Dtype names the NEFF records beyond libnrt's codes (bool,
-        float64, the fp8 variants)."""
-        try:
-            from nrtpy import neff
-
-            described = neff.inspect(self.neff_path)
-        except Exception as e:  # best effort: libnrt has already loaded it
-            logger.debug("Could not read the I/O dtypes of %s: %s", self.neff_path, e)
-            return {}
-        return {e["name"]: e["dtype"]
-                for e in described["inputs"] + described["outputs"]
-                if e.get("dtype", "unknown") != "unknown"}
-
-    def _dtype_of(self, name: str, meta: TensorMetadata) -> str:
-        return self._dtypes.get(name, meta.dtype)
 
     @classmethod
     def load_from_neff(cls, neff_path: str | Path, name: str | None = None,
@@ -200,8 +159,7 @@ class NrtpyModel:
     def _allocate_output(self, rt: Any, out_name: str,
                          meta: TensorMetadata) -> NrtpyTensor:
         shape = tuple(meta.shape)
-        dtype = numpy_dtype(self._dtype_of(out_name, meta), meta.size,
-                            shape or (meta.size,))
+        dtype = _dtypes.for_tensor(meta.dtype, meta.size, shape or (meta.size,))
         if not shape:
             # No shape: a scalar when one element fills it, else a 1-D
             # array of the elements (or bytes) it holds.
@@ -226,7 +184,7 @@ class NrtpyModel:
 
     def _describe(self, infos: Mapping[str, TensorMetadata]) -> str:
         return ", ".join(
-            f"{k}: shape={list(v.shape)} dtype={self._dtype_of(k, v)} "
+            f"{k}: shape={list(v.shape)} dtype={v.dtype} "
             f"core={self.model_ref.core_id}" for k, v in infos.items())
 
     def _expectations(self, infos: Mapping[str, TensorMetadata]
@@ -235,8 +193,8 @@ class NrtpyModel:
         dtype to match (None when the NEFF does not say)."""
         out = {}
         for k, v in infos.items():
-            want = self._dtype_of(k, v)
-            dtype = None if want == "unknown" else numpy_dtype(want, v.size, tuple(v.shape))
+            want = v.dtype
+            dtype = None if want == "unknown" else _dtypes.for_tensor(want, v.size, tuple(v.shape))
             out[k] = (tuple(v.shape) or None, v.size, dtype)
         return out
 
@@ -267,7 +225,7 @@ class NrtpyModel:
                              f"{ref.size}. Expected: {expected}")
         have = np.dtype(have)
         if want is not None and have != want and \
-                not (want == np.dtype(np.int8) and have in _FP8):
+                not (want == np.dtype(np.int8) and have in _dtypes.FP8):
             raise ValueError(f"{label} {key}: expected dtype {want.name}, got "
                              f"{have.name}. Expected: {expected}")
 

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "neff_image.h"
+#include "nrt/nrtemu.h"
 #include "test.h"
 
 #define ADD_VARS                                                          \
@@ -609,6 +610,63 @@ test_concurrent_executions(void)
     nrt_close();
 }
 
+/* The dtype table and the exact dtypes of a model's tensors, where
+ * nrt_dtype_t has no code (bool, float64) or one code for two types. */
+static void
+test_exact_dtypes(void)
+{
+    static const char def[] =
+        "{\"var\": {"
+        "\"flag\": {\"type\": \"input\", \"size\": 4, \"shape\": [4], "
+        "\"dtype\": \"bool\"}, "
+        "\"wide\": {\"type\": \"input\", \"size\": 32, \"shape\": [4], "
+        "\"dtype\": \"float64\"}, "
+        "\"fn\": {\"type\": \"output\", \"size\": 4, \"shape\": [4], "
+        "\"dtype\": \"float8_e4m3fn\"}, "
+        "\"e5\": {\"type\": \"output\", \"size\": 4, \"shape\": [4], "
+        "\"dtype\": \"float8e5\"}, "
+        "\"raw\": {\"type\": \"output\", \"size\": 16}}}";
+    static const char *want[] = {"bool", "float64", "float8_e4m3fn",
+                                 "float8_e5m2", "unknown"};
+    static const nrt_dtype_t want_code[] = {
+        NRT_DTYPE_UNKNOWN, NRT_DTYPE_UNKNOWN, NRT_DTYPE_FP8_E4,
+        NRT_DTYPE_FP8_E5, NRT_DTYPE_UNKNOWN};
+    nrt_tensor_info_array_t *info = NULL;
+    const char *name = NULL;
+    size_t count = 0;
+
+    /* The table: row 0 is "unknown", names unique, sizes and kinds set. */
+    ASSERT_STR_EQ(nrtemu_dtype_info(0, &count)->name, "unknown");
+    ASSERT_EQ(count, 18);
+    ASSERT_NULL(nrtemu_dtype_info(count, NULL));
+    for (size_t i = 1; i < count; i++) {
+        const nrtemu_dtype_info_t *row = nrtemu_dtype_info(i, NULL);
+        ASSERT_TRUE(row->size == 1 || row->size == 2 || row->size == 4 ||
+                    row->size == 8);
+        ASSERT_NOT_NULL(strchr("biuf", row->kind));
+        for (size_t j = 1; j < i; j++) {
+            ASSERT_TRUE(strcmp(row->name, nrtemu_dtype_info(j, NULL)->name));
+        }
+    }
+
+    init_runtime();
+    nrt_model_t *model = load("dtypes", def, NULL, 0);
+    ASSERT_OK(nrt_get_model_tensor_info(model, &info));
+    ASSERT_UEQ(info->tensor_count, 5);
+    for (uint64_t i = 0; i < info->tensor_count; i++) {
+        ASSERT_OK(nrtemu_get_model_tensor_dtype(model, i, &name));
+        ASSERT_STR_EQ(name, want[i]);
+        ASSERT_EQ(info->tensor_array[i].dtype, want_code[i]);
+    }
+    ASSERT_OK(nrt_free_model_tensor_info(info));
+    ASSERT_STATUS(nrtemu_get_model_tensor_dtype(model, 5, &name), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "index 5 out of range");
+    ASSERT_STATUS(nrtemu_get_model_tensor_dtype(model, 0, NULL), NRT_INVALID);
+    ASSERT_STATUS(nrtemu_get_model_tensor_dtype(NULL, 0, &name), NRT_INVALID);
+    ASSERT_OK(nrt_unload(model));
+    nrt_close();
+}
+
 int
 main(void)
 {
@@ -620,6 +678,7 @@ main(void)
     RUN_TEST(test_load_environment);
     RUN_TEST(test_execute_validation);
     RUN_TEST(test_neff_without_program);
+    RUN_TEST(test_exact_dtypes);
     RUN_TEST(test_take_out_of_bounds);
     RUN_TEST(test_after_close);
     RUN_TEST(test_exec_timeout);

@@ -198,3 +198,24 @@ def test_object_dtype_refused_by_constructor(rt):
     ref = rt.allocate_tensor(16)
     with pytest.raises(TypeError, match="Python objects"):
         NrtpyTensor(ref, 2, object)
+
+
+def test_dtype_table_matches_numpy():
+    # The one table (NRTEMU_DTYPE_LIST, through _nrtpy.DTYPES) agrees with
+    # NumPy and ml_dtypes on every row's item size and kind.
+    from nrtpy import _dtypes
+    from nrtpy._nrtpy import DTYPES
+
+    assert DTYPES["unknown"] == (0, 0, "V", "")
+    assert len(_dtypes.NAMES) == 17
+    for name in _dtypes.NAMES:
+        code, size, kind, _neff = DTYPES[name]
+        dt = _dtypes.to_numpy(name)
+        assert dt.name == name and dt.itemsize == size
+        assert _dtypes.is_float(dt) == (kind == "f")
+        assert kind == "f" or dt.kind == kind
+    assert DTYPES["float32"][0] == 0xA and DTYPES["float8_e5m2"][0] == 0xF
+    assert _dtypes.FP8 == {np.dtype(getattr(ml_dtypes, n)) for n in (
+        "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e3m4")}
+    with pytest.raises(ValueError, match="unknown dtype name 'complex64'"):
+        _dtypes.to_numpy("complex64")

@@ -12,11 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from nrtpy import _dtypes
+
 _traced_type: type | None = None
 _emit: Callable[..., Any] | None = None
 
-_NARROW_FLOATS = {"float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
-                  "float8_e5m2", "float8_e3m4"}
 
 
 def register(traced_type: type, emit: Callable[..., Any]) -> None:
@@ -24,8 +24,7 @@ def register(traced_type: type, emit: Callable[..., Any]) -> None:
     _traced_type, _emit = traced_type, emit
 
 
-def is_float(dt: np.dtype) -> bool:
-    return np.dtype(dt).kind == "f" or np.dtype(dt).name in _NARROW_FLOATS
+is_float = _dtypes.is_float
 
 
 def _apply(op: str, x: Any, fn: Callable[[np.ndarray], np.ndarray],
@@ -36,7 +35,7 @@ def _apply(op: str, x: Any, fn: Callable[[np.ndarray], np.ndarray],
     x = np.asarray(x)
     if not is_float(x.dtype):
         return fn(x.astype(np.float64))
-    if np.dtype(x.dtype).name in _NARROW_FLOATS:
+    if np.dtype(x.dtype).itemsize < 4:  # 16- and 8-bit floats
         return fn(x.astype(np.float32)).astype(x.dtype)
     return fn(x)
 

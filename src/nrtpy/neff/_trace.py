@@ -14,6 +14,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from nrtpy import _dtypes
+
 from nrtpy.neff import _ops
 
 MAX_DIMS = 8
@@ -41,18 +43,12 @@ _BOOL_BITWISE = {
     np.bitwise_and: np.logical_and, np.bitwise_or: np.logical_or,
     np.bitwise_xor: np.logical_xor, np.invert: np.logical_not,
 }
-_DTYPES = {
-    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-    "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3",
-    "float8_e4m3fn", "float8_e5m2", "float8_e3m4",
-}
-
-
 def dtype_name(dt: np.dtype) -> str:
-    name = np.dtype(dt).name
-    if name not in _DTYPES:
-        raise TypeError(f"nrtpy.neff.compile: dtype {name} is not supported "
-                        f"on the emulator (supported: {', '.join(sorted(_DTYPES))})")
+    name = _dtypes.name_of(dt)
+    if name is None:
+        raise TypeError(f"nrtpy.neff.compile: dtype {np.dtype(dt).name} is not "
+                        f"supported on the emulator (supported: "
+                        f"{', '.join(sorted(_dtypes.NAMES))})")
     return name
 
 
