@@ -81,6 +81,58 @@ const nrtemu_dtype_info_t *nrtemu_dtype_info(size_t index, size_t *count);
 NRT_STATUS nrtemu_get_model_tensor_dtype(nrt_model_t *model, uint64_t index,
                                          const char **dtype_name);
 
+/*
+ * The NEFF container's 1024-byte header: the one description that the
+ * emulator's reader and nrtpy's writer (nrtpy.neff, through
+ * _nrtpy.NEFF_HEADER_FIELDS) are both generated from.
+ *   X(name, offset, length, kind)
+ * kind: U64 / U32 little-endian unsigned integers; TEXT a NUL-padded
+ * string (UTF-8 by convention); BYTES raw bytes.  The payload, a tar
+ * archive (gzip-compressed or not), follows the header.
+ */
+#define NRTEMU_NEFF_HEADER_SIZE 1024
+/* feature_bits outside this mask make a NEFF unsupported. */
+#define NRTEMU_NEFF_FEATURES_SUPPORTED 0x80000000000000ffull
+#define NRTEMU_NEFF_HEADER_FIELDS(X)        \
+    X(pkg_version, 0x000, 8, U64)           \
+    X(header_size, 0x008, 8, U64)           \
+    X(data_size, 0x010, 8, U64)             \
+    X(neff_version_major, 0x018, 8, U64)    \
+    X(neff_version_minor, 0x020, 8, U64)    \
+    X(neff_build_version, 0x028, 128, TEXT) \
+    X(num_tpb, 0x0a8, 4, U32)               \
+    X(hash, 0x0ac, 32, BYTES)               \
+    X(uuid, 0x0cc, 16, BYTES)               \
+    X(name, 0x0dc, 256, TEXT)               \
+    X(requested_tpb_count, 0x1dc, 4, U32)   \
+    X(tpb_per_node, 0x1e0, 64, BYTES)       \
+    X(feature_bits, 0x220, 8, U64)          \
+    X(lnc_size, 0x228, 4, U32)
+
+/**
+ * Read the NEFF image of `size` bytes with the reader nrt_load() uses
+ * (same limits: bounded inflation, entry count, JSON depth and size) and
+ * describe it as one JSON object:
+ *   {"header": {<every NRTEMU_NEFF_HEADER_FIELDS field: integers as
+ *               numbers, TEXT as strings, BYTES as lowercase hex>},
+ *    "inputs": [{"name", "size", "shape", "dtype"}...],   NEFF order
+ *    "outputs": [...],
+ *    "subgraphs": ["sg00", ...],
+ *    "emulator_program": true when every subgraph has one,
+ *    "files": [archive members, sorted]}
+ * "shape" is [size] and "dtype" "unknown" where the NEFF does not say.
+ * Needs no nrt_init().  NRT_INVALID or NRT_UNSUPPORTED_NEFF_VERSION for a
+ * bad NEFF (detail in nrtemu_last_error()), NRT_RESOURCE when out of
+ * memory.
+ * Ownership: *json_out is the caller's; free it with nrtemu_buffer_free().
+ * Thread safety: any thread.
+ */
+NRT_STATUS nrtemu_neff_describe(const void *image, size_t size,
+                                char **json_out);
+
+/** Free a buffer the emulator returned to the caller; NULL is accepted. */
+void nrtemu_buffer_free(char *buffer);
+
 /**
  * Description of the last failure of an nrt_* call on the calling thread,
  * e.g. "nrt_tensor_allocate: 4096 bytes requested on vnc 0, 1024 free".

@@ -168,20 +168,7 @@ model_free(nrt_model_t *model)
 static NRT_STATUS
 load_program(const char *func, nrt_model_t *model, int k)
 {
-    struct nrtemu_json_doc *def;
-    bool has_program;
-    char path[32];
-    NRT_STATUS st;
-
-    snprintf(path, sizeof path, "sg%02d/def.json", k);
-    st = nrtemu__neff_json(func, model->neff, path, &def);
-    if (st != NRT_SUCCESS) {
-        return st;
-    }
-    has_program =
-        nrtemu__json_get(nrtemu__json_root(def), "emulator_program") != NULL;
-    nrtemu__json_free(def);
-    if (!has_program) {
+    if (!model->neff->subgraphs[k].has_program) {
         return NRT_SUCCESS;
     }
     return nrtemu__program_load(func, model->neff, k, &model->programs[k]);

@@ -20,23 +20,6 @@
 #include "sha256.h"
 #include "tar.h"
 
-/* Header field offsets (see the format document). */
-#define H_PKG_VERSION 0x000
-#define H_HEADER_SIZE 0x008
-#define H_DATA_SIZE 0x010
-#define H_VERSION_MAJOR 0x018
-#define H_VERSION_MINOR 0x020
-#define H_BUILD_VERSION 0x028
-#define H_BUILD_VERSION_LEN 128
-#define H_NUM_TPB 0x0a8
-#define H_HASH 0x0ac
-#define H_UUID 0x0cc
-#define H_NAME 0x0dc
-#define H_NAME_LEN 256
-#define H_REQUESTED_TPB 0x1dc
-#define H_FEATURE_BITS 0x220
-#define H_LNC_SIZE 0x228
-
 static uint64_t
 le64(const unsigned char *p)
 {
@@ -69,19 +52,17 @@ copy_text(char *out, const unsigned char *field, size_t n)
 static void
 decode_header(const unsigned char *h, struct nrtemu_neff_header *out)
 {
-    out->pkg_version = le64(h + H_PKG_VERSION);
-    out->header_size = le64(h + H_HEADER_SIZE);
-    out->data_size = le64(h + H_DATA_SIZE);
-    out->version_major = le64(h + H_VERSION_MAJOR);
-    out->version_minor = le64(h + H_VERSION_MINOR);
-    copy_text(out->build_version, h + H_BUILD_VERSION, H_BUILD_VERSION_LEN);
-    out->num_tpb = le32(h + H_NUM_TPB);
-    memcpy(out->hash, h + H_HASH, sizeof out->hash);
-    memcpy(out->uuid, h + H_UUID, sizeof out->uuid);
-    copy_text(out->name, h + H_NAME, H_NAME_LEN);
-    out->requested_tpb_count = le32(h + H_REQUESTED_TPB);
-    out->feature_bits = le64(h + H_FEATURE_BITS);
-    out->lnc_size = le32(h + H_LNC_SIZE);
+#define DECODE_U64(name, offset, len) out->name = le64(h + (offset));
+#define DECODE_U32(name, offset, len) out->name = le32(h + (offset));
+#define DECODE_TEXT(name, offset, len) copy_text(out->name, h + (offset), len);
+#define DECODE_BYTES(name, offset, len) memcpy(out->name, h + (offset), len);
+#define DECODE(name, offset, len, kind) DECODE_##kind(name, offset, len)
+    NRTEMU_NEFF_HEADER_FIELDS(DECODE)
+#undef DECODE
+#undef DECODE_BYTES
+#undef DECODE_TEXT
+#undef DECODE_U32
+#undef DECODE_U64
 }
 
 static NRT_STATUS
@@ -105,12 +86,12 @@ check_header(const char *func, const struct nrtemu_neff_header *h, size_t size)
         return nrtemu__reject(NRT_INVALID, func,
                               "NEFF has an empty payload (data_size 0)");
     }
-    if (h->version_major != 1 && h->version_major != 2) {
+    if (h->neff_version_major != 1 && h->neff_version_major != 2) {
         return nrtemu__reject(NRT_UNSUPPORTED_NEFF_VERSION, func,
                               "NEFF version %llu.%llu is not supported "
                               "(supported major versions: 1, 2)",
-                              (unsigned long long)h->version_major,
-                              (unsigned long long)h->version_minor);
+                              (unsigned long long)h->neff_version_major,
+                              (unsigned long long)h->neff_version_minor);
     }
     /* Worded as the runtime words it, so logs read alike. */
     unsupported = h->feature_bits & ~NRTEMU_NEFF_FEATURES_SUPPORTED;
@@ -119,8 +100,8 @@ check_header(const char *func, const struct nrtemu_neff_header *h, size_t size)
             NRT_UNSUPPORTED_NEFF_VERSION, func,
             "NEFF version: %llu.%llu, features: 0x%llx are not supported.  "
             "Currently supporting: 0x%llx",
-            (unsigned long long)h->version_major,
-            (unsigned long long)h->version_minor, unsupported,
+            (unsigned long long)h->neff_version_major,
+            (unsigned long long)h->neff_version_minor, unsupported,
             (unsigned long long)NRTEMU_NEFF_FEATURES_SUPPORTED);
     }
     if (h->lnc_size > 2) {
@@ -585,29 +566,33 @@ read_io_var(const char *func, const char *def, const char *key,
     return NRT_SUCCESS;
 }
 
-/* The input and output vars of one def.json, appended in document order. */
+/*
+ * Parse subgraph `subgraph`'s def.json, once: the document stays with the
+ * subgraph for the program loader.  Its input and output vars are
+ * appended in document order.
+ */
 static NRT_STATUS
-read_def_json(const char *func, const struct nrtemu_neff *neff,
-              const char *path, int subgraph, struct io_list *inputs,
-              struct io_list *outputs)
+read_def_json(const char *func, struct nrtemu_neff *neff, const char *path,
+              int subgraph, struct io_list *inputs, struct io_list *outputs)
 {
-    struct nrtemu_json_doc *doc;
+    struct nrtemu_neff_subgraph *sg = &neff->subgraphs[subgraph];
     const struct nrtemu_json *root, *vars;
     NRT_STATUS st;
 
-    st = nrtemu__neff_json(func, neff, path, &doc);
+    st = nrtemu__neff_json(func, neff, path, &sg->def);
     if (st != NRT_SUCCESS) {
         return st;
     }
-    root = nrtemu__json_root(doc);
+    root = nrtemu__json_root(sg->def);
     if (root->type != NRTEMU_JSON_OBJECT) {
         st = nrtemu__reject(NRT_INVALID, func,
                             "%s: the document is not a JSON object", path);
         goto done;
     }
+    sg->has_program = nrtemu__json_get(root, "emulator_program") != NULL;
     vars = nrtemu__json_get(root, "var");
     if (vars == NULL) {
-        goto done; /* a subgraph without variables has no I/O */
+        return NRT_SUCCESS; /* a subgraph without variables has no I/O */
     }
     if (vars->type != NRTEMU_JSON_OBJECT) {
         st = nrtemu__reject(NRT_INVALID, func, "%s: \"var\" is not an object",
@@ -652,7 +637,6 @@ read_def_json(const char *func, const struct nrtemu_neff *neff,
         }
     }
 done:
-    nrtemu__json_free(doc);
     return st;
 }
 
@@ -786,6 +770,9 @@ nrtemu__neff_free(struct nrtemu_neff *neff)
         return;
     }
     nrtemu__tar_free(neff->files, neff->file_count);
+    for (int s = 0; s < neff->subgraph_count; s++) {
+        nrtemu__json_free(neff->subgraphs[s].def);
+    }
     free(neff->subgraphs);
     free(neff->io);
     free(neff->payload);

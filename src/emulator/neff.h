@@ -19,8 +19,8 @@
 #include "dtype.h"
 #include "json.h"
 
-#define NRTEMU_NEFF_HEADER_SIZE 1024
-#define NRTEMU_NEFF_FEATURES_SUPPORTED 0x80000000000000ffull
+/* NRTEMU_NEFF_HEADER_SIZE, NRTEMU_NEFF_FEATURES_SUPPORTED and the header
+ * fields are in nrt/nrtemu.h (shared with nrtpy's writer). */
 /* The payload bounds may be lowered at build time (the fuzz target does,
  * to keep its memory in check); they are never raised. */
 #ifndef NRTEMU_NEFF_MAX_PAYLOAD
@@ -32,21 +32,17 @@
 #define NRTEMU_NEFF_MAX_ENTRIES 65536
 #define NRTEMU_MAX_DIMS 8
 
-/* The header fields, decoded (little-endian on every host). */
+/* The header fields, decoded (little-endian on every host); TEXT fields
+ * are NUL-terminated copies, one byte longer than in the file. */
+#define NRTEMU_NEFF_MEMBER_U64(name, len) uint64_t name;
+#define NRTEMU_NEFF_MEMBER_U32(name, len) uint32_t name;
+#define NRTEMU_NEFF_MEMBER_TEXT(name, len) char name[(len) + 1];
+#define NRTEMU_NEFF_MEMBER_BYTES(name, len) uint8_t name[len];
 struct nrtemu_neff_header {
-    uint64_t pkg_version;
-    uint64_t header_size;
-    uint64_t data_size;
-    uint64_t version_major;
-    uint64_t version_minor;
-    char build_version[129]; /* NUL-terminated copy */
-    uint32_t num_tpb;
-    uint8_t hash[32];
-    uint8_t uuid[16];
-    char name[257]; /* NUL-terminated copy */
-    uint32_t requested_tpb_count;
-    uint64_t feature_bits;
-    uint32_t lnc_size;
+#define NRTEMU_NEFF_MEMBER(name, offset, len, kind) \
+    NRTEMU_NEFF_MEMBER_##kind(name, len)
+    NRTEMU_NEFF_HEADER_FIELDS(NRTEMU_NEFF_MEMBER)
+#undef NRTEMU_NEFF_MEMBER
 };
 
 /* One member of the tar payload; data points into the neff's payload. */
@@ -67,10 +63,12 @@ struct nrtemu_neff_io {
     int subgraph; /* index into nrtemu_neff.subgraphs */
 };
 
-/* One sgNN directory that has a def.json. */
+/* One sgNN directory that has a def.json, parsed once at open. */
 struct nrtemu_neff_subgraph {
-    char dir[16]; /* "sg00": the member is "<dir>/def.json" */
-    int number;   /* NN */
+    char dir[16];                /* "sg00": the member is "<dir>/def.json" */
+    int number;                  /* NN */
+    struct nrtemu_json_doc *def; /* owned: the parsed def.json */
+    bool has_program;            /* def.json names an emulator program */
 };
 
 struct nrtemu_neff {

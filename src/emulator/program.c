@@ -727,7 +727,7 @@ NRT_STATUS
 nrtemu__program_load(const char *func, const struct nrtemu_neff *neff,
                      int subgraph, struct nrtemu_program **out)
 {
-    struct nrtemu_json_doc *def = NULL, *doc = NULL;
+    struct nrtemu_json_doc *doc = NULL;
     const struct nrtemu_json *root, *defroot;
     struct nrtemu_program *p;
     const char *dir, *file, *format;
@@ -746,12 +746,9 @@ nrtemu__program_load(const char *func, const struct nrtemu_neff *neff,
         return nrtemu__fail(NRT_RESOURCE, func,
                             "out of host memory for a program");
     }
+    /* Parsed once, by nrtemu__neff_open(). */
     snprintf(path, sizeof path, "%s/def.json", dir);
-    st = nrtemu__neff_json(func, neff, path, &def);
-    if (st != NRT_SUCCESS) {
-        goto fail;
-    }
-    defroot = nrtemu__json_root(def);
+    defroot = nrtemu__json_root(neff->subgraphs[subgraph].def);
     if (nrtemu__json_get(defroot, "emulator_program") == NULL) {
         st = nrtemu__reject(NRT_INVALID, func,
                             "subgraph %s has no emulator program: it needs "
@@ -796,13 +793,11 @@ nrtemu__program_load(const char *func, const struct nrtemu_neff *neff,
         goto fail;
     }
     nrtemu__json_free(doc);
-    nrtemu__json_free(def);
     *out = p;
     return NRT_SUCCESS;
 
 fail:
     nrtemu__json_free(doc);
-    nrtemu__json_free(def);
     nrtemu__program_free(p);
     return st;
 }

@@ -83,6 +83,15 @@ extern struct libnrt libnrt;
 /* Choose and load the library (NRTPY_LIBNRT).  0, or -1 with ImportError. */
 int libnrt_load(void);
 
+/*
+ * A function of the emulator's own (the NEFF reader, nrtemu_neff_describe):
+ * from the loaded library when it is the emulator, else from the emulator
+ * bundled beside this extension, opened on first use (RTLD_LOCAL; such
+ * functions need no nrt_init, so it never drives a device).  NULL with
+ * ImportError when unavailable.  Call with the GIL held.
+ */
+void *emulator_function(const char *name);
+
 /* Raise NrtpyError when an optional function is missing; 0 when present. */
 int libnrt_require(const void *fn, const char *name);
 #define LIBNRT_REQUIRE(name) libnrt_require((const void *)libnrt.name, #name)
@@ -269,6 +278,23 @@ int tensor_read_bytes(NrtTensorObject *t, void *buf, size_t offset,
 /* Resolve an NrtTensor or an object with an NrtTensor `tensor_ref`.
  * Returns a borrowed reference or NULL with TypeError. */
 NrtTensorObject *tensor_from_object(PyObject *obj, const char *argname);
+
+/* ------------------------------------------------------------ NEFF files */
+
+/*
+ * Read the whole regular file at `path` (a FIFO or device is refused
+ * without blocking; at most NEFF_FILE_MAX_BYTES).  Read, not mapped: a
+ * file truncated by another process meanwhile must fail the load, not
+ * raise SIGBUS.  Safe without the GIL.  Returns 0, or an errno value.
+ * Ownership: *out is the caller's (free()).
+ */
+#define NEFF_FILE_MAX_BYTES ((size_t)16 << 30)
+int neff_file_read(const char *path, unsigned char **out, size_t *out_size);
+
+/* nrtpy._nrtpy.neff_describe(path) -> str (JSON; see nrtemu.h). */
+PyObject *module_neff_describe(PyObject *module, PyObject *arg);
+/* Add NEFF_HEADER_SIZE, NEFF_FEATURES_SUPPORTED, NEFF_HEADER_FIELDS. */
+int neff_constants_add_to_module(PyObject *module);
 
 /* ---------------------------------------------------------- host memory */
 

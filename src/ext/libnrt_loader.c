@@ -168,3 +168,35 @@ libnrt_require(const void *fn, const char *name)
                       libnrt.path, name);
     return -1;
 }
+
+void *
+emulator_function(const char *name)
+{
+    static void *bundled; /* opened once, under the GIL; never closed */
+    char path[sizeof(libnrt.path)];
+    char err[1024];
+
+    if (libnrt.emulated) {
+        void *fn = dlsym(libnrt.handle, name);
+        if (fn != NULL) {
+            return fn;
+        }
+    }
+    if (bundled == NULL) {
+        if (emulator_path(path, sizeof path) < 0) {
+            return NULL;
+        }
+        bundled = open_library(path, err, sizeof err);
+        if (bundled == NULL) {
+            PyErr_Format(PyExc_ImportError,
+                         "nrtpy: cannot load the bundled emulator: %s", err);
+            return NULL;
+        }
+    }
+    void *fn = dlsym(bundled, name);
+    if (fn == NULL) {
+        PyErr_Format(PyExc_ImportError,
+                     "nrtpy: the bundled emulator does not export %s", name);
+    }
+    return fn;
+}

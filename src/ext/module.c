@@ -120,6 +120,11 @@ static PyMethodDef module_methods[] = {
     {"memory_stats", module_memory_stats, METH_O,
      "memory_stats(core_id)\n--\n\nbytes_used and bytes_limit of a "
      "core's device memory (the runtime must be initialised)."},
+    {"neff_describe", module_neff_describe, METH_O,
+     "neff_describe(path)\n--\n\nThe NEFF at path as JSON text (header, "
+     "I/O table, subgraphs, files),\nread with the emulator's NEFF reader "
+     "and its limits.  OSError for an\nunreadable file, ValueError for an "
+     "invalid NEFF."},
     {"status_name", module_status_name, METH_O,
      "status_name(code)\n--\n\nName of an NRT_STATUS value."},
     {NULL, NULL, 0, NULL},
@@ -191,7 +196,8 @@ module_exec(PyObject *module)
         nrtpy_tensor_type_init(module) < 0 || model_type_init(module) < 0 ||
         tensor_metadata_type_init(module) < 0 ||
         model_tensor_info_type_init(module) < 0 ||
-        sys_trace_type_init(module) < 0 || dtypes_add_to_module(module) < 0) {
+        sys_trace_type_init(module) < 0 || dtypes_add_to_module(module) < 0 ||
+        neff_constants_add_to_module(module) < 0) {
         goto fail;
     }
     return 0;

@@ -17,10 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Largest NEFF we read into memory: far above any real one, and a bound on
- * what a mistaken path (a disk image, /dev/zero) can make us allocate. */
-#define NEFF_MAX_BYTES ((size_t)16 << 30)
-
 /* The runtime that owns libnrt now; borrowed, cleared by its close(). */
 static NrtpyObject *live_runtime;
 /* True while one thread runs nrt_init() without the GIL: a second Nrtpy()
@@ -410,51 +406,6 @@ Nrtpy_tensor_read_to_pybuffer(PyObject *op, PyObject *args, PyObject *kwargs)
 
 /* --------------------------------------------------------- load_model */
 
-/* Read a whole file without the GIL.  0, or an errno value. */
-static int
-read_file(const char *path, unsigned char **out, size_t *out_size)
-{
-    /* O_NONBLOCK: opening a FIFO must not block (close() would wait for
-     * this call forever); anything but a regular file is refused below. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        return errno;
-    }
-    struct stat st;
-    int e = 0;
-    unsigned char *buf = NULL;
-    if (fstat(fd, &st) != 0) {
-        e = errno;
-    } else if (!S_ISREG(st.st_mode)) {
-        e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-    } else if ((uint64_t)st.st_size > NEFF_MAX_BYTES) {
-        e = EFBIG;
-    } else if ((buf = malloc(st.st_size > 0 ? (size_t)st.st_size : 1)) ==
-               NULL) {
-        e = ENOMEM;
-    }
-    size_t size = e == 0 ? (size_t)st.st_size : 0, got = 0;
-    while (e == 0 && got < size) {
-        ssize_t n = read(fd, buf + got, size - got);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            e = n < 0 ? errno : EIO; /* EIO: the file shrank meanwhile */
-            break;
-        }
-        got += (size_t)n;
-    }
-    close(fd);
-    if (e != 0) {
-        free(buf);
-        return e;
-    }
-    *out = buf;
-    *out_size = size;
-    return 0;
-}
-
 static int
 bool_converter(PyObject *obj, void *out)
 {
@@ -526,7 +477,7 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
 
     atomic_fetch_add(&rt->token->busy, 1);
     Py_BEGIN_ALLOW_THREADS
-        err = read_file(path, &image, &size);
+        err = neff_file_read(path, &image, &size);
         if (err == 0) {
             if (cc) {
                 st = libnrt.nrt_load_collectives(image, size, (int32_t)core_id,

@@ -32,6 +32,13 @@ class _MemoryStats(TypedDict):
 #: the emulator's dtype list.
 DTYPES: dict[str, tuple[int, int, str, str]]
 
+#: The NEFF header's size, supported feature bits and fields
+#: ((name, offset, length, kind), ...), from the emulator's description.
+NEFF_HEADER_SIZE: int
+NEFF_FEATURES_SUPPORTED: int
+NEFF_HEADER_FIELDS: tuple[tuple[str, int, int, str], ...]
+
+def neff_describe(path: str, /) -> str: ...
 def library_info() -> _LibraryInfo: ...
 def memory_stats(core_id: int, /) -> _MemoryStats: ...
 def status_name(code: int, /) -> str: ...

@@ -766,8 +766,8 @@ check_standard(struct nrtemu_neff *neff)
     const struct nrtemu_neff_file *f;
 
     ASSERT_UEQ(neff->header.pkg_version, 1);
-    ASSERT_UEQ(neff->header.version_major, 2);
-    ASSERT_STR_EQ(neff->header.build_version, "test-build 1.2.3");
+    ASSERT_UEQ(neff->header.neff_version_major, 2);
+    ASSERT_STR_EQ(neff->header.neff_build_version, "test-build 1.2.3");
     ASSERT_STR_EQ(neff->header.name, "test-neff");
     ASSERT_UEQ(neff->header.num_tpb, 2);
     ASSERT_UEQ(neff->header.requested_tpb_count, 1);

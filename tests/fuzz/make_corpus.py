@@ -91,6 +91,22 @@ def neff(
     return bytes(h) + payload
 
 
+def members(path):
+    """{path: bytes} of a NEFF's archive, read with Python's tarfile (a
+    reader independent of the emulator's, which the corpus exercises)."""
+    with open(path, "rb") as f:
+        payload = f.read()[1024:]
+    if payload[:2] == b"\x1f\x8b":
+        payload = gzip.decompress(payload)
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
+        for m in tar:
+            if m.isfile():
+                name = m.name[2:] if m.name.startswith("./") else m.name
+                out[name] = tar.extractfile(m).read()
+    return out
+
+
 def def_json(variables, program=True):
     doc = {"var": variables}
     if program:

@@ -26,7 +26,6 @@ import ml_dtypes
 import numpy as np
 
 import nrtpy.neff
-from nrtpy.neff import _container
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_corpus  # noqa: E402  (same directory: npy, tar_bytes, neff)
@@ -45,8 +44,7 @@ def compiled(fn, *inputs, **kw):
     with tempfile.TemporaryDirectory() as tmp:
         path = nrtpy.neff.compile(fn, *inputs,
                                   path=os.path.join(tmp, "k.neff"), **kw)
-        _, files = _container.read(path)
-    return files
+        return make_corpus.members(path)
 
 
 def repack(files, validate=False):

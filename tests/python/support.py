@@ -55,3 +55,25 @@ def run_python(code: str, timeout: float = 60, **env: str | None):
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def neff_members(path) -> dict[str, bytes]:
+    """The archive members of a NEFF, read with Python's own tarfile: an
+    oracle independent of the emulator's reader, for checking what
+    nrtpy.neff wrote (nrtpy itself reads NEFFs only through the emulator)."""
+    import gzip
+    import io
+    import tarfile
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    payload = raw[1024:]
+    if payload[:2] == b"\x1f\x8b":
+        payload = gzip.decompress(payload)
+    out = {}
+    with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
+        for member in tar:
+            if member.isfile():
+                name = member.name[2:] if member.name.startswith("./") else member.name
+                out[name] = tar.extractfile(member).read()
+    return out

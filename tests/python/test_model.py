@@ -34,7 +34,7 @@ from nrtpy import (
     TensorMetadata,
 )
 from nrtpy.neff import _container
-from support import quiet_reset, run_python
+from support import neff_members, quiet_reset, run_python
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 E4M3 = np.dtype(ml_dtypes.float8_e4m3)
@@ -1152,7 +1152,7 @@ def test_save_trace(tmp_path):
 
     x = rand((3, 4), np.float32, seed=57)
     model = load(tmp_path, kernel, x)
-    program = json.loads(_container.read(model.neff_path)[1]["sg00/program.json"])
+    program = json.loads(neff_members(model.neff_path)["sg00/program.json"])
     ntff = tmp_path / "trace.ntff"
     out = model(inputs=tensors(x=x), save_trace=True, ntff_name=str(ntff))
     np.testing.assert_allclose(out["output_0"].numpy(), kernel(x), rtol=1e-6)

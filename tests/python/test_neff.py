@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import struct
 import tarfile
 
@@ -20,11 +21,12 @@ import pytest
 
 import nrtpy.neff
 from nrtpy.neff import _container
+from support import neff_members
 
 
 def program_of(path):
     """(def.json, program.json, archive files) of a compiled NEFF."""
-    _, files = _container.read(path)
+    files = neff_members(path)
     return (json.loads(files["sg00/def.json"]),
             json.loads(files["sg00/program.json"]), files)
 
@@ -62,7 +64,7 @@ def test_header_fields(tmp_path):
     assert info["subgraphs"] == ["sg00"]
     assert info["emulator_program"] is True
     assert info["files"] == ["neff.json", "sg00/def.json", "sg00/program.json"]
-    neff_json = json.loads(_container.read(path)[1]["neff.json"])
+    neff_json = json.loads(neff_members(path)["neff.json"])
     assert neff_json == {"name": "add", "version": "2.0",
                          "generator": "nrtpy.neff", "subgraphs": ["sg00"]}
 
@@ -607,7 +609,7 @@ def test_inspect_corrupt_files(tmp_path):
 def test_inspect_bad_def_json(tmp_path):
     path = _container.write(tmp_path / "bad.neff",
                             {"sg00/def.json": b"{not json"}, name="bad")
-    with pytest.raises(ValueError, match="def.json is not valid JSON"):
+    with pytest.raises(ValueError, match="def.json: invalid JSON"):
         nrtpy.neff.inspect(path)
 
 
@@ -624,25 +626,17 @@ def test_inspect_bad_var_table(tmp_path, definition):
         nrtpy.neff.inspect(path)
 
 
-def test_read_selected_members(tmp_path):
-    files = {"sg00/def.json": b"{}", "sg00/w.npy": b"\0" * 1000, "neff.json": b"{}"}
-    path = _container.write(tmp_path / "s.neff", files, name="s")
-    header, got, names = _container.read_members(path, lambda n: n.endswith("def.json"))
-    assert got == {"sg00/def.json": b"{}"}
-    assert names == list(files)
-    assert header["name"] == "s"
-
-
 def test_inspect_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError):
         nrtpy.neff.inspect(tmp_path / "nope.neff")
 
 
 def test_container_roundtrip(tmp_path):
-    files = {"a.txt": b"hello", "sg00/b.bin": bytes(range(256))}
+    files = {"a.txt": b"hello", "sg00/b.bin": bytes(range(256)),
+             "sg00/def.json": b"{}"}
     path = _container.write(tmp_path / "r.neff", files, name="r" * 300, num_tpb=2)
-    header, back = _container.read(path)
-    assert back == files
+    header = nrtpy.neff.inspect(path)["header"]
+    assert neff_members(path) == files
     assert header["name"] == "r" * 255  # the field holds 255 bytes + NUL
     assert header["num_tpb"] == 2 and header["requested_tpb_count"] == 2
     raw = path.read_bytes()
@@ -670,3 +664,46 @@ def test_helpers_on_numpy_arrays():
     assert nrtpy.neff.relu(h).dtype == np.float16
     b = x.astype(ml_dtypes.bfloat16)
     assert nrtpy.neff.sigmoid(b).dtype == ml_dtypes.bfloat16
+
+
+# -- inspect reads with the emulator's reader and its limits ------------------
+
+
+def test_inspect_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.neff"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError):
+        nrtpy.neff.inspect(fifo)
+    with pytest.raises(IsADirectoryError):
+        nrtpy.neff.inspect(tmp_path)
+
+
+def test_inspect_deeply_nested_json_is_a_value_error(tmp_path):
+    path = _container.write(tmp_path / "deep.neff",
+                            {"sg00/def.json": b"[" * 100_000 + b"]" * 100_000},
+                            name="deep")
+    with pytest.raises(ValueError, match="def.json: invalid JSON"):
+        nrtpy.neff.inspect(path)
+
+
+def test_inspect_header_fields_round_trip(tmp_path):
+    # The writer and the reader share one header description: every field
+    # written comes back, at its place.
+    path = nrtpy.neff.compile(add, np.ones(3, np.float32), np.ones(3, np.float32),
+                              path=tmp_path / "h.neff", name="hdr-é" * 60)
+    header = nrtpy.neff.inspect(path)["header"]
+    raw = path.read_bytes()
+    assert set(header) == {f[0] for f in nrtpy._nrtpy.NEFF_HEADER_FIELDS}
+    assert header["header_size"] == 1024
+    assert header["data_size"] == len(raw) - 1024
+    assert header["neff_build_version"] == "nrtpy.neff 1"
+    assert header["hash"] == hashlib.sha256(raw[1024:]).hexdigest()
+    assert len(header["uuid"]) == 32
+    # a long non-ASCII name is cut to the field, never inside a character
+    assert header["name"] == ("hdr-é" * 60).encode()[:255].decode("utf-8", "ignore")
+    assert header["name"].encode() == raw[0xDC:0xDC + 255].rstrip(b"\0")
+
+
+def test_inspect_rejects_bad_path_types(tmp_path):
+    with pytest.raises(TypeError):
+        nrtpy.neff.inspect(5)

@@ -31,12 +31,13 @@ from __future__ import annotations
 import inspect as _inspect
 import io
 import json
-import re
+import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from nrtpy import _nrtpy
 from nrtpy.neff import _container
 from nrtpy.neff._ops import gelu, relu, rsqrt, sigmoid, softmax
 from nrtpy.neff._trace import Program, Traced
@@ -181,49 +182,21 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
 def inspect(path: str | Path) -> dict[str, Any]:
     """Header fields and I/O table of any NEFF, as plain Python data.
 
-    Returns a dict with ``header`` (the header fields), ``inputs`` and
-    ``outputs`` (lists, in NEFF order, of dicts with ``name``, ``size`` in
-    bytes, ``shape`` (``[size]`` when the NEFF has none) and ``dtype`` (a
-    name, or ``"unknown"``)), ``subgraphs`` (their names),
-    ``emulator_program`` (whether the emulator can execute it) and ``files``
-    (the archive's members).
+    Returns a dict with ``header`` (the header fields: integers, text, and
+    ``hash``/``uuid``/``tpb_per_node`` as hex), ``inputs`` and ``outputs``
+    (lists, in NEFF order, of dicts with ``name``, ``size`` in bytes,
+    ``shape`` (``[size]`` when the NEFF has none) and ``dtype`` (a name, or
+    ``"unknown"``)), ``subgraphs`` (their names), ``emulator_program``
+    (whether the emulator can execute it) and ``files`` (the archive's
+    members).
+
+    The NEFF is read by the emulator's own reader, with the limits
+    ``nrt_load`` applies (bounded decompression, entry count, JSON depth),
+    so a hostile file costs no more here than there.
 
     Raises:
         FileNotFoundError: no file at ``path``.
+        OSError: not a regular file (a directory, FIFO or device).
         ValueError: the file is not a valid NEFF.
     """
-    def_json = re.compile(r"(sg\d\d+)/def\.json")
-    header, files, names = _container.read_members(
-        path, lambda f: def_json.fullmatch(f) is not None)
-    subgraphs = sorted({m.group(1) for f in files if (m := def_json.fullmatch(f))},
-                       key=lambda s: int(s[2:]))
-    inputs: list[dict[str, Any]] = []
-    outputs: list[dict[str, Any]] = []
-    has_program = bool(subgraphs)
-    for sg in subgraphs:
-        try:
-            definition = json.loads(files[f"{sg}/def.json"])
-        except ValueError as e:
-            raise ValueError(f"{path}: {sg}/def.json is not valid JSON: {e}") from None
-        variables = definition.get("var", {}) if isinstance(definition, dict) else None
-        if not isinstance(variables, dict):
-            raise ValueError(f"{path}: {sg}/def.json has no \"var\" object")
-        if "emulator_program" not in definition:
-            has_program = False
-        for vname, v in variables.items():
-            if not isinstance(v, dict) or v.get("type") not in ("input", "output"):
-                continue
-            size, shape, dtype = v.get("size", 0), v.get("shape"), v.get("dtype", "unknown")
-            if isinstance(size, bool) or not isinstance(size, int) or size < 0 or \
-                    not (shape is None or (isinstance(shape, list) and all(
-                        isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                        for d in shape))) or not isinstance(dtype, str):
-                raise ValueError(f"{path}: {sg}/def.json: bad size, shape or "
-                                 f"dtype of {v['type']} {vname!r}: {v}")
-            entry = {"name": vname, "size": size,
-                     "shape": list(shape) if shape is not None else [size],
-                     "dtype": dtype}
-            (inputs if v["type"] == "input" else outputs).append(entry)
-    return {"header": header, "inputs": inputs, "outputs": outputs,
-            "subgraphs": subgraphs, "emulator_program": has_program,
-            "files": sorted(names)}
+    return json.loads(_nrtpy.neff_describe(os.fspath(path)))
