@@ -667,6 +667,35 @@ test_exact_dtypes(void)
     nrt_close();
 }
 
+/* nrtemu_neff_describe(): the reader of nrt_load, as JSON, without init. */
+static void
+test_neff_describe(void)
+{
+    size_t size;
+    unsigned char *image =
+        neff_image_simple("described", ADD_DEF, ADD_PROGRAM, &size);
+    char *json = NULL;
+
+    ASSERT_OK(nrtemu_neff_describe(image, size, &json));
+    ASSERT_STR_CONTAINS(json, "\"name\": \"described\"");
+    ASSERT_STR_CONTAINS(json, "\"inputs\": [{\"name\": \"a\", \"size\": "
+                              "128, \"shape\": [4, 8], \"dtype\": "
+                              "\"float32\"}");
+    ASSERT_STR_CONTAINS(json, "\"subgraphs\": [\"sg00\"], "
+                              "\"emulator_program\": true");
+    ASSERT_STR_CONTAINS(json, "\"files\": [\"neff.json\", "
+                              "\"sg00/def.json\", \"sg00/program.json\"]");
+    nrtemu_buffer_free(json);
+    nrtemu_buffer_free(NULL);
+
+    ASSERT_STATUS(nrtemu_neff_describe(image, size - 1, &json), NRT_INVALID);
+    ASSERT_NULL(json);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "data_size");
+    ASSERT_STATUS(nrtemu_neff_describe(NULL, size, &json), NRT_INVALID);
+    ASSERT_STATUS(nrtemu_neff_describe(image, size, NULL), NRT_INVALID);
+    free(image);
+}
+
 int
 main(void)
 {
@@ -679,6 +708,7 @@ main(void)
     RUN_TEST(test_execute_validation);
     RUN_TEST(test_neff_without_program);
     RUN_TEST(test_exact_dtypes);
+    RUN_TEST(test_neff_describe);
     RUN_TEST(test_take_out_of_bounds);
     RUN_TEST(test_after_close);
     RUN_TEST(test_exec_timeout);
