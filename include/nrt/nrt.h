@@ -212,8 +212,9 @@ NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version,
 
 /**
  * Release the cores and end the runtime.  Tensors still allocated keep their
- * host memory until they are freed, but every operation on them fails with
- * NRT_CLOSED.  A later nrt_init() starts a new runtime.
+ * host memory until they are freed, but every operation on them fails:
+ * with NRT_CLOSED until the next nrt_init(), with NRT_INVALID (a tensor of
+ * an older runtime) after it.  A later nrt_init() starts a new runtime.
  */
 void nrt_close(void);
 

@@ -111,9 +111,22 @@ typedef struct {
     PyTypeObject *SystemTraceSession_Type;
     PyObject *default_runtime; /* the runtime tensors use; NULL when none */
     PyObject *str_unnamed;     /* "unnamed_tensor" */
+    /* The Nrtpy that owns libnrt now; borrowed, cleared by its close(). */
+    struct NrtpyObject *live_runtime;
+    /* True while one thread runs nrt_init() without the GIL: a second
+     * Nrtpy() meanwhile must fail like one made while a runtime lives. */
+    bool initializing;
+    /* Live SystemTraceSessions; the trace runs while above zero. */
+    int live_sessions;
 } module_state;
 
-/* Process-wide: the module can be loaded once per process. */
+/*
+ * The module's state, reached from everywhere through this one pointer.
+ * libnrt is a process-wide runtime, so the module is too: it refuses a
+ * second load and subinterpreters (module.c), which makes a single
+ * pointer to its state exact rather than a shortcut.  Set by module_exec,
+ * cleared by m_free; every field is read and written with the GIL held.
+ */
 extern module_state *ext_state;
 
 /* Name of a status from the one status list; "UNKNOWN STATUS" if unknown. */
@@ -161,7 +174,7 @@ void token_decref(runtime_token *token);
 
 /* ---------------------------------------------------------------- types */
 
-typedef struct {
+typedef struct NrtpyObject {
     PyObject_HEAD runtime_token *token; /* owned reference */
     int verbose_level;
 } NrtpyObject;

@@ -243,10 +243,26 @@ module_clear(PyObject *module)
     return 0;
 }
 
+/* The module's state goes with the module; the process-wide pointer to
+ * it must not outlive it (a later import would otherwise be refused). */
+static void
+module_free(void *module)
+{
+    module_clear((PyObject *)module);
+    if (ext_state == PyModule_GetState((PyObject *)module)) {
+        ext_state = NULL;
+    }
+}
+
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
 #ifdef Py_mod_multiple_interpreters
     {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    /* Tensors and models count their users and the runtime its sessions
+     * under the GIL: on a free-threaded build the GIL must stay on. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
 #endif
     {0, NULL},
 };
@@ -260,6 +276,7 @@ static struct PyModuleDef module_def = {
     .m_slots = module_slots,
     .m_traverse = module_traverse,
     .m_clear = module_clear,
+    .m_free = module_free,
 };
 
 PyMODINIT_FUNC

@@ -17,12 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The runtime that owns libnrt now; borrowed, cleared by its close(). */
-static NrtpyObject *live_runtime;
-/* True while one thread runs nrt_init() without the GIL: a second Nrtpy()
- * meanwhile must fail like one made while a runtime lives. */
-static bool initializing;
-
 NrtTensorObject *tensor_slice(NrtTensorObject *src, size_t offset, size_t size,
                               PyObject *name);
 
@@ -86,7 +80,7 @@ Nrtpy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                                      &verbose)) {
         return NULL;
     }
-    if (live_runtime != NULL || initializing) {
+    if (ext_state->live_runtime != NULL || ext_state->initializing) {
         return raise_nrtpy_error(
             "Cannot create Nrtpy instance: a previous instance still exists. "
             "Call close() on the existing instance or delete it with all "
@@ -109,18 +103,18 @@ Nrtpy_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PySys_WriteStdout("Initializing Nrtpy Runtime\n");
     }
     NRT_STATUS st;
-    initializing = true;
+    ext_state->initializing = true;
     Py_BEGIN_ALLOW_THREADS
         st = libnrt.nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "nrtpy", "1.0");
     Py_END_ALLOW_THREADS
-    initializing = false;
+    ext_state->initializing = false;
     if (st != NRT_SUCCESS) {
         raise_nrt_error(st, "Failed to initialize NRT runtime");
         Py_DECREF(self);
         return NULL;
     }
     atomic_store(&self->token->closed, false);
-    live_runtime = self;
+    ext_state->live_runtime = self;
     return (PyObject *)self;
 }
 
@@ -139,8 +133,9 @@ runtime_close(NrtpyObject *self)
         }
         libnrt.nrt_close();
     Py_END_ALLOW_THREADS
-    if (live_runtime == self) {
-        live_runtime = NULL;
+    /* (at interpreter exit the module, and its state, may go first) */
+    if (ext_state != NULL && ext_state->live_runtime == self) {
+        ext_state->live_runtime = NULL;
     }
 }
 

@@ -14,9 +14,6 @@ typedef struct {
     uint32_t core_id;
 } SystemTraceSessionObject;
 
-/* Live sessions; the trace runs while it is above zero (GIL-protected). */
-static int live_sessions;
-
 static int
 trace_functions_present(void)
 {
@@ -88,11 +85,11 @@ SystemTraceSession_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     self->has_core = core != Py_None;
     self->core_id = core_id;
-    if (live_sessions == 0 && trace_start() < 0) {
+    if (ext_state->live_sessions == 0 && trace_start() < 0) {
         Py_DECREF(self);
         return NULL;
     }
-    live_sessions++;
+    ext_state->live_sessions++;
     self->started = true;
     return (PyObject *)self;
 }
@@ -104,7 +101,9 @@ session_stop(SystemTraceSessionObject *self)
         return;
     }
     self->started = false;
-    if (--live_sessions == 0) {
+    /* (at interpreter exit the module, and its state, may go first: the
+     * process is ending, so the trace is left to nrt_close) */
+    if (ext_state != NULL && --ext_state->live_sessions == 0) {
         (void)libnrt.nrt_sys_trace_stop();
     }
 }
