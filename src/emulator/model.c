@@ -506,24 +506,6 @@ set_check(const char *func, const struct nrtemu_tensor_set *set,
     return NRT_SUCCESS;
 }
 
-static nrt_tensor_t *
-set_lookup(const struct nrtemu_tensor_set *cset, const char *name)
-{
-    /* Lookups change nothing, but they must exclude concurrent adds. */
-    struct nrtemu_tensor_set *set = (struct nrtemu_tensor_set *)cset;
-    nrt_tensor_t *tensor = NULL;
-
-    pthread_mutex_lock(&set->lock);
-    for (size_t i = 0; i < set->count; i++) {
-        if (strcmp(set->entries[i].name, name) == 0) {
-            tensor = set->entries[i].tensor;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&set->lock);
-    return tensor;
-}
-
 /*
  * Find the tensor of every NEFF input and output and check it: present,
  * live, of the runtime, of the NEFF's byte size, on one of the model's
@@ -541,7 +523,8 @@ bind_io(const char *func, const nrt_model_t *model,
         const struct nrtemu_neff_io *io = &neff->io[i];
         bool input = io->usage == NRT_TENSOR_USAGE_INPUT;
         const char *what = input ? "input" : "output";
-        nrt_tensor_t *t = set_lookup(input ? in : out, io->name);
+        nrt_tensor_t *t =
+            nrtemu__tensor_set_lookup(input ? in : out, io->name);
 
         if (t == NULL) {
             return nrtemu__reject(NRT_INVALID, func,
@@ -612,11 +595,14 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
     return st;
 }
 
+#define IO_ON_STACK 32
+
 static NRT_STATUS
 execute(const char *func, nrt_model_t *model,
         const nrt_tensor_set_t *input_set, nrt_tensor_set_t *output_set,
         int repeat_count)
 {
+    void *io_stack[IO_ON_STACK];
     void **io_data = NULL;
     NRT_STATUS st = nrtemu__model_check(func, model);
 
@@ -632,7 +618,11 @@ execute(const char *func, nrt_model_t *model,
     if (st != NRT_SUCCESS) {
         return st;
     }
-    io_data = calloc(model->neff->io_count + 1, sizeof *io_data);
+    /* Small models (nearly all) bind on the stack: no allocation per
+     * execution. */
+    io_data = model->neff->io_count <= IO_ON_STACK
+                  ? io_stack
+                  : calloc(model->neff->io_count, sizeof *io_data);
     if (io_data == NULL) {
         return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
     }
@@ -677,7 +667,9 @@ execute(const char *func, nrt_model_t *model,
                               exec_id, model->name, st);
     }
 done:
-    free(io_data);
+    if (io_data != io_stack) {
+        free(io_data);
+    }
     return st;
 }
 

@@ -3,9 +3,10 @@
  *
  * A set is a host-side container and touches no device state, so it works
  * whatever the runtime state, before nrt_init() and after nrt_close() too.
- * Sets hold a handful of entries, so a linear search in insertion order is
- * both the simplest and the fastest lookup.
+ * Names are hashed once, when added; a lookup is a hash and a probe or
+ * two, so binding a model's I/O is linear in its tensor count.
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +29,94 @@ set_check(const char *func, const nrt_tensor_set_t *tensor_set)
     return NRT_SUCCESS;
 }
 
-static struct nrtemu_tensor_set_entry *
-set_find(struct nrtemu_tensor_set *set, const char *name)
+/* FNV-1a: short names, no adversary to defend against (the caller owns
+ * the set), and fast on strings of a few bytes. */
+static uint64_t
+name_hash(const char *name)
 {
-    for (size_t i = 0; i < set->count; i++) {
-        if (strcmp(set->entries[i].name, name) == 0) {
-            return &set->entries[i];
+    uint64_t h = 0xcbf29ce484222325ull;
+
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        h = (h ^ *p) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* The slot holding `name`, or the empty slot where it would go.  The
+ * index is never full (index_size >= 2 x capacity). */
+static size_t
+set_slot(const struct nrtemu_tensor_set *set, const char *name, uint64_t hash)
+{
+    size_t mask = set->index_size - 1;
+
+    for (size_t i = (size_t)hash & mask;; i = (i + 1) & mask) {
+        uint32_t e = set->index[i];
+        if (e == 0 || (set->entries[e - 1].hash == hash &&
+                       strcmp(set->entries[e - 1].name, name) == 0)) {
+            return i;
         }
     }
-    return NULL;
+}
+
+static struct nrtemu_tensor_set_entry *
+set_find(const struct nrtemu_tensor_set *set, const char *name)
+{
+    if (set->count == 0) {
+        return NULL;
+    }
+    uint32_t e = set->index[set_slot(set, name, name_hash(name))];
+    return e != 0 ? &set->entries[e - 1] : NULL;
+}
+
+/* Room for one more entry; false when out of memory (nothing changed). */
+static bool
+set_grow(struct nrtemu_tensor_set *set)
+{
+    struct nrtemu_tensor_set_entry *entries;
+    size_t capacity, size;
+    uint32_t *index;
+
+    if (set->count < set->capacity) {
+        return true;
+    }
+    capacity = set->capacity ? set->capacity * 2 : 8;
+    if (capacity > UINT32_MAX / 2) {
+        return false; /* entry numbers must fit the index */
+    }
+    size = capacity * 2;
+    index = calloc(size, sizeof *index);
+    entries = index != NULL ? realloc(set->entries, capacity * sizeof *entries)
+                            : NULL;
+    if (entries == NULL) {
+        free(index);
+        return false;
+    }
+    set->entries = entries;
+    set->capacity = capacity;
+    free(set->index);
+    set->index = index;
+    set->index_size = size;
+    for (size_t i = 0; i < set->count; i++) {
+        set->index[set_slot(set, entries[i].name, entries[i].hash)] =
+            (uint32_t)(i + 1);
+    }
+    return true;
+}
+
+nrt_tensor_t *
+nrtemu__tensor_set_lookup(const struct nrtemu_tensor_set *cset,
+                          const char *name)
+{
+    /* Lookups change nothing, but they must exclude concurrent adds. */
+    struct nrtemu_tensor_set *set = (struct nrtemu_tensor_set *)cset;
+    struct nrtemu_tensor_set_entry *entry;
+    nrt_tensor_t *tensor;
+
+    pthread_mutex_lock(&set->lock);
+    entry = set_find(set, name);
+    tensor = entry != NULL ? entry->tensor : NULL;
+    pthread_mutex_unlock(&set->lock);
+    return tensor;
 }
 
 NRTEMU_EXPORT NRT_STATUS
@@ -73,6 +153,7 @@ nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set)
         free(set->entries[i].name);
     }
     free(set->entries);
+    free(set->index);
     pthread_mutex_destroy(&set->lock);
     set->magic = 0;
     free(set);
@@ -86,6 +167,7 @@ nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
     struct nrtemu_tensor_set *set = tensor_set;
     struct nrtemu_tensor_set_entry *entry;
     NRT_STATUS st = set_check(__func__, tensor_set);
+    uint64_t hash;
     char *name;
 
     if (st != NRT_SUCCESS) {
@@ -98,28 +180,21 @@ nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
     pthread_mutex_lock(&set->lock);
     entry = set_find(set, tensor_name);
     if (entry != NULL) {
+        /* A known name: replaced in place, no allocation (callers that
+         * reuse a set across executions rely on it). */
         entry->tensor = tensor;
         pthread_mutex_unlock(&set->lock);
         return NRT_SUCCESS;
     }
-    if (set->count == set->capacity) {
-        size_t capacity = set->capacity ? set->capacity * 2 : 8;
-        struct nrtemu_tensor_set_entry *entries =
-            realloc(set->entries, capacity * sizeof *entries);
-        if (entries == NULL) {
-            pthread_mutex_unlock(&set->lock);
-            return nrtemu__fail(NRT_RESOURCE, __func__, "out of host memory");
-        }
-        set->entries = entries;
-        set->capacity = capacity;
-    }
-    name = strdup(tensor_name);
+    name = set_grow(set) ? strdup(tensor_name) : NULL;
     if (name == NULL) {
         pthread_mutex_unlock(&set->lock);
         return nrtemu__fail(NRT_RESOURCE, __func__, "out of host memory");
     }
-    set->entries[set->count].name = name;
-    set->entries[set->count].tensor = tensor;
+    hash = name_hash(name);
+    set->entries[set->count] =
+        (struct nrtemu_tensor_set_entry){name, hash, tensor};
+    set->index[set_slot(set, name, hash)] = (uint32_t)(set->count + 1);
     set->count++;
     pthread_mutex_unlock(&set->lock);
     return NRT_SUCCESS;

@@ -15,15 +15,30 @@
 
 struct nrtemu_tensor_set_entry {
     char *name;           /* owned */
+    uint64_t hash;        /* of the name */
     nrt_tensor_t *tensor; /* borrowed */
 };
 
+/*
+ * Entries in insertion order, found by name through an open-addressing
+ * index (linear probing): lookups cost the same whether a set holds three
+ * tensors or the thousands of a large model's weights.
+ */
 struct nrtemu_tensor_set {
     uint32_t magic;
-    pthread_mutex_t lock; /* guards the entries */
+    pthread_mutex_t lock; /* guards everything below */
     size_t count;
     size_t capacity;
     struct nrtemu_tensor_set_entry *entries; /* owned; insertion order */
+    uint32_t *index;   /* owned; entry number + 1 per slot, 0 when empty */
+    size_t index_size; /* a power of two, at least 2 x capacity */
 };
+
+/*
+ * The tensor named `name` in `set`, or NULL.  Takes the set's lock, so it
+ * is safe against concurrent adds.  `set` must be live (magic checked).
+ */
+nrt_tensor_t *nrtemu__tensor_set_lookup(const struct nrtemu_tensor_set *set,
+                                        const char *name);
 
 #endif /* NRTEMU_TENSOR_SET_H */

@@ -1,6 +1,9 @@
 /*
  * test_tensor_set.c - the name -> tensor map.
  */
+#include <stdint.h>
+#include <stdio.h>
+
 #include "test.h"
 
 static void
@@ -104,6 +107,39 @@ test_invalid_arguments(void)
     nrt_destroy_tensor_set(NULL);
 }
 
+/* Thousands of names: every one found (growth rehashes the index), each
+ * replaced in place, and a name never added is absent. */
+static void
+test_many_names(void)
+{
+    enum { N = 5000 };
+    nrt_tensor_set_t *set = NULL;
+    nrt_tensor_t *got = NULL;
+    char name[32];
+
+    ASSERT_OK(nrt_allocate_tensor_set(&set));
+    for (uintptr_t i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "w%lu", (unsigned long)i);
+        ASSERT_OK(
+            nrt_add_tensor_to_tensor_set(set, name, (nrt_tensor_t *)(i + 1)));
+    }
+    for (uintptr_t i = 0; i < N; i += 7) {
+        snprintf(name, sizeof name, "w%lu", (unsigned long)i);
+        ASSERT_OK(
+            nrt_add_tensor_to_tensor_set(set, name, (nrt_tensor_t *)(i + 2)));
+    }
+    for (uintptr_t i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "w%lu", (unsigned long)i);
+        ASSERT_OK(nrt_get_tensor_from_tensor_set(set, name, &got));
+        ASSERT_PTR_EQ(got, (nrt_tensor_t *)(i + (i % 7 == 0 ? 2 : 1)));
+    }
+    ASSERT_STATUS(nrt_get_tensor_from_tensor_set(set, "w5000", &got),
+                  NRT_FAILURE);
+    ASSERT_STATUS(nrt_get_tensor_from_tensor_set(set, "", &got), NRT_FAILURE);
+    nrt_destroy_tensor_set(&set);
+    ASSERT_NULL(set);
+}
+
 int
 main(void)
 {
@@ -111,5 +147,6 @@ main(void)
     RUN_TEST(test_sets_work_without_a_runtime);
     RUN_TEST(test_add_get_replace);
     RUN_TEST(test_invalid_arguments);
+    RUN_TEST(test_many_names);
     return 0;
 }
