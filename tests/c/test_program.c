@@ -370,6 +370,14 @@ test_many_ops(void)
     ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, observe, &obs));
     ASSERT_UEQ(obs.count, 14);
     ASSERT_TRUE(obs.ordered);
+    {
+        /* The bytes of all but the const; the work of the costliest op,
+         * the matmul's cost hook: 4 x 5 results of 3 products each. */
+        uint64_t bytes, work;
+        nrtemu__program_footprint(l.program, &bytes, &work);
+        ASSERT_UEQ(bytes, 504);
+        ASSERT_UEQ(work, 60);
+    }
     ASSERT_STR_EQ(obs.first,
                   "matmul: float32[4,3], float32[3,5] -> float32[4,5]");
 
