@@ -1,92 +1,10 @@
 /*
- * kernel.c - the op table and what the kernels share (scratch memory).
+ * kernel.c - what the kernels share: scratch memory, loads and stores.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "convert.h"
 #include "kernel.h"
-
-struct op_info {
-    const char *name;
-    int arity;
-    enum nrtemu_op_class cls;
-};
-
-static const struct op_info op_table[NRTEMU_OP_COUNT] = {
-#define NRTEMU_OP_INFO(suffix, name, arity, cls) \
-    {name, arity, NRTEMU_OPC_##cls},
-    NRTEMU_OP_LIST(NRTEMU_OP_INFO)
-#undef NRTEMU_OP_INFO
-};
-
-bool
-nrtemu__op_from_name(const char *name, enum nrtemu_op *out)
-{
-    for (int i = 0; i < NRTEMU_OP_COUNT; i++) {
-        if (strcmp(name, op_table[i].name) == 0) {
-            *out = (enum nrtemu_op)i;
-            return true;
-        }
-    }
-    return false;
-}
-
-const char *
-nrtemu__op_name(enum nrtemu_op op)
-{
-    return (unsigned)op < NRTEMU_OP_COUNT ? op_table[op].name : "unknown";
-}
-
-int
-nrtemu__op_arity(enum nrtemu_op op)
-{
-    return op_table[op].arity;
-}
-
-enum nrtemu_op_class
-nrtemu__op_class(enum nrtemu_op op)
-{
-    return op_table[op].cls;
-}
-
-bool
-nrtemu__op_streams(enum nrtemu_op op)
-{
-    switch (op_table[op].cls) {
-    case NRTEMU_OPC_UNARY:
-    case NRTEMU_OPC_BINARY:
-    case NRTEMU_OPC_COMPARE:
-    case NRTEMU_OPC_LOGICAL:
-    case NRTEMU_OPC_WHERE:
-    case NRTEMU_OPC_CAST:
-    case NRTEMU_OPC_COPY:
-    case NRTEMU_OPC_RESHAPE:
-        return true;
-    default:
-        return false;
-    }
-}
-
-bool
-nrtemu__op_float_only(enum nrtemu_op op)
-{
-    switch (op) {
-    case NRTEMU_OP_EXP:
-    case NRTEMU_OP_LOG:
-    case NRTEMU_OP_SQRT:
-    case NRTEMU_OP_RSQRT:
-    case NRTEMU_OP_TANH:
-    case NRTEMU_OP_SIGMOID:
-    case NRTEMU_OP_GELU:
-    case NRTEMU_OP_SIN:
-    case NRTEMU_OP_COS:
-    case NRTEMU_OP_SOFTMAX:
-        return true;
-    default:
-        return false;
-    }
-}
 
 uint64_t
 nrtemu__array_count(const struct nrtemu_array *a)

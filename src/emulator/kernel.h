@@ -2,9 +2,10 @@
  * kernel.h - the operations of emulator programs, and their kernels
  * (internal).
  *
- * program.c validates an op against docs/neff-emulator-format.md §3 and
- * then calls one of the kernels below; the kernels trust their arguments
- * (shapes agree, axes are in range, dtypes are allowed for the op).
+ * The loader validates an op against docs/neff-emulator-format.md §3 and
+ * the interpreter then calls one of the kernels below, both through the
+ * op's row of NRTEMU_OP_LIST; the kernels trust their arguments (shapes
+ * agree, axes are in range, dtypes are allowed for the op).
  * Arrays are dense and C-ordered.  Kernels compute in one of four types
  * (float32, float64, int64, uint64: see kernel_compute_dtype()), loading
  * operands into it and rounding or wrapping results once when stored.
@@ -21,109 +22,109 @@
 #include "dtype.h"
 #include "neff.h"
 
-/* What an op is, for validation and dispatch. */
+/*
+ * The loop family of an elementwise op, which the elementwise kernel
+ * dispatches on; NONE for ops with kernels of their own.
+ */
 enum nrtemu_op_class {
-    NRTEMU_OPC_UNARY,   /* elementwise, one operand */
-    NRTEMU_OPC_BINARY,  /* elementwise, two operands */
-    NRTEMU_OPC_COMPARE, /* elementwise, two operands, bool result */
-    NRTEMU_OPC_LOGICAL, /* elementwise on truth values, bool result */
-    NRTEMU_OPC_WHERE,
-    NRTEMU_OPC_CAST,
-    NRTEMU_OPC_COPY,
-    NRTEMU_OPC_MATMUL,
-    NRTEMU_OPC_REDUCE,
-    NRTEMU_OPC_ARGREDUCE,
-    NRTEMU_OPC_SOFTMAX,
-    NRTEMU_OPC_TRANSPOSE,
-    NRTEMU_OPC_RESHAPE,
-    NRTEMU_OPC_BROADCAST,
-    NRTEMU_OPC_CONCATENATE,
-    NRTEMU_OPC_SLICE,
-    NRTEMU_OPC_TAKE,
-    NRTEMU_OPC_IOTA,
-    NRTEMU_OPC_FULL,
+    NRTEMU_OPC_NONE,
+    NRTEMU_OPC_UNARY,   /* one operand */
+    NRTEMU_OPC_BINARY,  /* two operands */
+    NRTEMU_OPC_COMPARE, /* two operands, bool result */
+    NRTEMU_OPC_LOGICAL, /* on truth values, bool result */
+    NRTEMU_OPC_WHERE,   /* select: cond, x, y */
+    NRTEMU_OPC_CONVERT, /* cast, copy: one conversion, no arithmetic */
 };
 
-/* X(suffix, name, operand count (-1: one or more), class) */
-#define NRTEMU_OP_LIST(X)                          \
-    X(NEG, "neg", 1, UNARY)                        \
-    X(ABS, "abs", 1, UNARY)                        \
-    X(EXP, "exp", 1, UNARY)                        \
-    X(LOG, "log", 1, UNARY)                        \
-    X(SQRT, "sqrt", 1, UNARY)                      \
-    X(RSQRT, "rsqrt", 1, UNARY)                    \
-    X(RECIPROCAL, "reciprocal", 1, UNARY)          \
-    X(SQUARE, "square", 1, UNARY)                  \
-    X(TANH, "tanh", 1, UNARY)                      \
-    X(SIGMOID, "sigmoid", 1, UNARY)                \
-    X(RELU, "relu", 1, UNARY)                      \
-    X(GELU, "gelu", 1, UNARY)                      \
-    X(SIN, "sin", 1, UNARY)                        \
-    X(COS, "cos", 1, UNARY)                        \
-    X(FLOOR, "floor", 1, UNARY)                    \
-    X(CEIL, "ceil", 1, UNARY)                      \
-    X(SIGN, "sign", 1, UNARY)                      \
-    X(LOGICAL_NOT, "logical_not", 1, LOGICAL)      \
-    X(ADD, "add", 2, BINARY)                       \
-    X(SUB, "sub", 2, BINARY)                       \
-    X(MUL, "mul", 2, BINARY)                       \
-    X(DIV, "div", 2, BINARY)                       \
-    X(POW, "pow", 2, BINARY)                       \
-    X(MAXIMUM, "maximum", 2, BINARY)               \
-    X(MINIMUM, "minimum", 2, BINARY)               \
-    X(MOD, "mod", 2, BINARY)                       \
-    X(FLOOR_DIVIDE, "floor_divide", 2, BINARY)     \
-    X(EQUAL, "equal", 2, COMPARE)                  \
-    X(NOT_EQUAL, "not_equal", 2, COMPARE)          \
-    X(LESS, "less", 2, COMPARE)                    \
-    X(LESS_EQUAL, "less_equal", 2, COMPARE)        \
-    X(GREATER, "greater", 2, COMPARE)              \
-    X(GREATER_EQUAL, "greater_equal", 2, COMPARE)  \
-    X(LOGICAL_AND, "logical_and", 2, LOGICAL)      \
-    X(LOGICAL_OR, "logical_or", 2, LOGICAL)        \
-    X(LOGICAL_XOR, "logical_xor", 2, LOGICAL)      \
-    X(WHERE, "where", 3, WHERE)                    \
-    X(CAST, "cast", 1, CAST)                       \
-    X(COPY, "copy", 1, COPY)                       \
-    X(MATMUL, "matmul", 2, MATMUL)                 \
-    X(SUM, "sum", 1, REDUCE)                       \
-    X(MEAN, "mean", 1, REDUCE)                     \
-    X(MAX, "max", 1, REDUCE)                       \
-    X(MIN, "min", 1, REDUCE)                       \
-    X(PROD, "prod", 1, REDUCE)                     \
-    X(ARGMAX, "argmax", 1, ARGREDUCE)              \
-    X(ARGMIN, "argmin", 1, ARGREDUCE)              \
-    X(SOFTMAX, "softmax", 1, SOFTMAX)              \
-    X(TRANSPOSE, "transpose", 1, TRANSPOSE)        \
-    X(RESHAPE, "reshape", 1, RESHAPE)              \
-    X(BROADCAST_TO, "broadcast_to", 1, BROADCAST)  \
-    X(CONCATENATE, "concatenate", -1, CONCATENATE) \
-    X(SLICE, "slice", 1, SLICE)                    \
-    X(TAKE, "take", 2, TAKE)                       \
-    X(IOTA, "iota", 0, IOTA)                       \
-    X(FULL, "full", 0, FULL)
+/*
+ * The operations of emulator programs, one row each: everything about an
+ * op is in its row, and adding an op means adding a row here, plus its
+ * kernel and its test.  The rows expand into enum nrtemu_op (below) and
+ * into the op table of program_ops.c, which the loader, the validator
+ * and the interpreter read (program_internal.h).  Columns:
+ *
+ *   suffix   NRTEMU_OP_<suffix>
+ *   name     the "op" of docs/neff-emulator-format.md §3
+ *   arity    operand count; -1 for "one or more"
+ *   class    enum nrtemu_op_class, NRTEMU_OPC_<class>
+ *   check    validator nrtemu__op_check_<check> (program_validate.c)
+ *   run      kernel call nrtemu__op_run_<run> (program_run.c)
+ *   cost     work estimate nrtemu__op_cost_<cost> (program_ops.c)
+ *   attrs    the attributes it reads (NRTEMU_ATTR_LIST in
+ *            program_internal.h), or'ed; 0 for none
+ *   flags    STREAMS: reads each operand element at the index it writes,
+ *            so its out may be one of its operands (the others compute
+ *            into scratch when it is); FLOAT_ONLY: defined only for a
+ *            float compute dtype; 0 for neither
+ */
+/* clang-format off */
+#define NRTEMU_OP_LIST(X)                                                                                                 \
+X(NEG,           "neg",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(ABS,           "abs",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(EXP,           "exp",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(LOG,           "log",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(SQRT,          "sqrt",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(RSQRT,         "rsqrt",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(RECIPROCAL,    "reciprocal",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(SQUARE,        "square",         1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(TANH,          "tanh",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(SIGMOID,       "sigmoid",        1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(RELU,          "relu",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(GELU,          "gelu",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(SIN,           "sin",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(COS,           "cos",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(FLOOR,         "floor",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(CEIL,          "ceil",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(SIGN,          "sign",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(LOGICAL_NOT,   "logical_not",    1, LOGICAL, logical,     elementwise, elements, 0,               STREAMS)              \
+X(ADD,           "add",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(SUB,           "sub",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(MUL,           "mul",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(DIV,           "div",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(POW,           "pow",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(MAXIMUM,       "maximum",        2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(MINIMUM,       "minimum",        2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(MOD,           "mod",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(FLOOR_DIVIDE,  "floor_divide",   2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(EQUAL,         "equal",          2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(NOT_EQUAL,     "not_equal",      2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(LESS,          "less",           2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(LESS_EQUAL,    "less_equal",     2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(GREATER,       "greater",        2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(GREATER_EQUAL, "greater_equal",  2, COMPARE, compare,     elementwise, elements, 0,               STREAMS)              \
+X(LOGICAL_AND,   "logical_and",    2, LOGICAL, logical,     elementwise, elements, 0,               STREAMS)              \
+X(LOGICAL_OR,    "logical_or",     2, LOGICAL, logical,     elementwise, elements, 0,               STREAMS)              \
+X(LOGICAL_XOR,   "logical_xor",    2, LOGICAL, logical,     elementwise, elements, 0,               STREAMS)              \
+X(WHERE,         "where",          3, WHERE,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(CAST,          "cast",           1, CONVERT, cast,        elementwise, elements, 0,               STREAMS)              \
+X(COPY,          "copy",           1, CONVERT, copy,        elementwise, elements, 0,               STREAMS)              \
+X(MATMUL,        "matmul",         2, NONE,    matmul,      matmul,      matmul,   0,               0)                    \
+X(SUM,           "sum",            1, NONE,    reduce,      reduce,      elements, AXES | KEEPDIMS, 0)                    \
+X(MEAN,          "mean",           1, NONE,    reduce,      reduce,      elements, AXES | KEEPDIMS, 0)                    \
+X(MAX,           "max",            1, NONE,    reduce,      reduce,      elements, AXES | KEEPDIMS, 0)                    \
+X(MIN,           "min",            1, NONE,    reduce,      reduce,      elements, AXES | KEEPDIMS, 0)                    \
+X(PROD,          "prod",           1, NONE,    reduce,      reduce,      elements, AXES | KEEPDIMS, 0)                    \
+X(ARGMAX,        "argmax",         1, NONE,    argreduce,   argreduce,   elements, AXIS | KEEPDIMS, 0)                    \
+X(ARGMIN,        "argmin",         1, NONE,    argreduce,   argreduce,   elements, AXIS | KEEPDIMS, 0)                    \
+X(SOFTMAX,       "softmax",        1, NONE,    softmax,     softmax,     elements, AXIS,            FLOAT_ONLY)           \
+X(TRANSPOSE,     "transpose",      1, NONE,    transpose,   transpose,   elements, PERM,            0)                    \
+X(RESHAPE,       "reshape",        1, NONE,    reshape,     reshape,     elements, 0,               STREAMS)              \
+X(BROADCAST_TO,  "broadcast_to",   1, NONE,    copy,        broadcast,   elements, 0,               0)                    \
+X(CONCATENATE,   "concatenate",   -1, NONE,    concatenate, concatenate, elements, AXIS,            0)                    \
+X(SLICE,         "slice",          1, NONE,    slice,       slice,       elements, START | STEP,    0)                    \
+X(TAKE,          "take",           2, NONE,    take,        take,        elements, AXIS,            0)                    \
+X(IOTA,          "iota",           0, NONE,    iota,        iota,        elements, AXIS,            0)                    \
+X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)
+/* clang-format on */
 
 enum nrtemu_op {
-#define NRTEMU_OP_ENUM(suffix, name, arity, cls) NRTEMU_OP_##suffix,
+#define NRTEMU_OP_ENUM(suffix, name, arity, cls, check, run, cost, attrs, \
+                       flags)                                             \
+    NRTEMU_OP_##suffix,
     NRTEMU_OP_LIST(NRTEMU_OP_ENUM)
 #undef NRTEMU_OP_ENUM
         NRTEMU_OP_COUNT
 };
-
-/* By name; false when unknown. */
-bool nrtemu__op_from_name(const char *name, enum nrtemu_op *out);
-const char *nrtemu__op_name(enum nrtemu_op op);
-/* Operand count; -1 for "one or more". */
-int nrtemu__op_arity(enum nrtemu_op op);
-enum nrtemu_op_class nrtemu__op_class(enum nrtemu_op op);
-/*
- * True for ops that read each operand element at the index they write
- * (elementwise ops, cast, copy, reshape), so their out may be one of their
- * operands; the others must compute into scratch when it is.
- */
-bool nrtemu__op_streams(enum nrtemu_op op);
-/* Unary ops defined only on floats (exp, log, sqrt, tanh, ...). */
-bool nrtemu__op_float_only(enum nrtemu_op op);
 
 /*
  * The type a kernel computes in for compute dtype `dt`: float32 for floats
@@ -171,11 +172,11 @@ void nrtemu__kernel_store(const struct nrtemu_array *out,
                           const void *res);
 
 /*
- * Elementwise ops (classes UNARY to COPY): operands broadcast to the `out`
+ * Elementwise ops (any class but NONE): operands broadcast to the `out`
  * shape.  `compute` is the op's compute dtype: operands are converted to
  * it, the result is rounded or wrapped to it and then converted to the out
- * dtype.  For COMPARE it is the common operand type; LOGICAL, CAST and
- * COPY ignore it.
+ * dtype.  For COMPARE it is the common operand type; LOGICAL and
+ * CONVERT ignore it.
  * @return NRT_SUCCESS, or NRT_RESOURCE without scratch memory.
  */
 NRT_STATUS nrtemu__kernel_elementwise(enum nrtemu_op op,

@@ -21,6 +21,14 @@
 #include "kernel_math.h"
 #include "simd.h"
 
+/* The loop family of each op, from its row of NRTEMU_OP_LIST. */
+static const unsigned char op_class[NRTEMU_OP_COUNT] = {
+#define OP_CLASS(suffix, name, arity, cls, check, run, cost, attrs, flags) \
+    [NRTEMU_OP_##suffix] = NRTEMU_OPC_##cls,
+    NRTEMU_OP_LIST(OP_CLASS)
+#undef OP_CLASS
+};
+
 /* Elements per block: the blocks of all operands stay in L1/L2. */
 #define BLOCK 1024
 
@@ -695,7 +703,7 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                            const struct nrtemu_array *in, int n_in,
                            struct nrtemu_scratch *s)
 {
-    enum nrtemu_op_class cls = nrtemu__op_class(op);
+    enum nrtemu_op_class cls = (enum nrtemu_op_class)op_class[op];
     enum nrtemu_dtype kt = nrtemu__kernel_dtype(compute);
     enum nrtemu_dtype rt; /* what the loop writes */
     struct operand ops[3];
@@ -712,7 +720,7 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (nrtemu__array_count(out) == 0) {
         return NRT_SUCCESS;
     }
-    if (cls == NRTEMU_OPC_CAST || cls == NRTEMU_OPC_COPY) {
+    if (cls == NRTEMU_OPC_CONVERT) {
         convert_driver(out, &in[0]);
         return NRT_SUCCESS;
     }

@@ -584,13 +584,13 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
     if (!nrtemu__json_get_string(jop, "op", &name)) {
         return invalid(func, p, "op %zu has no \"op\" name", index);
     }
-    if (!nrtemu__op_from_name(name, &op->op)) {
+    if (!nrtemu__op_find(name, &op->op)) {
         char excerpt[NRTEMU_EXCERPT_SIZE];
         return invalid(
             func, p, "op %zu: unknown op \"%s\"", index,
             nrtemu__excerpt(excerpt, sizeof excerpt, name, strlen(name)));
     }
-    arity = nrtemu__op_arity(op->op);
+    arity = nrtemu__op_defs[op->op].arity;
     jin = nrtemu__json_get(jop, "in");
     if (jin == NULL && arity == 0) {
         n_in = 0;
@@ -661,7 +661,7 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
     /* Ops other than elementwise ones read their operands in another
      * order than they write: an out that is also an operand is computed
      * aside first. */
-    if (!nrtemu__op_streams(op->op)) {
+    if ((nrtemu__op_defs[op->op].flags & NRTEMU_OPF_STREAMS) == 0) {
         for (size_t k = 0; k < n_in; k++) {
             op->via_scratch = op->via_scratch || op->in[k] == op->out;
         }
@@ -822,19 +822,7 @@ nrtemu__program_footprint(const struct nrtemu_program *program,
     }
     for (size_t i = 0; i < program->op_count; i++) {
         const struct op *op = &program->ops[i];
-        const struct buffer *out = &program->buffers[op->out];
-        uint64_t w = out->count;
-        if (op->op == NRTEMU_OP_MATMUL) {
-            const struct buffer *a = &program->buffers[op->in[0]];
-            uint64_t k = a->ndim == 0 ? 1 : a->shape[a->ndim - 1];
-            if (__builtin_mul_overflow(w, k, &w)) {
-                w = UINT64_MAX;
-            }
-        }
-        for (size_t k = 0; k < op->n_in; k++) {
-            const struct buffer *in = &program->buffers[op->in[k]];
-            w = in->count > w ? in->count : w;
-        }
+        uint64_t w = nrtemu__op_defs[op->op].cost(program, op);
         *work = w > *work ? w : *work;
     }
 }

@@ -49,9 +49,9 @@ void nrtemu__program_free(struct nrtemu_program *program);
  * What one run of `program` needs, for callers that bound runs (the fuzz
  * target): `*bytes`, the bytes of its input, output and temporary buffers
  * together; `*work`, an estimate of the element operations of its costliest
- * op (matmul: result elements times the contracted length; any other op:
- * the elements of its largest operand or result).  Both saturate at
- * UINT64_MAX.
+ * op, from the cost column of the op table (matmul: result elements times
+ * the contracted length; any other op: the elements of its largest operand
+ * or result).  Both saturate at UINT64_MAX.
  */
 void nrtemu__program_footprint(const struct nrtemu_program *program,
                                uint64_t *bytes, uint64_t *work);

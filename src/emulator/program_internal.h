@@ -1,7 +1,7 @@
 /*
- * program_internal.h - the representation of a loaded program, shared by
- * program.c (reading), program_validate.c (op rules) and program_run.c
- * (internal).
+ * program_internal.h - the representation of a loaded program and the op
+ * table, shared by program.c (reading), program_ops.c (the op table),
+ * program_validate.c (op rules) and program_run.c (internal).
  */
 #ifndef NRTEMU_PROGRAM_INTERNAL_H
 #define NRTEMU_PROGRAM_INTERNAL_H
@@ -81,8 +81,99 @@ struct op_ctx {
 };
 
 /*
- * Check the shapes, dtypes and attributes of `op` (operands already
- * resolved) and fill its attributes and compute dtype.
+ * The attributes of ops (keys of an op object besides "op", "in", "out"
+ * and "dtype", which every op has): X(suffix, JSON key).  An op reads
+ * only those its row of NRTEMU_OP_LIST names; others are ignored.
+ */
+#define NRTEMU_ATTR_LIST(X) \
+    X(AXES, "axes")         \
+    X(KEEPDIMS, "keepdims") \
+    X(AXIS, "axis")         \
+    X(PERM, "perm")         \
+    X(START, "start")       \
+    X(STEP, "step")         \
+    X(VALUE, "value")
+
+enum nrtemu_attr {
+#define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,
+    NRTEMU_ATTR_LIST(NRTEMU_ATTR_ENUM)
+#undef NRTEMU_ATTR_ENUM
+        NRTEMU_ATTR_COUNT
+};
+
+/* Flags of an op (the flags column of NRTEMU_OP_LIST). */
+#define NRTEMU_OPF_STREAMS 1u
+#define NRTEMU_OPF_FLOAT_ONLY 2u
+
+/*
+ * Check the shapes, dtypes and attributes of `op` (operands resolved,
+ * compute dtype UNKNOWN or the op's "dtype") and fill its attributes and
+ * compute dtype.  The float-only rule is checked after it, from the flags.
+ * @return NRT_SUCCESS or NRT_INVALID with a detail naming the op
+ *         (nrtemu__op_invalid).
+ */
+typedef NRT_STATUS nrtemu_op_check_fn(const struct op_ctx *ctx, struct op *op);
+/* One op to run: its operands and out as the kernels take them. */
+struct op_call {
+    const char *func; /* the API call, for messages */
+    struct nrtemu_program *program;
+    const struct op *op;
+    const struct nrtemu_array *out;
+    struct nrtemu_array *in; /* op->n_in operands; a copy, may be adjusted */
+};
+
+/*
+ * Run an op through its kernel.
+ * @return NRT_SUCCESS; NRT_RESOURCE when scratch memory runs out (the
+ *         caller records the error); any other status with the error
+ *         recorded here.
+ */
+typedef NRT_STATUS nrtemu_op_run_fn(const struct op_call *c);
+/* An estimate of the element operations of one run of `op` (saturating
+ * at UINT64_MAX); see nrtemu__program_footprint(). */
+typedef uint64_t nrtemu_op_cost_fn(const struct nrtemu_program *p,
+                                   const struct op *op);
+
+/*
+ * One row of the op table: what the loader, the validator and the
+ * interpreter know of an op, found from the op in one index.
+ */
+struct nrtemu_op_def {
+    const char *name;
+    int arity;      /* operand count; -1: one or more */
+    uint32_t attrs; /* bit (1u << enum nrtemu_attr) per attribute read */
+    uint32_t flags; /* NRTEMU_OPF_* */
+    nrtemu_op_check_fn *check;
+    nrtemu_op_run_fn *run;
+    nrtemu_op_cost_fn *cost;
+};
+
+/* The op table, generated from NRTEMU_OP_LIST (program_ops.c); constant,
+ * so any thread may read it. */
+extern const struct nrtemu_op_def nrtemu__op_defs[NRTEMU_OP_COUNT];
+
+/*
+ * The op named `name` (a NUL-terminated string); false when there is
+ * none.  A hash lookup, built on first use; thread-safe.
+ */
+bool nrtemu__op_find(const char *name, enum nrtemu_op *out);
+/* The name of `op`; "unknown" for a value out of range. */
+const char *nrtemu__op_name(enum nrtemu_op op);
+/* The JSON key of attribute `attr`. */
+const char *nrtemu__attr_key(enum nrtemu_attr attr);
+
+/* The functions the op table names, declared from the list (an op sharing
+ * another's function repeats an identical declaration). */
+#define NRTEMU_OP_DECLARE(suffix, name, arity, cls, check, run, cost, attrs, \
+                          flags)                                             \
+    nrtemu_op_check_fn nrtemu__op_check_##check;                             \
+    nrtemu_op_run_fn nrtemu__op_run_##run;                                   \
+    nrtemu_op_cost_fn nrtemu__op_cost_##cost;
+NRTEMU_OP_LIST(NRTEMU_OP_DECLARE)
+#undef NRTEMU_OP_DECLARE
+
+/*
+ * Check `op` against its row of the op table.
  * @return NRT_SUCCESS or NRT_INVALID with a detail naming the op.
  */
 NRT_STATUS nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op);

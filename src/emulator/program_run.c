@@ -5,7 +5,8 @@
  * buffers, then runs the ops in order through the kernels.  Temporaries
  * are allocated at the first run and kept: runs of one program never
  * overlap (the model serialises them), and a program is usually run many
- * times.  The deadline is checked before each op.
+ * times.  The deadline is checked before each op.  Each op runs through
+ * the run column of its row in the op table (NRTEMU_OP_LIST).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,15 +54,6 @@ as_array(const struct buffer *b, void *data, struct nrtemu_array *a)
     memcpy(a->shape, b->shape, sizeof a->shape);
 }
 
-/* The size of the axis a take indexes. */
-static uint64_t
-in_size_along(const struct nrtemu_program *p, const struct op *op)
-{
-    const struct buffer *data = &p->buffers[op->in[0]];
-
-    return op->flatten ? data->count : data->shape[op->axis];
-}
-
 /*
  * Whether the out memory of a non-elementwise op overlaps an operand's.
  * Besides an op naming its out as an operand (found at load), the caller
@@ -75,7 +67,7 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
     const char *o = data[op->out];
     size_t on = p->buffers[op->out].bytes;
 
-    if (nrtemu__op_streams(op->op)) {
+    if (nrtemu__op_defs[op->op].flags & NRTEMU_OPF_STREAMS) {
         return false;
     }
     for (size_t k = 0; k < op->n_in; k++) {
@@ -88,6 +80,129 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
     return false;
 }
 
+/*
+ * The kernel calls of the op table (the run column of NRTEMU_OP_LIST):
+ * each passes the attributes its op was validated with.
+ */
+NRT_STATUS
+nrtemu__op_run_elementwise(const struct op_call *c)
+{
+    return nrtemu__kernel_elementwise(c->op->op, c->op->compute, c->out, c->in,
+                                      (int)c->op->n_in, &c->program->scratch);
+}
+
+NRT_STATUS
+nrtemu__op_run_matmul(const struct op_call *c)
+{
+    return nrtemu__kernel_matmul(c->op->compute, c->out, &c->in[0], &c->in[1],
+                                 &c->program->scratch);
+}
+
+NRT_STATUS
+nrtemu__op_run_reduce(const struct op_call *c)
+{
+    return nrtemu__kernel_reduce(c->op->op, c->op->compute, c->out, &c->in[0],
+                                 c->op->axes, &c->program->scratch);
+}
+
+/* Without an axis, argmax/argmin and take see their data flattened. */
+static void
+flatten_data(const struct op_call *c)
+{
+    if (c->op->flatten) {
+        c->in[0].ndim = 1;
+        c->in[0].shape[0] = c->program->buffers[c->op->in[0]].count;
+    }
+}
+
+NRT_STATUS
+nrtemu__op_run_argreduce(const struct op_call *c)
+{
+    flatten_data(c);
+    return nrtemu__kernel_argreduce(c->op->op, c->out, &c->in[0], c->op->axis,
+                                    &c->program->scratch);
+}
+
+NRT_STATUS
+nrtemu__op_run_softmax(const struct op_call *c)
+{
+    return nrtemu__kernel_softmax(c->op->compute, c->out, &c->in[0],
+                                  c->op->axis, &c->program->scratch);
+}
+
+NRT_STATUS
+nrtemu__op_run_transpose(const struct op_call *c)
+{
+    nrtemu__kernel_transpose(c->out, &c->in[0], c->op->perm);
+    return NRT_SUCCESS;
+}
+
+/* The bytes stay as they are; only an out elsewhere needs them. */
+NRT_STATUS
+nrtemu__op_run_reshape(const struct op_call *c)
+{
+    if (c->out->data != c->in[0].data) {
+        memmove(c->out->data, c->in[0].data,
+                c->program->buffers[c->op->out].bytes);
+    }
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_run_broadcast(const struct op_call *c)
+{
+    nrtemu__kernel_broadcast(c->out, &c->in[0]);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_run_concatenate(const struct op_call *c)
+{
+    nrtemu__kernel_concatenate(c->out, c->in, (int)c->op->n_in, c->op->axis);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_run_slice(const struct op_call *c)
+{
+    nrtemu__kernel_slice(c->out, &c->in[0], c->op->start, c->op->step);
+    return NRT_SUCCESS;
+}
+
+/* An index out of bounds fails the execution, naming it. */
+NRT_STATUS
+nrtemu__op_run_take(const struct op_call *c)
+{
+    int64_t bad_index = 0;
+    NRT_STATUS st;
+
+    flatten_data(c);
+    st = nrtemu__kernel_take(c->out, &c->in[0], &c->in[1], c->op->axis,
+                             &bad_index, &c->program->scratch);
+    if (st != NRT_EXEC_OOB) {
+        return st;
+    }
+    return nrtemu__reject(NRT_EXEC_OOB, c->func,
+                          "op %zu (take): index %lld out of bounds for "
+                          "axis %u with size %llu",
+                          c->op->index, (long long)bad_index, c->op->axis,
+                          (unsigned long long)c->in[0].shape[c->op->axis]);
+}
+
+NRT_STATUS
+nrtemu__op_run_iota(const struct op_call *c)
+{
+    nrtemu__kernel_iota(c->out, c->op->axis);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_run_full(const struct op_call *c)
+{
+    nrtemu__kernel_full(c->out, c->op->value);
+    return NRT_SUCCESS;
+}
+
 /* The op's operands, as the kernels take them; `out` may be redirected
  * to scratch (via_scratch). */
 static NRT_STATUS
@@ -95,9 +210,9 @@ run_op(const char *func, struct nrtemu_program *p, const struct op *op,
        void **data)
 {
     struct nrtemu_array ins[3], *in = ins, out;
+    struct op_call call = {func, p, op, &out, NULL};
     const struct buffer *ob = &p->buffers[op->out];
     void *out_data = data[op->out];
-    int64_t bad_index = 0;
     NRT_STATUS st = NRT_SUCCESS;
 
     if (op->n_in > 3) {
@@ -120,69 +235,8 @@ run_op(const char *func, struct nrtemu_program *p, const struct op *op,
     }
     as_array(ob, out_data, &out);
 
-    switch (nrtemu__op_class(op->op)) {
-    case NRTEMU_OPC_UNARY:
-    case NRTEMU_OPC_BINARY:
-    case NRTEMU_OPC_COMPARE:
-    case NRTEMU_OPC_LOGICAL:
-    case NRTEMU_OPC_WHERE:
-    case NRTEMU_OPC_CAST:
-    case NRTEMU_OPC_COPY:
-        st = nrtemu__kernel_elementwise(op->op, op->compute, &out, in,
-                                        (int)op->n_in, &p->scratch);
-        break;
-    case NRTEMU_OPC_MATMUL:
-        st = nrtemu__kernel_matmul(op->compute, &out, &in[0], &in[1],
-                                   &p->scratch);
-        break;
-    case NRTEMU_OPC_REDUCE:
-        st = nrtemu__kernel_reduce(op->op, op->compute, &out, &in[0], op->axes,
-                                   &p->scratch);
-        break;
-    case NRTEMU_OPC_ARGREDUCE:
-        if (op->flatten) {
-            in[0].ndim = 1;
-            in[0].shape[0] = p->buffers[op->in[0]].count;
-        }
-        st = nrtemu__kernel_argreduce(op->op, &out, &in[0], op->axis,
-                                      &p->scratch);
-        break;
-    case NRTEMU_OPC_SOFTMAX:
-        st = nrtemu__kernel_softmax(op->compute, &out, &in[0], op->axis,
-                                    &p->scratch);
-        break;
-    case NRTEMU_OPC_TRANSPOSE:
-        nrtemu__kernel_transpose(&out, &in[0], op->perm);
-        break;
-    case NRTEMU_OPC_RESHAPE:
-        if (out.data != in[0].data) {
-            memmove(out.data, in[0].data, ob->bytes);
-        }
-        break;
-    case NRTEMU_OPC_BROADCAST:
-        nrtemu__kernel_broadcast(&out, &in[0]);
-        break;
-    case NRTEMU_OPC_CONCATENATE:
-        nrtemu__kernel_concatenate(&out, in, (int)op->n_in, op->axis);
-        break;
-    case NRTEMU_OPC_SLICE:
-        nrtemu__kernel_slice(&out, &in[0], op->start, op->step);
-        break;
-    case NRTEMU_OPC_TAKE:
-        if (op->flatten) {
-            in[0].ndim = 1;
-            in[0].shape[0] = p->buffers[op->in[0]].count;
-        }
-        st = nrtemu__kernel_take(&out, &in[0], &in[1], op->axis, &bad_index,
-                                 &p->scratch);
-        break;
-    case NRTEMU_OPC_IOTA:
-        nrtemu__kernel_iota(&out, op->axis);
-        break;
-    case NRTEMU_OPC_FULL:
-        nrtemu__kernel_full(&out, op->value);
-        break;
-    }
+    call.in = in;
+    st = nrtemu__op_defs[op->op].run(&call);
     if (st == NRT_SUCCESS && out_data != data[op->out]) {
         memcpy(data[op->out], out_data, ob->bytes);
     }
@@ -191,21 +245,13 @@ done:
     if (in != ins) {
         free(in);
     }
-    switch (st) {
-    case NRT_SUCCESS:
-        return st;
-    case NRT_EXEC_OOB:
-        return nrtemu__reject(NRT_EXEC_OOB, func,
-                              "op %zu (take): index %lld out of bounds for "
-                              "axis %u with size %llu",
-                              op->index, (long long)bad_index, op->axis,
-                              (unsigned long long)in_size_along(p, op));
-    default:
+    if (st == NRT_RESOURCE) {
         return nrtemu__fail(st, func,
                             "%s: op %zu (%s): out of host memory for its "
                             "working space",
                             p->path, op->index, nrtemu__op_name(op->op));
     }
+    return st;
 }
 
 NRT_STATUS

@@ -4,7 +4,8 @@
  *
  * NumPy's rules, checked against the shapes the program declares: the
  * kernels then trust them.  Each failure names the op, the operand or
- * attribute, and the shapes involved.
+ * attribute, and the shapes involved.  The check column of NRTEMU_OP_LIST
+ * names the validator of each op, nrtemu__op_check_<check>.
  */
 #include <math.h>
 #include <stdio.h>
@@ -116,15 +117,30 @@ check_out_dtype(const struct op_ctx *ctx, enum nrtemu_dtype want)
 }
 
 /*
- * An axis attribute `key` for `ndim` dimensions; NumPy's negative axes
- * count from the end.  `*present` tells whether it was given (and not
- * null); without it the value is left alone.
+ * The value of attribute `attr` of the op, NULL when absent; also NULL
+ * when the op's row does not list the attribute, so an op reads only
+ * what its row says it takes.
+ */
+static const struct nrtemu_json *
+get_attr(const struct op_ctx *ctx, enum nrtemu_attr attr)
+{
+    if ((nrtemu__op_defs[ctx->op->op].attrs & (1u << attr)) == 0) {
+        return NULL;
+    }
+    return nrtemu__json_get(ctx->json, nrtemu__attr_key(attr));
+}
+
+/*
+ * An axis attribute for `ndim` dimensions; NumPy's negative axes count
+ * from the end.  `*present` tells whether it was given (and not null);
+ * without it the value is left alone.
  */
 static NRT_STATUS
-get_axis(const struct op_ctx *ctx, const char *key, uint32_t ndim,
+get_axis(const struct op_ctx *ctx, enum nrtemu_attr attr, uint32_t ndim,
          uint32_t *axis, bool *present)
 {
-    const struct nrtemu_json *v = nrtemu__json_get(ctx->json, key);
+    const struct nrtemu_json *v = get_attr(ctx, attr);
+    const char *key = nrtemu__attr_key(attr);
     int64_t a;
 
     *present = v != NULL && v->type != NRTEMU_JSON_NULL;
@@ -146,12 +162,14 @@ get_axis(const struct op_ctx *ctx, const char *key, uint32_t ndim,
     return NRT_SUCCESS;
 }
 
-/* A list attribute of exactly `n` integers (NULL `*list` when absent). */
+/* A list attribute of exactly `n` integers (`*present` false when
+ * absent or null). */
 static NRT_STATUS
-get_int_list(const struct op_ctx *ctx, const char *key, uint32_t n,
+get_int_list(const struct op_ctx *ctx, enum nrtemu_attr attr, uint32_t n,
              int64_t *out, bool *present)
 {
-    const struct nrtemu_json *v = nrtemu__json_get(ctx->json, key);
+    const struct nrtemu_json *v = get_attr(ctx, attr);
+    const char *key = nrtemu__attr_key(attr);
 
     *present = v != NULL && v->type != NRTEMU_JSON_NULL;
     if (!*present) {
@@ -176,7 +194,7 @@ get_int_list(const struct op_ctx *ctx, const char *key, uint32_t n,
 static NRT_STATUS
 get_keepdims(const struct op_ctx *ctx, bool *keepdims)
 {
-    const struct nrtemu_json *v = nrtemu__json_get(ctx->json, "keepdims");
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_KEEPDIMS);
 
     *keepdims = false;
     if (v == NULL || v->type == NRTEMU_JSON_NULL) {
@@ -239,9 +257,9 @@ promote(enum nrtemu_dtype a, enum nrtemu_dtype b)
     }
 }
 
+/* The operands broadcast to the out shape. */
 static NRT_STATUS
-check_elementwise(const struct op_ctx *ctx, struct op *op,
-                  enum nrtemu_op_class cls)
+check_broadcast(const struct op_ctx *ctx, const struct op *op)
 {
     const struct buffer *out = out_buf(ctx);
     char a[160], b[160];
@@ -257,41 +275,65 @@ check_elementwise(const struct op_ctx *ctx, struct op *op,
                 out->name, shape_text(out->shape, out->ndim, b, sizeof b));
         }
     }
-    switch (cls) {
-    case NRTEMU_OPC_COMPARE:
-        if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
-            op->compute =
-                promote(in_buf(ctx, 0)->dtype, in_buf(ctx, 1)->dtype);
-        }
-        return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
-    case NRTEMU_OPC_LOGICAL:
-        op->compute = NRTEMU_DTYPE_BOOL;
-        return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
-    case NRTEMU_OPC_CAST:
-        op->compute = out->dtype;
-        return NRT_SUCCESS;
-    case NRTEMU_OPC_COPY:
-        op->compute = out->dtype;
-        return check_same_dtype(ctx, 0);
-    default:
-        break;
-    }
-    if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
-        op->compute = out->dtype;
-    }
-    if (nrtemu__op_float_only(op->op) &&
-        !nrtemu__dtype_is_float(op->compute)) {
-        return nrtemu__op_invalid(ctx,
-                                  "the compute dtype %s is not a float type, "
-                                  "which %s needs",
-                                  nrtemu__dtype_name(op->compute),
-                                  nrtemu__op_name(op->op));
-    }
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS
-check_matmul(const struct op_ctx *ctx, struct op *op)
+/* Unary, binary, where: computed in the op's "dtype", else the out's. */
+NRT_STATUS
+nrtemu__op_check_arith(const struct op_ctx *ctx, struct op *op)
+{
+    if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
+        op->compute = out_buf(ctx)->dtype;
+    }
+    return check_broadcast(ctx, op);
+}
+
+/* Comparisons: bool out, computed in the common operand type. */
+NRT_STATUS
+nrtemu__op_check_compare(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = check_broadcast(ctx, op);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
+        op->compute = promote(in_buf(ctx, 0)->dtype, in_buf(ctx, 1)->dtype);
+    }
+    return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
+}
+
+NRT_STATUS
+nrtemu__op_check_logical(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = check_broadcast(ctx, op);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    op->compute = NRTEMU_DTYPE_BOOL;
+    return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
+}
+
+NRT_STATUS
+nrtemu__op_check_cast(const struct op_ctx *ctx, struct op *op)
+{
+    op->compute = out_buf(ctx)->dtype;
+    return check_broadcast(ctx, op);
+}
+
+/* copy and broadcast_to: same dtype, the operand broadcasts. */
+NRT_STATUS
+nrtemu__op_check_copy(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = check_broadcast(ctx, op);
+
+    op->compute = out_buf(ctx)->dtype;
+    return st != NRT_SUCCESS ? st : check_same_dtype(ctx, 0);
+}
+
+NRT_STATUS
+nrtemu__op_check_matmul(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *a = in_buf(ctx, 0), *b = in_buf(ctx, 1);
     uint64_t want[NRTEMU_MAX_DIMS + 2] = {0};
@@ -349,11 +391,11 @@ check_matmul(const struct op_ctx *ctx, struct op *op)
     return check_out_shape(ctx, want, n);
 }
 
-static NRT_STATUS
-check_reduce(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_reduce(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0);
-    const struct nrtemu_json *axes = nrtemu__json_get(ctx->json, "axes");
+    const struct nrtemu_json *axes = get_attr(ctx, NRTEMU_ATTR_AXES);
     uint64_t want[NRTEMU_MAX_DIMS] = {0}, reduced = 1;
     uint32_t n = 0;
     bool keepdims;
@@ -425,8 +467,8 @@ check_reduce(const struct op_ctx *ctx, struct op *op)
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS
-check_argreduce(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_argreduce(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0);
     uint64_t want[NRTEMU_MAX_DIMS] = {0}, len;
@@ -436,7 +478,7 @@ check_argreduce(const struct op_ctx *ctx, struct op *op)
 
     st = get_keepdims(ctx, &keepdims);
     if (st == NRT_SUCCESS) {
-        st = get_axis(ctx, "axis", in->ndim, &op->axis, &present);
+        st = get_axis(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis, &present);
     }
     if (st != NRT_SUCCESS) {
         return st;
@@ -471,8 +513,8 @@ check_argreduce(const struct op_ctx *ctx, struct op *op)
     return st;
 }
 
-static NRT_STATUS
-check_softmax(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_softmax(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0);
     bool present;
@@ -485,7 +527,7 @@ check_softmax(const struct op_ctx *ctx, struct op *op)
                                   in->name);
     }
     op->axis = in->ndim - 1;
-    st = get_axis(ctx, "axis", in->ndim, &op->axis, &present);
+    st = get_axis(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis, &present);
     if (st != NRT_SUCCESS) {
         return st;
     }
@@ -496,17 +538,11 @@ check_softmax(const struct op_ctx *ctx, struct op *op)
     if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
         op->compute = out_buf(ctx)->dtype;
     }
-    if (!nrtemu__dtype_is_float(op->compute)) {
-        return nrtemu__op_invalid(ctx,
-                                  "the compute dtype %s is not a float type, "
-                                  "which softmax needs",
-                                  nrtemu__dtype_name(op->compute));
-    }
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS
-check_transpose(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_transpose(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0);
     int64_t perm[NRTEMU_MAX_DIMS];
@@ -515,7 +551,7 @@ check_transpose(const struct op_ctx *ctx, struct op *op)
     bool present;
     NRT_STATUS st;
 
-    st = get_int_list(ctx, "perm", in->ndim, perm, &present);
+    st = get_int_list(ctx, NRTEMU_ATTR_PERM, in->ndim, perm, &present);
     if (st != NRT_SUCCESS) {
         return st;
     }
@@ -542,10 +578,12 @@ check_transpose(const struct op_ctx *ctx, struct op *op)
     return st != NRT_SUCCESS ? st : check_out_shape(ctx, want, in->ndim);
 }
 
-static NRT_STATUS
-check_reshape(const struct op_ctx *ctx)
+NRT_STATUS
+nrtemu__op_check_reshape(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
+
+    (void)op;
 
     if (in->count != out->count) {
         return nrtemu__op_invalid(
@@ -558,8 +596,8 @@ check_reshape(const struct op_ctx *ctx)
     return check_same_dtype(ctx, 0);
 }
 
-static NRT_STATUS
-check_concatenate(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_concatenate(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *out = out_buf(ctx);
     uint64_t total = 0;
@@ -574,7 +612,7 @@ check_concatenate(const struct op_ctx *ctx, struct op *op)
                                   out->name);
     }
     op->axis = 0;
-    st = get_axis(ctx, "axis", out->ndim, &op->axis, &present);
+    st = get_axis(ctx, NRTEMU_ATTR_AXIS, out->ndim, &op->axis, &present);
     if (st != NRT_SUCCESS) {
         return st;
     }
@@ -614,8 +652,8 @@ check_concatenate(const struct op_ctx *ctx, struct op *op)
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS
-check_slice(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
     bool present;
@@ -629,13 +667,14 @@ check_slice(const struct op_ctx *ctx, struct op *op)
     }
     st = check_same_dtype(ctx, 0);
     if (st == NRT_SUCCESS) {
-        st = get_int_list(ctx, "start", in->ndim, op->start, &present);
+        st = get_int_list(ctx, NRTEMU_ATTR_START, in->ndim, op->start,
+                          &present);
     }
     if (st == NRT_SUCCESS && !present) {
         memset(op->start, 0, sizeof op->start);
     }
     if (st == NRT_SUCCESS) {
-        st = get_int_list(ctx, "step", in->ndim, op->step, &present);
+        st = get_int_list(ctx, NRTEMU_ATTR_STEP, in->ndim, op->step, &present);
     }
     if (st != NRT_SUCCESS) {
         return st;
@@ -685,8 +724,8 @@ check_slice(const struct op_ctx *ctx, struct op *op)
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS
-check_take(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_take(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *data = in_buf(ctx, 0), *idx = in_buf(ctx, 1);
     uint64_t want[2 * NRTEMU_MAX_DIMS] = {0};
@@ -701,7 +740,7 @@ check_take(const struct op_ctx *ctx, struct op *op)
                                   "integers",
                                   idx->name, nrtemu__dtype_name(idx->dtype));
     }
-    st = get_axis(ctx, "axis", data->ndim, &op->axis, &present);
+    st = get_axis(ctx, NRTEMU_ATTR_AXIS, data->ndim, &op->axis, &present);
     if (st != NRT_SUCCESS) {
         return st;
     }
@@ -729,11 +768,11 @@ check_take(const struct op_ctx *ctx, struct op *op)
     return st != NRT_SUCCESS ? st : check_out_shape(ctx, want, n);
 }
 
-static NRT_STATUS
-check_full(const struct op_ctx *ctx, struct op *op)
+NRT_STATUS
+nrtemu__op_check_full(const struct op_ctx *ctx, struct op *op)
 {
     const struct buffer *out = out_buf(ctx);
-    const struct nrtemu_json *v = nrtemu__json_get(ctx->json, "value");
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_VALUE);
     double d;
 
     if (v != NULL && v->type == NRTEMU_JSON_NUMBER && v->u.number.is_int) {
@@ -767,58 +806,39 @@ check_full(const struct op_ctx *ctx, struct op *op)
     return NRT_SUCCESS;
 }
 
+/* iota: the index along "axis" (0, the only one of a scalar out). */
 NRT_STATUS
-nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
+nrtemu__op_check_iota(const struct op_ctx *ctx, struct op *op)
 {
-    enum nrtemu_op_class cls = nrtemu__op_class(op->op);
     const struct buffer *out = out_buf(ctx);
     bool present;
 
-    switch (cls) {
-    case NRTEMU_OPC_UNARY:
-    case NRTEMU_OPC_BINARY:
-    case NRTEMU_OPC_COMPARE:
-    case NRTEMU_OPC_LOGICAL:
-    case NRTEMU_OPC_WHERE:
-    case NRTEMU_OPC_CAST:
-    case NRTEMU_OPC_COPY:
-        return check_elementwise(ctx, op, cls);
-    case NRTEMU_OPC_MATMUL:
-        return check_matmul(ctx, op);
-    case NRTEMU_OPC_REDUCE:
-        return check_reduce(ctx, op);
-    case NRTEMU_OPC_ARGREDUCE:
-        return check_argreduce(ctx, op);
-    case NRTEMU_OPC_SOFTMAX:
-        return check_softmax(ctx, op);
-    case NRTEMU_OPC_TRANSPOSE:
-        return check_transpose(ctx, op);
-    case NRTEMU_OPC_RESHAPE:
-        return check_reshape(ctx);
-    case NRTEMU_OPC_BROADCAST:
-        op->compute = out->dtype;
-        return check_elementwise(ctx, op, NRTEMU_OPC_COPY);
-    case NRTEMU_OPC_CONCATENATE:
-        return check_concatenate(ctx, op);
-    case NRTEMU_OPC_SLICE:
-        return check_slice(ctx, op);
-    case NRTEMU_OPC_TAKE:
-        return check_take(ctx, op);
-    case NRTEMU_OPC_IOTA:
-        op->axis = 0;
-        if (out->ndim == 0) {
-            const struct nrtemu_json *v = nrtemu__json_get(ctx->json, "axis");
-            if (v != NULL && v->type != NRTEMU_JSON_NULL &&
-                !(v->type == NRTEMU_JSON_NUMBER && v->u.number.is_int &&
-                  v->u.number.ivalue == 0)) {
-                return nrtemu__op_invalid(ctx, "\"axis\" must be 0 for a "
-                                               "scalar out");
-            }
-            return NRT_SUCCESS;
+    op->axis = 0;
+    if (out->ndim == 0) {
+        const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_AXIS);
+        if (v != NULL && v->type != NRTEMU_JSON_NULL &&
+            !(v->type == NRTEMU_JSON_NUMBER && v->u.number.is_int &&
+              v->u.number.ivalue == 0)) {
+            return nrtemu__op_invalid(ctx, "\"axis\" must be 0 for a "
+                                           "scalar out");
         }
-        return get_axis(ctx, "axis", out->ndim, &op->axis, &present);
-    case NRTEMU_OPC_FULL:
-        return check_full(ctx, op);
+        return NRT_SUCCESS;
     }
-    return NRT_SUCCESS;
+    return get_axis(ctx, NRTEMU_ATTR_AXIS, out->ndim, &op->axis, &present);
+}
+
+NRT_STATUS
+nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_op_def *def = &nrtemu__op_defs[op->op];
+    NRT_STATUS st = def->check(ctx, op);
+
+    if (st == NRT_SUCCESS && (def->flags & NRTEMU_OPF_FLOAT_ONLY) != 0 &&
+        !nrtemu__dtype_is_float(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not a float type, "
+                                  "which %s needs",
+                                  nrtemu__dtype_name(op->compute), def->name);
+    }
+    return st;
 }

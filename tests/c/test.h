@@ -114,6 +114,29 @@
         }                                                         \
     } while (0)
 
+/* The whole file at `path`, NUL-terminated (malloc'ed: the caller frees
+ * it), and its length in *len; a test failure when it cannot be read. */
+static inline char *
+test_read_file(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    char *text;
+    long n;
+
+    ASSERT_NOT_NULL(fp);
+    ASSERT_EQ(fseek(fp, 0, SEEK_END), 0);
+    n = ftell(fp);
+    ASSERT_TRUE(n > 0);
+    rewind(fp);
+    text = malloc((size_t)n + 1);
+    ASSERT_NOT_NULL(text);
+    ASSERT_UEQ(fread(text, 1, (size_t)n, fp), (size_t)n);
+    text[n] = '\0';
+    fclose(fp);
+    *len = (size_t)n;
+    return text;
+}
+
 /* Run one test function, announcing it so a crash names its test. */
 #define RUN_TEST(fn)                     \
     do {                                 \

@@ -71,27 +71,6 @@ model_io_free(struct model_io *m)
     ASSERT_OK(nrt_unload(m->model));
 }
 
-static char *
-read_file(const char *path, size_t *len)
-{
-    FILE *fp = fopen(path, "rb");
-    char *text;
-    long n;
-
-    ASSERT_NOT_NULL(fp);
-    ASSERT_EQ(fseek(fp, 0, SEEK_END), 0);
-    n = ftell(fp);
-    ASSERT_TRUE(n > 0);
-    rewind(fp);
-    text = malloc((size_t)n + 1);
-    ASSERT_NOT_NULL(text);
-    ASSERT_UEQ(fread(text, 1, (size_t)n, fp), (size_t)n);
-    text[n] = '\0';
-    fclose(fp);
-    *len = (size_t)n;
-    return text;
-}
-
 static bool
 exists(const char *path)
 {
@@ -121,7 +100,7 @@ test_profile_file(void)
     ASSERT_OK(nrt_execute(m.model, m.in_set, m.out_set));
     ASSERT_OK(nrt_profile_stop(path));
 
-    text = read_file(path, &len);
+    text = test_read_file(path, &len);
     doc = nrtemu__json_parse(text, len, err, sizeof err);
     if (doc == NULL) {
         TEST_FAIL_("invalid JSON (%s): %s", err, text);

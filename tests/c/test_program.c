@@ -370,6 +370,14 @@ test_many_ops(void)
     ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, observe, &obs));
     ASSERT_UEQ(obs.count, 14);
     ASSERT_TRUE(obs.ordered);
+    {
+        /* The bytes of all but the const; the work of the costliest op,
+         * the matmul's cost hook: 4 x 5 results of 3 products each. */
+        uint64_t bytes, work;
+        nrtemu__program_footprint(l.program, &bytes, &work);
+        ASSERT_UEQ(bytes, 504);
+        ASSERT_UEQ(work, 60);
+    }
     ASSERT_STR_EQ(obs.first,
                   "matmul: float32[4,3], float32[3,5] -> float32[4,5]");
 
@@ -916,6 +924,43 @@ load_and_run(const char *prog, NRT_STATUS *run)
 }
 
 /*
+ * An op reads only the attributes of its row in the op table: others,
+ * however malformed, are ignored, while its own are checked.
+ */
+static void
+test_validation_foreign_attributes(void)
+{
+    static const struct vcase cases[] = {
+        {"softmax axis",
+         OPS("{\"op\": \"softmax\", \"in\": [\"a\"], \"out\": "
+             "\"output_0\", \"axis\": \"junk\"}"),
+         "op 0 (softmax): \"axis\" must be an integer"},
+        {"sum keepdims",
+         OPS("{\"op\": \"sum\", \"in\": [\"a\"], \"out\": "
+             "\"output_0\", \"keepdims\": 3}"),
+         "op 0 (sum): \"keepdims\" must be true or false"},
+    };
+    static const char *const ignored[] = {
+        HPROG("", "{\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"output_0\", "
+                  "\"axis\": \"junk\", \"perm\": 7, \"value\": [], "
+                  "\"axes\": {}, \"keepdims\": 3, \"start\": 1, \"step\": 0}"),
+        HPROG("", "{\"op\": \"softmax\", \"in\": [\"a\"], \"out\": "
+                  "\"output_0\", \"axes\": \"junk\", \"keepdims\": 3, "
+                  "\"value\": []}"),
+    };
+
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fprintf(stderr, "   %s\n", cases[i].name);
+        run_case(&cases[i]);
+    }
+    for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
+        NRT_STATUS run = NRT_INVALID;
+        ASSERT_OK(load_and_run(ignored[i], &run));
+        ASSERT_OK(run);
+    }
+}
+
+/*
  * Dimensions after a zero were not bounded (the product was only checked
  * up to the zero): [0, 2^62, 2^62] loaded, and the kernels' strides of
  * it overflowed (a transpose: signed overflow in contiguous_strides).
@@ -1098,6 +1143,7 @@ main(void)
     RUN_TEST(test_const_void_npy);
     RUN_TEST(test_validation_program_level);
     RUN_TEST(test_validation_ops);
+    RUN_TEST(test_validation_foreign_attributes);
     RUN_TEST(test_hostile_huge_empty_shape);
     RUN_TEST(test_hostile_empty_outs);
     RUN_TEST(test_hostile_concatenate_overflow);
