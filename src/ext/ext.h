@@ -208,6 +208,15 @@ typedef struct {
     Py_ssize_t dims_inline[NRTPY_INLINE_DIMS];
 } NrtpyTensorObject;
 
+/* What one input or output of a model takes (NrtModel._set_signature). */
+typedef struct {
+    PyObject *name;   /* exact str */
+    size_t size;      /* bytes */
+    int ndim;         /* -1: any shape */
+    Py_ssize_t *dims; /* ndim entries, into the model's spec block */
+    PyObject *dtype;  /* numpy.dtype, or NULL: any */
+} io_spec;
+
 typedef struct {
     PyObject_HEAD nrt_model_t *handle; /* NULL once unloaded */
     runtime_token *token;              /* owned reference */
@@ -218,6 +227,16 @@ typedef struct {
     bool is_collective;
     int users;           /* executions in flight with the GIL released */
     bool unload_pending; /* unloaded while executing */
+    /* The tensor sets of the last execution, reused when the next one has
+     * the same names (execute.c); `sets_busy` while an execution uses
+     * them without the GIL. */
+    nrt_tensor_set_t *sets[2]; /* inputs, outputs; owned */
+    PyObject *set_names[2];    /* tuple of str, the names they hold */
+    bool sets_busy;
+    /* The signature NrtpyModel checks calls against, in NEFF order:
+     * inputs, then outputs.  One PyMem block; NULL until set. */
+    io_spec *specs;
+    Py_ssize_t n_inputs, n_outputs;
 } NrtModelObject;
 
 /* Each type's file creates it and adds it to the module. */
@@ -236,12 +255,48 @@ void model_unload(NrtModelObject *m);
 /* Unload now; executions must have ended (users == 0). */
 void model_release_handle(NrtModelObject *m);
 
+/*
+ * Execute `m` once with `inputs` and `outputs` (mappings of str to
+ * NrtTensor or NrtpyTensor), the GIL released around the call; with a
+ * profile written to `ntff` when not NULL.  0, or -1 with NrtpyError
+ * (unloaded model, freed tensor), NrtError or TypeError.
+ */
+int model_execute(NrtModelObject *m, PyObject *inputs, PyObject *outputs,
+                  const char *ntff);
+/*
+ * Execute `m` when `inputs` and `outputs` match its signature exactly
+ * (dicts of NrtpyTensors of the right names, core, size, shape, dtype):
+ * 1.  0 when anything differs, having done nothing; -1 with an exception
+ * (an unloaded model, or the execution's own errors).
+ */
+int model_execute_checked(NrtModelObject *m, PyObject *inputs,
+                          PyObject *outputs);
+/* _nrtpy._model_call_method(logger): NrtpyModel.__call__, logging to
+ * `logger` (nrtpy's). */
+PyObject *module_model_call_method(PyObject *module, PyObject *logger);
+
+/* Destroy the model's reusable tensor sets (execute.c). */
+void model_sets_clear(NrtModelObject *m);
+
 /* A TensorMetadata for one entry of nrt_get_model_tensor_info(), with the
  * dtype name given (new reference, or NULL with an exception). */
 PyObject *tensor_metadata_new(const nrt_tensor_info_t *ti,
                               const char *dtype_name);
 /* A ModelTensorInfo holding the two dicts (new reference). */
 PyObject *model_tensor_info_new(PyObject *inputs, PyObject *outputs);
+
+/* --------------------------------------------------- argument parsing */
+
+/*
+ * Match the positional and keyword arguments of a METH_FASTCALL |
+ * METH_KEYWORDS call against `names` (`nnames` of them, the first
+ * `nrequired` required) into out[nnames], whose unspecified slots keep
+ * the caller's defaults (NULL or a value).  Borrowed references.  0, or
+ * -1 with TypeError naming `func`.
+ */
+int parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames, const char *const *names, int nnames,
+               int nrequired, PyObject **out);
 
 /* ---------------------------------------------------------------- dtypes */
 

@@ -11,61 +11,6 @@
 
 #include <string.h>
 
-/* ---------------------------------------------------- argument parsing */
-
-/*
- * Match positional and keyword arguments of a METH_FASTCALL|METH_KEYWORDS
- * call against `names`; unspecified optional slots keep their defaults.
- */
-static int
-parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
-           PyObject *kwnames, const char *const *names, int nnames,
-           int nrequired, PyObject **out)
-{
-    if (nargs > nnames) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s() takes at most %d arguments (%zd given)", func,
-                     nnames, nargs);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        out[i] = args[i];
-    }
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
-        int found = -1;
-        for (int j = 0; j < nnames; j++) {
-            if (PyUnicode_CompareWithASCIIString(key, names[j]) == 0) {
-                found = j;
-                break;
-            }
-        }
-        if (found < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got an unexpected keyword argument %R", func,
-                         key);
-            return -1;
-        }
-        if (found < nargs) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() got multiple values for argument '%s'", func,
-                         names[found]);
-            return -1;
-        }
-        out[found] = args[nargs + k];
-    }
-    for (int j = 0; j < nrequired; j++) {
-        if (out[j] == NULL) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s() missing required argument '%s'", func,
-                         names[j]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------ construction */
 
 /* A dtype NumPy can describe and that holds no Python objects. */

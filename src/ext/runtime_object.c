@@ -521,6 +521,11 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
     m->is_collective = cc;
     m->users = 0;
     m->unload_pending = false;
+    m->sets[0] = m->sets[1] = NULL;
+    m->set_names[0] = m->set_names[1] = NULL;
+    m->sets_busy = false;
+    m->specs = NULL;
+    m->n_inputs = m->n_outputs = 0;
     return (PyObject *)m;
 }
 
@@ -615,134 +620,21 @@ done:
 
 /* ------------------------------------------------------------ execute */
 
-/* One mapping entry, pinned for the call. */
-typedef struct {
-    PyObject *key; /* str, owned */
-    const char *ckey;
-    NrtTensorObject *tensor; /* owned */
-} io_entry;
-
-static void
-io_entries_release(io_entry *e, Py_ssize_t n)
-{
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_XDECREF(e[i].key);
-        if (e[i].tensor != NULL) {
-            tensor_op_end(e[i].tensor);
-            Py_DECREF(e[i].tensor);
-        }
-    }
-    PyMem_Free(e);
-}
-
-/* Pin the tensors of a mapping: str keys, NrtTensor/NrtpyTensor values,
- * none freed.  Returns the entries (count in *n) or NULL. */
-static io_entry *
-io_entries_pin(PyObject *mapping, const char *what, Py_ssize_t *n)
-{
-    if (!PyMapping_Check(mapping) ||
-        !PyObject_HasAttrString(mapping, "items")) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s must be a mapping of str to NrtTensor, not %s", what,
-                     Py_TYPE(mapping)->tp_name);
-        return NULL;
-    }
-    PyObject *items = PyMapping_Items(mapping);
-    if (items == NULL) {
-        return NULL;
-    }
-    Py_ssize_t count = PyList_GET_SIZE(items);
-    io_entry *e = PyMem_Calloc(count > 0 ? (size_t)count : 1, sizeof *e);
-    if (e == NULL) {
-        Py_DECREF(items);
-        PyErr_NoMemory();
-        return NULL;
-    }
-    Py_ssize_t done = 0;
-    for (; done < count; done++) {
-        PyObject *pair = PyList_GET_ITEM(items, done);
-        /* items() of a user mapping can return anything. */
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s.items() must give (name, tensor) pairs, got %R",
-                         what, pair);
-            goto fail;
-        }
-        PyObject *key = PyTuple_GET_ITEM(pair, 0);
-        PyObject *value = PyTuple_GET_ITEM(pair, 1);
-        if (!PyUnicode_Check(key)) {
-            PyErr_Format(PyExc_TypeError, "%s keys must be str, not %s", what,
-                         Py_TYPE(key)->tp_name);
-            goto fail;
-        }
-        NrtTensorObject *t = tensor_from_object(value, what);
-        if (t == NULL) {
-            goto fail;
-        }
-        if (tensor_is_freed(t)) {
-            raise_nrtpy_error("Tensor '%U' is freed. Unable to add it into "
-                              "the tensor set. Please check the lifetime of "
-                              "the tensor.",
-                              key);
-            goto fail;
-        }
-        if (t->handle == NULL) {
-            raise_nrtpy_error("Tensor '%U' has no device memory (0 bytes); "
-                              "models take tensors of at least one byte.",
-                              key);
-            goto fail;
-        }
-        e[done].ckey = PyUnicode_AsUTF8(key);
-        if (e[done].ckey == NULL) {
-            goto fail;
-        }
-        e[done].key = Py_NewRef(key);
-        e[done].tensor = (NrtTensorObject *)Py_NewRef((PyObject *)t);
-        tensor_op_begin(t);
-    }
-    Py_DECREF(items);
-    *n = count;
-    return e;
-fail:
-    Py_DECREF(items);
-    io_entries_release(e, done);
-    return NULL;
-}
-
-/* Build a tensor set without the GIL; NRT_SUCCESS or the failing status. */
-static NRT_STATUS
-tensor_set_build(io_entry *e, Py_ssize_t n, nrt_tensor_set_t **out)
-{
-    nrt_tensor_set_t *set = NULL;
-    NRT_STATUS st = libnrt.nrt_allocate_tensor_set(&set);
-    if (st != NRT_SUCCESS) {
-        return st;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        st = libnrt.nrt_add_tensor_to_tensor_set(set, e[i].ckey,
-                                                 e[i].tensor->handle);
-        if (st != NRT_SUCCESS) {
-            libnrt.nrt_destroy_tensor_set(&set);
-            return st;
-        }
-    }
-    *out = set;
-    return NRT_SUCCESS;
-}
-
 static PyObject *
-runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
+runtime_execute(NrtpyObject *rt, PyObject *const *args, Py_ssize_t nargs,
+                PyObject *kwnames)
 {
     (void)rt;
-    static char *kwlist[] = {"model",     "inputs",     "outputs",
-                             "ntff_name", "save_trace", NULL};
-    PyObject *model_obj, *inputs, *outputs, *ntff_obj = Py_None;
+    static const char *const names[] = {"model", "inputs", "outputs",
+                                        "ntff_name", "save_trace"};
+    PyObject *argv[5] = {NULL, NULL, NULL, Py_None, Py_False};
     bool save_trace = false;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|OO&:execute", kwlist,
-                                     &model_obj, &inputs, &outputs, &ntff_obj,
-                                     bool_converter, &save_trace)) {
+    if (parse_args("execute", args, nargs, kwnames, names, 5, 3, argv) < 0 ||
+        !bool_converter(argv[4], &save_trace)) {
         return NULL;
     }
+    PyObject *model_obj = argv[0], *inputs = argv[1], *outputs = argv[2],
+             *ntff_obj = argv[3];
     if (!Py_IS_TYPE(model_obj, ext_state->NrtModel_Type)) {
         PyErr_Format(PyExc_TypeError, "model must be an NrtModel, not %s",
                      Py_TYPE(model_obj)->tp_name);
@@ -754,14 +646,6 @@ runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
                      Py_TYPE(ntff_obj)->tp_name);
         return NULL;
     }
-    if (LIBNRT_REQUIRE(nrt_execute) < 0 ||
-        LIBNRT_REQUIRE(nrt_allocate_tensor_set) < 0 ||
-        LIBNRT_REQUIRE(nrt_add_tensor_to_tensor_set) < 0 ||
-        LIBNRT_REQUIRE(nrt_destroy_tensor_set) < 0 ||
-        (save_trace && (LIBNRT_REQUIRE(nrt_profile_start) < 0 ||
-                        LIBNRT_REQUIRE(nrt_profile_stop) < 0))) {
-        return NULL;
-    }
     const char *ntff = "profile.ntff";
     if (ntff_obj != Py_None) {
         ntff = PyUnicode_AsUTF8(ntff_obj);
@@ -769,83 +653,11 @@ runtime_execute(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
             return NULL;
         }
     }
-    NrtModelObject *m = (NrtModelObject *)model_obj;
-    Py_ssize_t n_in = 0, n_out = 0;
-    io_entry *in = io_entries_pin(inputs, "inputs", &n_in);
-    if (in == NULL) {
+    if (model_execute((NrtModelObject *)model_obj, inputs, outputs,
+                      save_trace ? ntff : NULL) < 0) {
         return NULL;
     }
-    io_entry *out = io_entries_pin(outputs, "outputs", &n_out);
-    if (out == NULL) {
-        io_entries_release(in, n_in);
-        return NULL;
-    }
-    PyObject *result = NULL;
-    if (model_is_unloaded(m)) {
-        raise_nrtpy_error("Unable to execute an unloaded model. Please check "
-                          "the lifetime of the model.");
-        goto done;
-    }
-
-    NRT_STATUS st, prof_start = NRT_SUCCESS, prof_stop = NRT_SUCCESS;
-    char detail[1024] = "";
-    const char *action = "Failed to execute model";
-    nrt_tensor_set_t *in_set = NULL, *out_set = NULL;
-    Py_INCREF(m);
-    m->users++;
-    atomic_fetch_add(&m->token->busy, 1);
-    Py_BEGIN_ALLOW_THREADS
-        st = tensor_set_build(in, n_in, &in_set);
-        if (st == NRT_SUCCESS) {
-            st = tensor_set_build(out, n_out, &out_set);
-        }
-        if (st != NRT_SUCCESS) {
-            action = "Failed to add tensor to set";
-        } else if (save_trace) {
-            prof_start = libnrt.nrt_profile_start(m->handle, ntff);
-            st = libnrt.nrt_execute(m->handle, in_set, out_set);
-            prof_stop = libnrt.nrt_profile_stop(ntff);
-        } else {
-            st = libnrt.nrt_execute(m->handle, in_set, out_set);
-        }
-        /* Read the failure's detail before the clean-up calls below can
-         * replace it. */
-        if (st != NRT_SUCCESS) {
-            nrt_error_detail(detail, sizeof detail);
-        }
-        if (out_set != NULL) {
-            libnrt.nrt_destroy_tensor_set(&out_set);
-        }
-        if (in_set != NULL) {
-            libnrt.nrt_destroy_tensor_set(&in_set);
-        }
-        atomic_fetch_sub(&m->token->busy, 1);
-    Py_END_ALLOW_THREADS
-    m->users--;
-    if (m->users == 0 && m->unload_pending) {
-        model_release_handle(m);
-    }
-    Py_DECREF(m);
-
-    if (st != NRT_SUCCESS) {
-        raise_nrt_error_detail(st, action, detail);
-        goto done;
-    }
-    if (save_trace &&
-        (prof_start != NRT_SUCCESS || prof_stop != NRT_SUCCESS)) {
-        NRT_STATUS bad = prof_start != NRT_SUCCESS ? prof_start : prof_stop;
-        if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
-                             "the trace %s was not saved: profiling failed "
-                             "with %s(%d)",
-                             ntff, status_name(bad), (int)bad) < 0) {
-            goto done;
-        }
-    }
-    result = Py_NewRef(Py_None);
-done:
-    io_entries_release(out, n_out);
-    io_entries_release(in, n_in);
-    return result;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -874,9 +686,10 @@ Nrtpy_get_tensor_info(PyObject *op, PyObject *arg)
 }
 
 static PyObject *
-Nrtpy_execute(PyObject *op, PyObject *args, PyObject *kwargs)
+Nrtpy_execute(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
 {
-    return runtime_execute((NrtpyObject *)op, args, kwargs);
+    return runtime_execute((NrtpyObject *)op, args, nargs, kwnames);
 }
 
 static PyMethodDef Nrtpy_methods[] = {
@@ -928,7 +741,7 @@ static PyMethodDef Nrtpy_methods[] = {
      "get_tensor_info(model)\n--\n\nThe model's inputs "
      "and outputs, in NEFF order."},
     {"execute", (PyCFunction)(void (*)(void))Nrtpy_execute,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "execute(model, inputs, outputs, ntff_name=None, "
      "save_trace=False)\n--\n\nRun the model once on tensors given by name "
      "(GIL "

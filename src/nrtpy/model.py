@@ -25,6 +25,7 @@ from nrtpy._nrtpy import (
     NrtpyTensor,
     SystemTraceSession,
     TensorMetadata,
+    _model_call_method,
 )
 from nrtpy._singleton import get_nrtpy_singleton
 
@@ -113,7 +114,15 @@ class NrtpyModel:
         info = get_nrtpy_singleton().get_tensor_info(model_ref)
         self.input_tensors_info: dict[str, TensorMetadata] = info.inputs
         self.output_tensors_info: dict[str, TensorMetadata] = info.outputs
-        self._expect: tuple[dict, dict] | None = None
+        self._expect = (self._expectations(self.input_tensors_info),
+                        self._expectations(self.output_tensors_info))
+        # The same expectations in C: a call whose dicts match them exactly
+        # is checked and executed there in one step (_execute_checked);
+        # any other call takes the full check below, which says what is
+        # wrong.
+        model_ref._set_signature(*(
+            tuple((k, shape, size, dtype) for k, (shape, size, dtype) in e.items())
+            for e in self._expect))
 
     @classmethod
     def load_from_neff(cls, neff_path: str | Path, name: str | None = None,
@@ -231,9 +240,6 @@ class NrtpyModel:
 
     def _validate_io(self, inputs: Mapping[str, Any],
                      outputs: Mapping[str, Any]) -> None:
-        if self._expect is None:
-            self._expect = (self._expectations(self.input_tensors_info),
-                            self._expectations(self.output_tensors_info))
         for label, given, infos, expect in (
                 ("Input", inputs, self.input_tensors_info, self._expect[0]),
                 ("Output", outputs, self.output_tensors_info, self._expect[1])):
@@ -255,27 +261,17 @@ class NrtpyModel:
         return {k: v.tensor_ref for k, v in tensors.items()}
 
     # -- calls -------------------------------------------------------------
-    def __call__(self, inputs: Mapping[str, Any],
-                 outputs: Mapping[str, Any] | None = None,
-                 save_trace: bool = False,
-                 ntff_name: str | None = None) -> dict[str, NrtpyTensor] | None:
-        """Execute once.
+    # NrtpyModel.__call__ (its docstring says what it does) is written in
+    # C: a call with preallocated outputs that matches the model exactly
+    # runs without Python code; any other call comes to _call.
+    __call__ = _model_call_method(logger)
 
-        Returns the outputs (new tensors, by output name) when ``outputs``
-        is None, else None.  An output ``<o>`` whose input
-        ``<o>.must_alias_input`` is given is that input tensor, updated in
-        place, not a new one.  With ``save_trace`` the emulator writes a trace
-        of the execution to ``ntff_name`` (default: the NEFF path with
-        ``.ntff``) in Chrome trace-event JSON, which Perfetto opens.
-
-        Raises:
-            ValueError: unknown or missing names, or a tensor whose shape,
-                dtype, size or core does not match (the message lists what
-                the model expects).
-            NrtError: the execution failed (e.g. NRT_EXEC_OOB for an
-                out-of-bounds gather).
-            NrtpyError: the model is unloaded, or a tensor is freed.
-        """
+    def _call(self, inputs: Mapping[str, Any],
+              outputs: Mapping[str, Any] | None = None,
+              save_trace: bool = False,
+              ntff_name: str | None = None) -> dict[str, NrtpyTensor] | None:
+        """__call__ in full: every check, with messages that say what is
+        wrong, automatic outputs, tracing and logging."""
         self._check_loaded()
         auto = outputs is None
         if outputs is None:

@@ -1476,3 +1476,103 @@ def test_metadata_reports_the_neff_dtype(tmp_path, dtype):
     raw = nrtpy.get_nrtpy_singleton().get_tensor_info(model.model_ref)
     assert raw.inputs["x"].dtype == dtype.name
     assert raw.outputs["output_0"].dtype == dtype.name
+
+
+# -- the fast call path (checked and executed in C) ----------------------------
+
+
+def _add_io(values, core_id=0):
+    ins = {"a": NrtpyTensor.from_numpy(np.full(4, values[0], np.float32)),
+           "b": NrtpyTensor.from_numpy(np.full(4, values[1], np.float32))}
+    return ins, {"output_0": NrtpyTensor.from_numpy(np.zeros(4, np.float32))}
+
+
+def test_fast_path_uses_each_calls_tensors(tmp_path):
+    # The model reuses its tensor sets between calls: every call must still
+    # see its own tensors, whichever mapping objects hold them.
+    s = np.zeros(4, np.float32)
+    model = load(tmp_path, lambda a, b: a + b, s, s)
+    for i in range(5):
+        ins, outs = _add_io((i, 10 * i))
+        assert model(ins, outs) is None
+        np.testing.assert_array_equal(outs["output_0"].numpy(), np.full(4, 11 * i))
+    # the same names in another order and another mapping type
+    ins, outs = _add_io((1, 2))
+    model(dict(reversed(list(ins.items()))), outs)
+    np.testing.assert_array_equal(outs["output_0"].numpy(), np.full(4, 3))
+    from types import MappingProxyType
+    ins, outs = _add_io((3, 4))
+    model(MappingProxyType(ins), outs)
+    np.testing.assert_array_equal(outs["output_0"].numpy(), np.full(4, 7))
+
+
+def test_reused_sets_never_keep_a_name_of_an_earlier_call(rt, tmp_path):
+    # A name given to one execution and missing from the next is missing,
+    # not taken from the earlier call's set.
+    s = np.zeros(4, np.float32)
+    model = load(tmp_path, lambda a, b: a + b, s, s)
+    ins, outs = _add_io((1, 2))
+    refs = {k: v.tensor_ref for k, v in ins.items()}
+    out_refs = {k: v.tensor_ref for k, v in outs.items()}
+    rt.execute(model.model_ref, dict(refs, extra=refs["a"]), out_refs)
+    with pytest.raises(NrtError, match="input 'b' missing"):
+        rt.execute(model.model_ref, {"a": refs["a"], "extra": refs["a"]}, out_refs)
+    rt.execute(model.model_ref, refs, out_refs)
+    np.testing.assert_array_equal(outs["output_0"].numpy(), np.full(4, 3))
+
+
+def test_fast_path_errors_are_the_full_paths(tmp_path):
+    s = np.zeros(4, np.float32)
+    model = load(tmp_path, lambda a, b: a + b, s, s)
+    ins, outs = _add_io((1, 2))
+    wrong = dict(ins, b=NrtpyTensor.from_numpy(np.zeros(4, np.int32)))
+    with pytest.raises(ValueError, match="expected dtype float32, got int32"):
+        model(wrong, outs)
+    with pytest.raises(ValueError, match=r"Unknown input\(s\) \['c'\]"):
+        model(dict(ins, c=ins["a"]), outs)
+    with pytest.raises(ValueError, match=r"Missing output\(s\) \['output_0'\]"):
+        model(ins, {})
+    nrtpy.get_nrtpy_singleton().free_tensor(ins["a"])
+    with pytest.raises(NrtpyError, match="Tensor 'a' is freed"):
+        model(ins, outs)
+
+
+def test_fast_path_logs_when_info_is_on(tmp_path, caplog):
+    s = np.zeros(4, np.float32)
+    model = load(tmp_path, lambda a, b: a + b, s, s)
+    ins, outs = _add_io((1, 2))
+    with caplog.at_level("INFO", logger="nrtpy"):
+        model(ins, outs)
+    assert any("Executing model" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    model(ins, outs)  # level back to WARNING: nothing logged
+    assert not [r for r in caplog.records if "Executing model" in r.getMessage()]
+
+
+def test_fast_path_after_reset_and_from_threads(tmp_path):
+    s = np.zeros(4, np.float32)
+    model = load(tmp_path, lambda a, b: a + b, s, s)
+    errors = []
+
+    def worker(i):
+        try:
+            for j in range(200):
+                ins, outs = _add_io((i, j))
+                model(ins, outs)
+                got = outs["output_0"].numpy()
+                if not np.array_equal(got, np.full(4, i + j, np.float32)):
+                    errors.append((i, j, got))
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    ins, outs = _add_io((1, 2))
+    quiet_reset()
+    with pytest.raises(NrtpyError, match="unloaded model"):
+        model(ins, outs)
+    assert nrtpy._singleton._runtime is None  # no runtime started by it

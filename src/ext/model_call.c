@@ -1,0 +1,143 @@
+/*
+ * model_call.c - NrtpyModel.__call__, whose common case runs in C.
+ *
+ * A call with preallocated outputs, no trace and nothing to log is checked
+ * against the model's signature (NrtModel._execute_checked) and executed
+ * without running any Python code; every other call, and any call that
+ * does not match the signature exactly, goes to NrtpyModel._call, the
+ * Python implementation, which checks in full and says what is wrong.
+ * The function is installed on the class as an instance method, so it
+ * binds `self` like a function written in Python.
+ */
+#include "ext.h"
+
+static const char *const call_names[] = {"inputs", "outputs", "save_trace",
+                                         "ntff_name"};
+
+/* nrtpy's logger.isEnabledFor, the logger's level cache (a dict, or
+ * NULL), the int 20 (INFO), and the interned attribute name "model_ref":
+ * set once, by module_model_call_method, and kept for the process. */
+static PyObject *log_enabled_for, *log_cache, *log_info, *str_model_ref;
+
+/* 1 when the logger would log at INFO, 0 when not, -1 on error. */
+static int
+logging_info(void)
+{
+    if (log_enabled_for == NULL) {
+        return 1; /* not set up: let the Python path decide */
+    }
+    /* logging keeps each logger's answers in a dict it clears (in place)
+     * whenever levels change; a cached False is the common case, read
+     * without calling Python.  A missing or True entry asks the logger,
+     * so a cache that is not what we expect only costs time. */
+    if (log_cache != NULL) {
+        PyObject *cached = PyDict_GetItemWithError(log_cache, log_info);
+        if (cached == Py_False) {
+            return 0;
+        }
+        if (cached == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    PyObject *r = PyObject_CallOneArg(log_enabled_for, log_info);
+    if (r == NULL) {
+        return -1;
+    }
+    int on = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return on;
+}
+
+static PyObject *
+model_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames)
+{
+    (void)module;
+    /* self, then __call__'s own parameters */
+    PyObject *argv[4] = {NULL, Py_None, Py_False, Py_None};
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError,
+                        "NrtpyModel.__call__() needs the model");
+        return NULL;
+    }
+    PyObject *self = args[0];
+    if (parse_args("__call__", args + 1, nargs - 1, kwnames, call_names, 4, 1,
+                   argv) < 0) {
+        return NULL;
+    }
+    if (argv[1] != Py_None && argv[2] == Py_False) {
+        int info = logging_info();
+        if (info < 0) {
+            return NULL;
+        }
+        PyObject *ref = info ? NULL : PyObject_GetAttr(self, str_model_ref);
+        if (ref != NULL && Py_IS_TYPE(ref, ext_state->NrtModel_Type)) {
+            int done =
+                model_execute_checked((NrtModelObject *)ref, argv[0], argv[1]);
+            Py_DECREF(ref);
+            if (done < 0) {
+                return NULL;
+            }
+            if (done) {
+                Py_RETURN_NONE;
+            }
+        } else if (ref != NULL) {
+            Py_DECREF(ref);
+        } else if (!info) {
+            return NULL; /* no model_ref: AttributeError */
+        }
+    }
+    return PyObject_CallMethod(self, "_call", "OOOO", argv[0], argv[1],
+                               argv[2], argv[3]);
+}
+
+static PyMethodDef model_call_def = {
+    "__call__", (PyCFunction)(void (*)(void))model_call,
+    METH_FASTCALL | METH_KEYWORDS,
+    "__call__(self, inputs, outputs=None, save_trace=False, "
+    "ntff_name=None)\n--\n\n"
+    "Execute once.\n\n"
+    "Returns the outputs (new tensors, by output name) when ``outputs`` is "
+    "None,\nelse None.  An output ``<o>`` whose input "
+    "``<o>.must_alias_input`` is given\nis that input tensor, updated in "
+    "place, not a new one.  With ``save_trace``\nthe emulator writes a "
+    "trace of the execution to ``ntff_name`` (default: the\nNEFF path with "
+    "``.ntff``) in Chrome trace-event JSON, which Perfetto opens.\n\n"
+    "Raises:\n"
+    "    ValueError: unknown or missing names, or a tensor whose shape, "
+    "dtype,\n        size or core does not match (the message lists what "
+    "the model\n        expects).\n"
+    "    NrtError: the execution failed (e.g. NRT_EXEC_OOB for an "
+    "out-of-bounds\n        gather).\n"
+    "    NrtpyError: the model is unloaded, or a tensor is freed."};
+
+PyObject *
+module_model_call_method(PyObject *module, PyObject *logger)
+{
+    PyObject *is_enabled_for = PyObject_GetAttrString(logger, "isEnabledFor");
+    if (is_enabled_for == NULL) {
+        return NULL;
+    }
+    PyObject *cache = PyObject_GetAttrString(logger, "_cache");
+    if (cache == NULL) {
+        PyErr_Clear();
+    } else if (!PyDict_CheckExact(cache)) {
+        Py_CLEAR(cache);
+    }
+    Py_XSETREF(log_cache, cache);
+    if (log_info == NULL && (log_info = PyLong_FromLong(20)) == NULL) {
+        return NULL;
+    }
+    if (str_model_ref == NULL &&
+        (str_model_ref = PyUnicode_InternFromString("model_ref")) == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(log_enabled_for, is_enabled_for);
+    PyObject *fn = PyCFunction_NewEx(&model_call_def, NULL, module);
+    if (fn == NULL) {
+        return NULL;
+    }
+    PyObject *method = PyInstanceMethod_New(fn);
+    Py_DECREF(fn);
+    return method;
+}
