@@ -14,6 +14,7 @@ its slices).
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STUB_SOURCE = ROOT / "tests" / "stub" / "stub_libnrt.c"
 STUB_VERSION = "2.99.7.0"
 STUB_VERSION_DETAIL = "nrtpy test stub"
+SYSTEM_LIBNRT = Path("/opt/aws/neuron/lib/libnrt.so.1")
 
 # Every test here starts with this process holding no cores.
 pytestmark = pytest.mark.usefixtures("fresh_runtime")
@@ -494,6 +496,13 @@ def test_no_call_after_close(stub_libnrt, tmp_path, opaque_neff):
 # ------------------------------------------------------------ library choice
 
 
+def system_libnrt_installed() -> bool:
+    # (asked in a child: this process has the emulator's libnrt.so.1
+    # loaded, which dlopen would match by its soname)
+    probe = run_python("import ctypes; ctypes.CDLL('libnrt.so.1')", NRTPY_LIBNRT=None)
+    return probe.returncode == 0 or SYSTEM_LIBNRT.exists()
+
+
 INFO = "print(json.dumps(nrtpy.runtime_info()))"
 
 
@@ -503,4 +512,56 @@ def test_system_found_by_the_loader(stub_libnrt, tmp_path):
     info = run.result()
     assert os.path.realpath(info["library"]) == os.path.realpath(stub_libnrt)
     assert info["emulated"] is False
+    assert run.proc.stderr == ""
+
+
+@pytest.fixture
+def fake_device(tmp_path) -> str:
+    """A device-node pattern that matches (NRTPY_NEURON_DEVICE_GLOB)."""
+    (tmp_path / "neuron0").touch()
+    return str(tmp_path / "neuron[0-9]*")
+
+
+def test_auto_uses_the_system_library_with_a_device(stub_libnrt, tmp_path, fake_device):
+    run = run_on_stub(stub_libnrt, tmp_path, INFO, NRTPY_LIBNRT="auto",
+                      NRTPY_NEURON_DEVICE_GLOB=fake_device,
+                      LD_LIBRARY_PATH=str(stub_libnrt.parent))
+    info = run.result()
+    assert os.path.realpath(info["library"]) == os.path.realpath(stub_libnrt)
+    assert info["emulated"] is False
+    assert run.proc.stderr == ""
+
+
+def test_auto_warns_when_the_system_library_fails(stub_libnrt, tmp_path, fake_device):
+    if system_libnrt_installed():
+        pytest.skip("a system libnrt.so.1 is installed")
+    broken_dir = tmp_path / "broken"
+    broken_dir.mkdir()
+    broken = broken_dir / "libnrt.so.1"
+    broken.write_text("not a shared library\n" * 8)
+    try:
+        ctypes.CDLL(str(broken))
+        pytest.fail("a text file loaded as a library")
+    except OSError as e:
+        dlerror = str(e)
+    assert str(broken) in dlerror
+    env = dict(NRTPY_LIBNRT=None, NRTPY_NEURON_DEVICE_GLOB=fake_device,
+               LD_LIBRARY_PATH=str(broken_dir))
+    run = run_on_stub(stub_libnrt, tmp_path, INFO, **env)
+    info = run.result()
+    assert info["emulated"] is True
+    device = tmp_path / "neuron0"
+    assert f"RuntimeWarning: nrtpy: a Neuron device exists ({device})" in run.proc.stderr
+    assert dlerror in run.proc.stderr
+    assert f"{SYSTEM_LIBNRT}: cannot open shared object file" in run.proc.stderr
+    assert "using the emulator" in run.proc.stderr
+    # An application that makes warnings errors stops at the import.
+    proc = run_python("import nrtpy", timeout=TIMEOUT, PYTHONWARNINGS="error::RuntimeWarning",
+                      **env)
+    assert proc.returncode != 0
+    assert dlerror in proc.stderr
+    # Without a device node, auto is silent.
+    run = run_on_stub(stub_libnrt, tmp_path, INFO, **dict(
+        env, NRTPY_NEURON_DEVICE_GLOB=str(tmp_path / "nothing[0-9]*")))
+    assert run.result()["emulated"] is True
     assert run.proc.stderr == ""
