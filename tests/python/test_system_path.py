@@ -392,6 +392,25 @@ def test_fp8_exact_only_on_the_emulator(stub_libnrt, tmp_path):
     assert run.result() == {"in": "int8", "out": "int8", "result": ["int8", True]}
 
 
+def test_neff_inspect_beside_the_runtime(stub_libnrt, tmp_path):
+    # Reading a NEFF needs the emulator's reader, which nrtpy opens beside
+    # the runtime: it never calls the runtime, and sees the exact dtypes.
+    x = np.zeros((2, 3), ml_dtypes.float8_e4m3fn)
+    neff = nrtpy.neff.compile(lambda a: a.reshape(6), x, path=tmp_path / "fp8.neff")
+    run = run_on_stub(stub_libnrt, tmp_path, f"""
+        import nrtpy.neff
+        d = nrtpy.neff.inspect({str(neff)!r})
+        print(json.dumps([nrtpy.runtime_info()["emulated"],
+                          d["inputs"], d["outputs"]]))
+    """)
+    assert run.result() == [
+        False,
+        [{"name": "a", "size": 6, "shape": [2, 3], "dtype": "float8_e4m3fn"}],
+        [{"name": "output_0", "size": 6, "shape": [6], "dtype": "float8_e4m3fn"}],
+    ]
+    assert run.count("nrt_init") == 0
+
+
 def test_calls_the_runtime_lacks(stub_libnrt, tmp_path, opaque_neff):
     # No collectives and no system trace: only the calls needing them fail;
     # host benchmarks and traced executions still work.
