@@ -512,6 +512,46 @@ def test_no_call_after_close(stub_libnrt, tmp_path, opaque_neff):
     ]
 
 
+def test_reset_while_threads_copy(stub_libnrt, tmp_path):
+    # Reads in flight on other threads finish before nrt_close, and none
+    # starts after it: the real runtime would have freed their memory.
+    run = run_on_stub(stub_libnrt, tmp_path, """
+        import threading
+        import time
+        tensors = [NrtpyTensor.from_numpy(np.arange(1 << 18, dtype=np.float32))
+                   for _ in range(4)]
+        ends = []
+        start = threading.Barrier(len(tensors) + 1)
+        def loop(t):
+            start.wait()
+            while True:
+                try:
+                    t.numpy()
+                except NrtpyError as e:
+                    ends.append(str(e))
+                    return
+        threads = [threading.Thread(target=loop, args=(t,)) for t in tensors]
+        for th in threads:
+            th.start()
+        start.wait()
+        time.sleep(0.2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            nrtpy.reset()
+        for th in threads:
+            th.join(30)
+        print(json.dumps(sorted(set(ends)) + [len(ends)]))
+    """)
+    assert run.result() == [
+        "Nrtpy Error: Unable to read from a freed tensor. Please check the "
+        "lifetime of the tensor.",
+        4,
+    ]
+    close = run.calls.index("nrt_close")
+    assert run.count("nrt_tensor_read") >= 4
+    assert not [c for c in run.calls[close:] if c.startswith("nrt_tensor_read")]
+
+
 # ------------------------------------------------------------ library choice
 
 
