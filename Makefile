@@ -62,7 +62,7 @@ bench: install
 	$(PY) bench/bench_models.py
 
 format:
-	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch]
+	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c
 
 clean:
 	rm -rf $(BUILD) $(VENV)

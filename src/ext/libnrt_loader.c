@@ -7,9 +7,15 @@
  *              /opt/aws/neuron/lib)
  *   <path>     any libnrt.so.1, given by a path containing '/'
  *   auto       (default) the system library when it loads and a Neuron
- *              device node exists, else the emulator
+ *              device node exists, else the emulator; a device node with a
+ *              system library that fails to load warns (RuntimeWarning,
+ *              with the dlerror() texts) before falling back
  * The library is opened RTLD_LOCAL, so its symbols never interpose on other
  * libraries, and no LD_LIBRARY_PATH is needed for either choice.
+ *
+ * Test hook: NRTPY_NEURON_DEVICE_GLOB replaces the device-node pattern
+ * (/dev/neuron[0-9]*), so tests can drive the hardware branch of `auto`
+ * without a device.  It is not a user setting.
  */
 #include "ext.h"
 
@@ -20,6 +26,7 @@
 struct libnrt libnrt;
 
 static const char SYSTEM_FALLBACK[] = "/opt/aws/neuron/lib/libnrt.so.1";
+static const char DEVICE_GLOB[] = "/dev/neuron[0-9]*";
 
 /* The emulator lives in lib/ beside this extension's own file. */
 static int
@@ -42,11 +49,23 @@ emulator_path(char *out, size_t outlen)
     return 0;
 }
 
+/* The device-node pattern; NRTPY_NEURON_DEVICE_GLOB is a test hook. */
+static const char *
+device_glob(void)
+{
+    const char *pattern = getenv("NRTPY_NEURON_DEVICE_GLOB");
+    return pattern != NULL && pattern[0] != '\0' ? pattern : DEVICE_GLOB;
+}
+
+/* Whether a device node exists; the first one found goes to `node`. */
 static bool
-neuron_device_present(void)
+neuron_device_present(char *node, size_t nodelen)
 {
     glob_t g;
-    bool found = glob("/dev/neuron[0-9]*", 0, NULL, &g) == 0 && g.gl_pathc > 0;
+    bool found = glob(device_glob(), 0, NULL, &g) == 0 && g.gl_pathc > 0;
+    if (found) {
+        snprintf(node, nodelen, "%s", g.gl_pathv[0]);
+    }
     globfree(&g);
     return found;
 }
@@ -63,12 +82,19 @@ open_library(const char *path, char *err, size_t errlen)
     return h;
 }
 
+/* On failure `err` holds both dlerror() texts: the first names the real
+ * cause when the loader found a libnrt.so.1 that cannot load. */
 static void *
 open_system(char *err, size_t errlen)
 {
     void *h = open_library("libnrt.so.1", err, errlen);
     if (h == NULL) {
-        h = open_library(SYSTEM_FALLBACK, err, errlen);
+        size_t used = strlen(err);
+        if (used + 2 < errlen) {
+            snprintf(err + used, errlen - used, "; ");
+            used += 2;
+        }
+        h = open_library(SYSTEM_FALLBACK, err + used, errlen - used);
     }
     return h;
 }
@@ -107,8 +133,18 @@ libnrt_load(void)
         choice = "auto";
     }
     if (strcmp(choice, "auto") == 0) {
-        if (neuron_device_present()) {
+        char node[256];
+        if (neuron_device_present(node, sizeof node)) {
             h = open_system(err, sizeof err);
+            /* Say why hardware goes unused, or the user never learns. */
+            if (h == NULL &&
+                PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                 "nrtpy: a Neuron device exists (%s) but the "
+                                 "system libnrt failed to load (%s); using "
+                                 "the emulator",
+                                 node, err) < 0) {
+                return -1;
+            }
         }
         if (h == NULL) {
             choice = "emulator";
