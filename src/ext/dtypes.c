@@ -9,6 +9,8 @@
  */
 #include "ext.h"
 
+#include <string.h>
+
 static const struct {
     const char *name;
     const char *neff_name;
@@ -35,6 +37,19 @@ dtype_name_of_code(nrt_dtype_t code)
         }
     }
     return dtype_rows[0].name;
+}
+
+int
+dtype_row_of_name(const char *name, nrt_dtype_t *code, char *kind)
+{
+    for (size_t i = 1; i < DTYPE_ROW_COUNT; i++) {
+        if (strcmp(dtype_rows[i].name, name) == 0) {
+            *code = dtype_rows[i].code;
+            *kind = dtype_rows[i].kind;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int

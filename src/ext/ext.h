@@ -302,6 +302,8 @@ int parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
 
 /* The dtype name a libnrt code stands for ("unknown" for none); static. */
 const char *dtype_name_of_code(nrt_dtype_t code);
+/* The code and kind of a dtype name of the table; 0 when unknown. */
+int dtype_row_of_name(const char *name, nrt_dtype_t *code, char *kind);
 /* Add DTYPES, the table of NRTEMU_DTYPE_LIST, to the module. */
 int dtypes_add_to_module(PyObject *module);
 

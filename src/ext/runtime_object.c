@@ -544,6 +544,70 @@ runtime_unload_model(NrtpyObject *rt, PyObject *arg)
 
 /* ---------------------------------------------------- get_tensor_info */
 
+/*
+ * name -> dtype name of the model's inputs and outputs, from its NEFF,
+ * read with the emulator's reader (nrtpy.neff.inspect's).  For the real
+ * runtime, which cannot name every type.  Best effort: an empty dict when
+ * the NEFF cannot be read again (it is loaded already).
+ */
+static PyObject *
+model_neff_dtypes(NrtModelObject *m)
+{
+    PyObject *out = PyDict_New(), *text = NULL, *doc = NULL;
+    if (out == NULL) {
+        return NULL;
+    }
+    text = module_neff_describe(NULL, m->neff_path);
+    PyObject *json = text != NULL ? PyImport_ImportModule("json") : NULL;
+    if (json != NULL) {
+        doc = PyObject_CallMethod(json, "loads", "O", text);
+        Py_DECREF(json);
+    }
+    for (int k = 0; doc != NULL && PyDict_Check(doc) && k < 2; k++) {
+        PyObject *list = PyDict_GetItemString(doc, k ? "outputs" : "inputs");
+        for (Py_ssize_t j = 0;
+             list != NULL && PyList_Check(list) && j < PyList_GET_SIZE(list);
+             j++) {
+            PyObject *e = PyList_GET_ITEM(list, j);
+            PyObject *name =
+                PyDict_Check(e) ? PyDict_GetItemString(e, "name") : NULL;
+            PyObject *dt =
+                PyDict_Check(e) ? PyDict_GetItemString(e, "dtype") : NULL;
+            if (name != NULL && dt != NULL && PyUnicode_Check(dt)) {
+                (void)PyDict_SetItem(out, name, dt);
+            }
+        }
+    }
+    PyErr_Clear(); /* best effort */
+    Py_XDECREF(doc);
+    Py_XDECREF(text);
+    return out;
+}
+
+/* The NEFF's dtype for `ti` when it agrees with what libnrt reported (the
+ * same code, or int8 for an fp8 type, as hardware reports them); else
+ * `reported`. */
+static const char *
+exact_dtype(PyObject *neff_dtypes, const nrt_tensor_info_t *ti,
+            const char *reported)
+{
+    PyObject *dt = neff_dtypes != NULL
+                       ? PyDict_GetItemString(neff_dtypes, ti->name)
+                       : NULL;
+    const char *name = dt != NULL ? PyUnicode_AsUTF8(dt) : NULL;
+    nrt_dtype_t code;
+    char kind;
+    if (name == NULL || !dtype_row_of_name(name, &code, &kind)) {
+        PyErr_Clear();
+        return reported;
+    }
+    bool fp8 = kind == 'f' && strncmp(name, "float8_", 7) == 0;
+    if (code == ti->dtype || (ti->dtype == NRT_DTYPE_INT8 && fp8)) {
+        return name; /* (kept alive by neff_dtypes) */
+    }
+    return reported;
+}
+
 static PyObject *
 runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
 {
@@ -568,7 +632,7 @@ runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
     if (st != NRT_SUCCESS) {
         return raise_nrt_error(st, "Failed to get tensor info");
     }
-    PyObject *info = NULL;
+    PyObject *info = NULL, *neff_dtypes = NULL;
     PyObject *inputs = PyDict_New();
     PyObject *outputs = PyDict_New();
     if (inputs == NULL || outputs == NULL) {
@@ -588,12 +652,21 @@ runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
             continue;
         }
         /* The emulator knows types libnrt's code cannot name (bool,
-         * float64, the e4m3 variants); the real runtime reports codes. */
+         * float64, the e4m3 variants).  The real runtime reports fp8 as
+         * int8 and some types not at all: there the NEFF's own var table
+         * says, where it has dtypes (the NEFFs nrtpy writes do). */
         const char *dtype_name = NULL;
         if (libnrt.nrtemu_get_model_tensor_dtype == NULL ||
             libnrt.nrtemu_get_model_tensor_dtype(m->handle, i, &dtype_name) !=
                 NRT_SUCCESS) {
             dtype_name = dtype_name_of_code(ti->dtype);
+            if ((ti->dtype == NRT_DTYPE_INT8 ||
+                 ti->dtype == NRT_DTYPE_UNKNOWN ||
+                 ti->dtype == NRT_DTYPE_FP8_E4) &&
+                neff_dtypes == NULL) {
+                neff_dtypes = model_neff_dtypes(m);
+            }
+            dtype_name = exact_dtype(neff_dtypes, ti, dtype_name);
         }
         PyObject *md = tensor_metadata_new(ti, dtype_name);
         if (md == NULL) {
@@ -609,6 +682,7 @@ runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
 done:
     /* Freed on every path, the error paths included. */
     st = libnrt.nrt_free_model_tensor_info(arr);
+    Py_XDECREF(neff_dtypes);
     Py_XDECREF(inputs);
     Py_XDECREF(outputs);
     if (info != NULL && st != NRT_SUCCESS) {

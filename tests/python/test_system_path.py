@@ -369,10 +369,10 @@ def test_fp8_reported_as_int8(stub_libnrt, tmp_path, opaque_neff):
     assert out["refused"].startswith("Input a: expected dtype int8, got uint8.")
 
 
-def test_fp8_exact_only_on_the_emulator(stub_libnrt, tmp_path):
+def test_fp8_exact_from_the_neff_on_the_runtime(stub_libnrt, tmp_path):
     # The emulator names each fp8 variant (nrtemu_get_model_tensor_dtype);
-    # without that extra, the runtime's int8 stands for the same NEFF, and
-    # any fp8 array of the right size is accepted for it.
+    # the real runtime says int8, so nrtpy reads the NEFF's own dtype (with
+    # the emulator's reader) and checks arrays against it all the same.
     x = np.zeros((2, 3), ml_dtypes.float8_e4m3fn)
     neff = nrtpy.neff.compile(lambda a: a.reshape(6), x, path=tmp_path / "fp8.neff")
     emulated = nrtpy.NrtpyModel.load_from_neff(neff)
@@ -381,15 +381,24 @@ def test_fp8_exact_only_on_the_emulator(stub_libnrt, tmp_path):
     del emulated
     run = run_on_stub(stub_libnrt, tmp_path, f"""
         model = NrtpyModel.load_from_neff({str(neff)!r})
-        x = np.array([[0.5, -1, 2], [0.25, 3, -0.125]], ml_dtypes.float8_e5m2)
+        x = np.array([[0.5, -1, 2], [0.25, 3, -0.125]], ml_dtypes.float8_e4m3fn)
         out = model(inputs={{"a": NrtpyTensor.from_numpy(x)}})["output_0"].numpy()
+        try:
+            model(inputs={{"a": NrtpyTensor.from_numpy(x.astype(ml_dtypes.float8_e5m2))}})
+            refused = None
+        except ValueError as e:
+            refused = str(e).split(".")[0]
         print(json.dumps({{
             "in": model.input_tensors_info["a"].dtype,
             "out": model.output_tensors_info["output_0"].dtype,
             "result": [str(out.dtype), out.tobytes() == x.tobytes()],
+            "refused": refused,
         }}))
     """, STUB_NRT_MODEL=FP8_MODEL)
-    assert run.result() == {"in": "int8", "out": "int8", "result": ["int8", True]}
+    assert run.result() == {
+        "in": "float8_e4m3fn", "out": "float8_e4m3fn",
+        "result": ["float8_e4m3fn", True],
+        "refused": "Input a: expected dtype float8_e4m3fn, got float8_e5m2"}
 
 
 def test_neff_inspect_beside_the_runtime(stub_libnrt, tmp_path):
