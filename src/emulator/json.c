@@ -531,6 +531,39 @@ parse_literal(struct parser *p)
 
 static struct nrtemu_json *parse_value(struct parser *p, int depth);
 
+static int
+compare_keys(const void *a, const void *b)
+{
+    const struct nrtemu_json_key *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+
+    return c != 0 ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* The sorted index of a large object (see json.h); false when out of
+ * memory. */
+static bool
+index_object(struct parser *p, struct nrtemu_json *node)
+{
+    size_t count = node->u.object.count;
+    struct nrtemu_json_key *index;
+
+    node->u.object.index = NULL;
+    if (count <= NRTEMU_JSON_INDEX_MIN) {
+        return true;
+    }
+    index = arena_alloc(p->doc, count * sizeof *index);
+    if (index == NULL) {
+        return false;
+    }
+    for (size_t i = 0; i < count; i++) {
+        index[i] = (struct nrtemu_json_key){node->u.object.keys[i], i};
+    }
+    qsort(index, count, sizeof *index, compare_keys);
+    node->u.object.index = index;
+    return true;
+}
+
 /*
  * Copy the slots above `base` into `node` (array items or object members)
  * and pop them.
@@ -566,6 +599,10 @@ close_container(struct parser *p, struct nrtemu_json *node, size_t base)
         node->u.object.keys = keys;
         node->u.object.values = values;
         node->u.object.count = count;
+        if (!index_object(p, node)) {
+            fail_oom(p);
+            return false;
+        }
     } else {
         node->u.array.items = values;
         node->u.array.count = count;
@@ -759,6 +796,24 @@ const struct nrtemu_json *
 nrtemu__json_get(const struct nrtemu_json *obj, const char *key)
 {
     if (obj == NULL || obj->type != NRTEMU_JSON_OBJECT) {
+        return NULL;
+    }
+    if (obj->u.object.index != NULL) {
+        /* The last entry with this key: past the end of the run of equal
+         * keys, one back.  (The last of duplicates wins, as below.) */
+        const struct nrtemu_json_key *index = obj->u.object.index;
+        size_t lo = 0, hi = obj->u.object.count;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(index[mid].key, key) <= 0) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if (lo > 0 && strcmp(index[lo - 1].key, key) == 0) {
+            return obj->u.object.values[index[lo - 1].pos];
+        }
         return NULL;
     }
     /* From the end: the last of duplicate keys wins, as in Python. */

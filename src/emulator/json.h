@@ -26,6 +26,13 @@ enum nrtemu_json_type {
     NRTEMU_JSON_OBJECT,
 };
 
+#define NRTEMU_JSON_INDEX_MIN 16
+
+struct nrtemu_json_key {
+    const char *key;
+    size_t pos;
+};
+
 struct nrtemu_json {
     enum nrtemu_json_type type;
     union {
@@ -48,6 +55,11 @@ struct nrtemu_json {
                                   lookups, all kept in order */
             struct nrtemu_json **values;
             size_t count;
+            /* Objects of more than NRTEMU_JSON_INDEX_MIN members: their
+             * positions sorted by (key, position), for lookups in
+             * O(log n) (a NEFF's var table has one entry per weight);
+             * NULL for smaller objects, searched linearly. */
+            const struct nrtemu_json_key *index;
         } object;
     } u;
 };

@@ -232,10 +232,50 @@ nrtemu__excerpt(char *buf, size_t buflen, const void *text, size_t len)
 }
 
 /*
- * Inflate a gzip payload into neff->payload.  The output may not exceed
- * the smaller of NRTEMU_NEFF_MAX_PAYLOAD and NRTEMU_NEFF_MAX_RATIO times
- * the input, so a small "gzip bomb" fails fast instead of exhausting
- * memory.  The buffer grows geometrically (linear total copying).
+ * The tar archive inside a gzip stream, followed as it inflates: where the
+ * next header starts and whether the archive has ended (two zero blocks).
+ * Inflating stops at the end of the archive, so what it costs is what the
+ * archive's headers declare, not what the stream could expand to: a small
+ * file of compressed zeros (a "gzip bomb") ends at its first block.  A
+ * header the walk cannot follow (malformed, or PAX, which may change the
+ * next member's size) turns the walk off: the size bounds still apply and
+ * the tar reader judges the archive.
+ */
+/* Tar writers pad an archive to a multiple of 10 KiB (the record size);
+ * far more than that after the end is not padding. */
+#define NEFF_TAR_TRAILER_MAX (1 << 20)
+
+struct tar_walk {
+    uint64_t next; /* offset of the next header block */
+    int zero_blocks;
+    bool ended;
+    bool lost;
+};
+
+static void
+tar_walk_advance(struct tar_walk *w, const unsigned char *buf, size_t produced)
+{
+    while (!w->ended && !w->lost && w->next <= produced &&
+           produced - w->next >= 512) {
+        uint64_t span;
+        if (!nrtemu__tar_header_span(buf + w->next, &span) ||
+            span > UINT64_MAX - w->next) {
+            w->lost = true;
+        } else if (span == 0) {
+            w->next += 512;
+            w->ended = ++w->zero_blocks == 2;
+        } else {
+            w->zero_blocks = 0;
+            w->next += span;
+        }
+    }
+}
+
+/*
+ * Inflate a gzip payload into neff->payload, up to the end of the tar
+ * archive it holds (see tar_walk).  The output may not exceed the smaller
+ * of NRTEMU_NEFF_MAX_PAYLOAD and NRTEMU_NEFF_MAX_RATIO times the input
+ * either.  The buffer grows geometrically (linear total copying).
  */
 static NRT_STATUS
 inflate_payload(const char *func, struct nrtemu_neff *neff,
@@ -244,6 +284,7 @@ inflate_payload(const char *func, struct nrtemu_neff *neff,
     uint64_t bound = NRTEMU_NEFF_MAX_PAYLOAD;
     size_t cap, produced = 0, in_left = n;
     unsigned char *buf, scratch[64];
+    struct tar_walk walk = {0};
     z_stream zs;
     NRT_STATUS st;
     int ret;
@@ -311,6 +352,15 @@ inflate_payload(const char *func, struct nrtemu_neff *neff,
         if (ret == Z_STREAM_END) {
             break;
         }
+        tar_walk_advance(&walk, buf, produced);
+        if (walk.ended && produced - walk.next > NEFF_TAR_TRAILER_MAX) {
+            st = nrtemu__reject(
+                NRT_INVALID, func,
+                "gzip NEFF payload goes on for more than %d bytes after "
+                "the end of its tar archive (at byte %llu)",
+                NEFF_TAR_TRAILER_MAX, (unsigned long long)walk.next);
+            goto fail;
+        }
         if (ret == Z_OK) {
             continue;
         }
@@ -348,6 +398,9 @@ inflate_payload(const char *func, struct nrtemu_neff *neff,
         goto fail;
     }
     inflateEnd(&zs);
+    if (walk.ended) {
+        produced = (size_t)walk.next; /* the padding is not needed */
+    }
     /* Give back what the last doubling over-allocated. */
     if (produced > 0 && produced < cap) {
         unsigned char *p = realloc(buf, produced);

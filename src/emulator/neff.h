@@ -29,7 +29,9 @@
 #ifndef NRTEMU_NEFF_MAX_RATIO
 #define NRTEMU_NEFF_MAX_RATIO 1024
 #endif
-#define NRTEMU_NEFF_MAX_ENTRIES 65536
+/* Tar members: a large model has one .npy per weight.  Each costs one
+ * 512-byte header in the payload, so the count is also bounded by it. */
+#define NRTEMU_NEFF_MAX_ENTRIES (1u << 20)
 #define NRTEMU_MAX_DIMS 8
 
 /* The header fields, decoded (little-endian on every host); TEXT fields

@@ -100,6 +100,24 @@ parse_number_field(const unsigned char *f, size_t n, uint64_t *out)
     return true;
 }
 
+bool
+nrtemu__tar_header_span(const unsigned char *h, uint64_t *span)
+{
+    uint64_t size;
+
+    if (all_zero(h, 512)) {
+        *span = 0;
+        return true;
+    }
+    /* typeflag at 156, size at 124 (12 bytes) */
+    if (h[156] == 'x' || h[156] == 'g' ||
+        !parse_number_field(h + 124, 12, &size) || size > UINT64_MAX - 1024) {
+        return false;
+    }
+    *span = 512 + ((size + 511) & ~(uint64_t)511);
+    return true;
+}
+
 /* Bytes of a fixed-width text field before its NUL, if any. */
 static size_t
 field_len(const unsigned char *f, size_t n)

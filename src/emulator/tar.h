@@ -9,6 +9,7 @@
 #ifndef NRTEMU_TAR_H
 #define NRTEMU_TAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "nrt/nrt_status.h"
@@ -33,5 +34,14 @@ NRT_STATUS nrtemu__tar_index(const char *func, const unsigned char *data,
                              size_t size, size_t max_entries,
                              struct nrtemu_neff_file **files, size_t *count);
 void nrtemu__tar_free(struct nrtemu_neff_file *files, size_t count);
+
+/*
+ * For a reader that streams an archive: the bytes the 512-byte header
+ * block `h` and its member's data take (512 + the size rounded up to 512),
+ * or 0 for an all-zero block (two make the end of the archive).  False
+ * when the size field is malformed, and for PAX headers, which may change
+ * the size of the member after them.
+ */
+bool nrtemu__tar_header_span(const unsigned char *h, uint64_t *span);
 
 #endif /* NRTEMU_TAR_H */

@@ -13,6 +13,7 @@
 #include "md5.h"
 #include "neff.h"
 #include "sha256.h"
+#include "tar.h"
 
 #define FUNC "nrt_load"
 
@@ -522,6 +523,45 @@ json_double_is(const char *text, double want)
     nrtemu__json_free(doc);
 }
 
+/* Large objects are looked up through their sorted index: every key is
+ * found, the last duplicate wins as in small objects, absent keys (before,
+ * between and after the present ones) are absent. */
+static void
+test_json_large_object_lookup(void)
+{
+    enum { N = 3000 };
+    size_t cap = (size_t)N * 24 + 64, len = 0;
+    char *text = malloc(cap);
+    int64_t v;
+
+    ASSERT_NOT_NULL(text);
+    len += (size_t)snprintf(text + len, cap - len, "{");
+    for (int i = 0; i < N; i++) {
+        /* keys in a scrambled order; k7 appears twice */
+        int k = (i * 7919) % N;
+        len += (size_t)snprintf(text + len, cap - len, "%s\"k%d\": %d",
+                                i ? ", " : "", k, i);
+    }
+    len += (size_t)snprintf(text + len, cap - len, ", \"k7\": -1}");
+    struct nrtemu_json_doc *doc = json_ok(text);
+    const struct nrtemu_json *root = nrtemu__json_root(doc);
+    ASSERT_NOT_NULL(root->u.object.index);
+    for (int i = 0; i < N; i++) {
+        char key[16];
+        int k = (i * 7919) % N;
+        snprintf(key, sizeof key, "k%d", k);
+        ASSERT_TRUE(nrtemu__json_get_int(root, key, &v));
+        ASSERT_EQ(v, k == 7 ? -1 : i);
+    }
+    ASSERT_NULL(nrtemu__json_get(root, "k"));
+    ASSERT_NULL(nrtemu__json_get(root, "k10a"));
+    ASSERT_NULL(nrtemu__json_get(root, "a"));
+    ASSERT_NULL(nrtemu__json_get(root, "zz"));
+    ASSERT_NULL(nrtemu__json_get(root, "k3000"));
+    nrtemu__json_free(doc);
+    free(text);
+}
+
 static void
 test_json_structure(void)
 {
@@ -1023,13 +1063,14 @@ bits_code(struct bits *w, uint32_t code, int len)
 }
 
 /*
- * A gzip stream of 1 + 258 * matches zero bytes at the best ratio deflate
- * allows (zlib itself stays just under 1024:1 on zeros): one dynamic
- * block whose codes are literal 0 = "10", end = "11", length 258 = "0"
- * and distance 1 = "0", so every 258 bytes cost 2 bits.
+ * A gzip stream of `prefix` (may be NULL; deflated by zlib into blocks of
+ * its own, flushed to a byte boundary) then 1 + 258 * matches zero bytes at
+ * the best ratio deflate allows (zlib itself stays just under 1024:1 on
+ * zeros): one dynamic block whose codes are literal 0 = "10", end = "11",
+ * length 258 = "0" and distance 1 = "0", so every 258 bytes cost 2 bits.
  */
 static void
-gzip_bomb(struct buf *out, size_t matches)
+gzip_bomb_after(struct buf *out, const struct buf *prefix, size_t matches)
 {
     static const unsigned char order[18] = {16, 17, 18, 0,  8, 7,  9, 6,  10,
                                             5,  11, 4,  12, 3, 13, 2, 14, 1};
@@ -1041,6 +1082,23 @@ gzip_bomb(struct buf *out, size_t matches)
     size_t total = 1 + 258 * matches;
 
     buf_put(out, header, sizeof header);
+    if (prefix != NULL) {
+        z_stream zs = {0};
+        unsigned char chunk[4096];
+        ASSERT_EQ(deflateInit2(&zs, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY),
+                  Z_OK);
+        zs.next_in = prefix->p;
+        zs.avail_in = (uInt)prefix->len;
+        do {
+            zs.next_out = chunk;
+            zs.avail_out = sizeof chunk;
+            ASSERT_NE(deflate(&zs, Z_FULL_FLUSH), Z_STREAM_ERROR);
+            buf_put(out, chunk, sizeof chunk - zs.avail_out);
+        } while (zs.avail_out == 0);
+        deflateEnd(&zs);
+        crc = crc32(crc, prefix->p, (uInt)prefix->len);
+        total += prefix->len;
+    }
     bits_put(&w, 1, 1);  /* BFINAL */
     bits_put(&w, 2, 2);  /* dynamic Huffman */
     bits_put(&w, 29, 5); /* 286 literal/length codes */
@@ -1081,6 +1139,12 @@ gzip_bomb(struct buf *out, size_t matches)
 }
 
 static void
+gzip_bomb(struct buf *out, size_t matches)
+{
+    gzip_bomb_after(out, NULL, matches);
+}
+
+static void
 test_neff_gzip_bounds(void)
 {
     struct buf tar = {0}, gz = {0}, image = {0};
@@ -1093,10 +1157,27 @@ test_neff_gzip_bounds(void)
     open_bad(&image, false, NRT_INVALID,
              "NEFF has no sgNN/def.json among its 0 files");
 
-    /* 10 MiB from about 10 KB: over 1024 x the compressed size. */
+    /* 10 MiB of zeros from about 10 KB: inflating stops where the zeros
+     * end the (empty) archive, and the stream going on for megabytes
+     * after it is refused, at about 1 MiB: not the 10 MiB it holds. */
     gz.len = 0;
     gzip_bomb(&gz, (size_t)10 << 20 >> 8);
     ASSERT_ULT(gz.len * NRTEMU_NEFF_MAX_RATIO, 1 + 258 * ((10 << 20) >> 8));
+    make_neff(&gz, &o, &image);
+    open_bad(&image, false, NRT_INVALID,
+             "goes on for more than 1048576 bytes after the end of its tar "
+             "archive (at byte 1024)");
+
+    /* A member that declares 1 GiB, followed by 32 MiB of zeros: the
+     * archive itself asks for them, so the ratio bound is what refuses
+     * it. */
+    tar.len = 0;
+    tar_add_str(&tar, "sg00/def.json", "{}");
+    unsigned char h[512];
+    tar_header(h, "big.bin", (size_t)1 << 30, '0');
+    buf_put(&tar, h, 512);
+    gz.len = 0;
+    gzip_bomb_after(&gz, &tar, (size_t)32 << 20 >> 8);
     make_neff(&gz, &o, &image);
     open_bad(&image, false, NRT_INVALID, "inflates to more than ");
     ASSERT_STR_CONTAINS(nrtemu_last_error(), "x the ");
@@ -1324,29 +1405,35 @@ test_tar_formats(void)
 static void
 test_tar_entry_limit(void)
 {
+    enum { LIMIT = 1000 };
     struct buf tar = {0};
     unsigned char h[512];
     char name[32];
+    struct nrtemu_neff_file *files = NULL;
+    size_t count = 0;
 
-    /* One member too many (empty files: one header each). */
+    /* The limit the reader is given, at a size a test can build (the
+     * NEFF reader's own, NRTEMU_NEFF_MAX_ENTRIES, takes 512 MiB of
+     * headers): one member too many... */
     tar_add_str(&tar, "sg00/def.json", "{}");
-    for (int i = 1; i <= NRTEMU_NEFF_MAX_ENTRIES; i++) {
+    for (int i = 1; i <= LIMIT; i++) {
         snprintf(name, sizeof name, "f%d", i);
         tar_header(h, name, 0, '0');
         buf_put(&tar, h, 512);
     }
     tar_end(&tar);
-    tar_bad(&tar, "more than 65536 members");
+    ASSERT_STATUS(
+        nrtemu__tar_index("test", tar.p, tar.len, LIMIT, &files, &count),
+        NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "more than 1000 members");
 
-    /* Exactly the limit is fine. */
+    /* ... and exactly the limit is fine. */
     tar.len -= 1024 + 512;
     tar_end(&tar);
-    struct buf image = {0};
-    image_of(&tar, false, &image);
-    struct nrtemu_neff *neff = open_ok(&image, false);
-    ASSERT_UEQ(neff->file_count, NRTEMU_NEFF_MAX_ENTRIES);
-    nrtemu__neff_free(neff);
-    buf_free(&image);
+    ASSERT_OK(
+        nrtemu__tar_index("test", tar.p, tar.len, LIMIT, &files, &count));
+    ASSERT_UEQ(count, LIMIT);
+    nrtemu__tar_free(files, count);
     buf_free(&tar);
 }
 
@@ -1720,6 +1807,7 @@ main(void)
     RUN_TEST(test_sha256_vectors);
     RUN_TEST(test_md5_vectors);
     RUN_TEST(test_json_structure);
+    RUN_TEST(test_json_large_object_lookup);
     RUN_TEST(test_json_strings);
     RUN_TEST(test_json_numbers);
     RUN_TEST(test_json_syntax_errors);

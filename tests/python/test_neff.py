@@ -707,3 +707,22 @@ def test_inspect_header_fields_round_trip(tmp_path):
 def test_inspect_rejects_bad_path_types(tmp_path):
     with pytest.raises(TypeError):
         nrtpy.neff.inspect(5)
+
+
+def test_inspect_gzip_bomb_stops_at_the_archive_end(tmp_path):
+    # 64 MiB of compressed zeros in a 64 KiB file: the zeros end the tar
+    # archive at its first kilobyte, and the stream going on past it is
+    # refused there, without inflating the rest.
+    import zlib
+
+    comp = zlib.compressobj(9, zlib.DEFLATED, 16 + 15)
+    chunk = bytes(1 << 20)
+    payload = b"".join(comp.compress(chunk) for _ in range(64)) + comp.flush()
+    assert len(payload) < 100_000
+    header = _container.pack_header({
+        "pkg_version": 1, "header_size": 1024, "data_size": len(payload),
+        "neff_version_major": 2, "name": "bomb"})
+    path = tmp_path / "bomb.neff"
+    path.write_bytes(header + payload)
+    with pytest.raises(ValueError, match=r"after the end of its tar archive \(at byte 1024\)"):
+        nrtpy.neff.inspect(path)

@@ -59,8 +59,9 @@ def pack_header(fields: dict[str, Any]) -> bytes:
 
 
 def write(path: str | Path, files: dict[str, bytes], *, name: str,
-          num_tpb: int = 1) -> Path:
-    """Write a NEFF holding `files` (archive path -> bytes); gzip + sha256.
+          num_tpb: int = 1, compress: bool = True) -> Path:
+    """Write a NEFF holding `files` (archive path -> bytes); gzip (unless
+    `compress` is false) + sha256.
 
     Written to a temporary file beside `path` and renamed over it, so that
     `path` never holds half a NEFF; the temporary file is removed when
@@ -74,7 +75,9 @@ def write(path: str | Path, files: dict[str, bytes], *, name: str,
             info.mtime = int(time.time())
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
-    payload = gzip.compress(tar_buf.getvalue(), compresslevel=6, mtime=0)
+    payload = tar_buf.getvalue()
+    if compress:
+        payload = gzip.compress(payload, compresslevel=6, mtime=0)
     header = pack_header({
         "pkg_version": 1,
         "header_size": HEADER_SIZE,
