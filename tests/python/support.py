@@ -57,23 +57,15 @@ def run_python(code: str, timeout: float = 60, **env: str | None):
     )
 
 
+
 def neff_members(path) -> dict[str, bytes]:
     """The archive members of a NEFF, read with Python's own tarfile: an
     oracle independent of the emulator's reader, for checking what
-    nrtpy.neff wrote (nrtpy itself reads NEFFs only through the emulator)."""
-    import gzip
-    import io
-    import tarfile
+    nrtpy.neff wrote (nrtpy itself reads NEFFs only through the emulator).
+    The fuzz corpus tools share it (tests/fuzz/make_corpus.py)."""
+    fuzz_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fuzz")
+    if fuzz_dir not in sys.path:
+        sys.path.append(fuzz_dir)
+    import make_corpus
 
-    with open(path, "rb") as f:
-        raw = f.read()
-    payload = raw[1024:]
-    if payload[:2] == b"\x1f\x8b":
-        payload = gzip.decompress(payload)
-    out = {}
-    with tarfile.open(fileobj=io.BytesIO(payload)) as tar:
-        for member in tar:
-            if member.isfile():
-                name = member.name[2:] if member.name.startswith("./") else member.name
-                out[name] = tar.extractfile(member).read()
-    return out
+    return make_corpus.members(path)
