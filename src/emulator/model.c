@@ -513,9 +513,9 @@ set_check(const char *func, const struct nrtemu_tensor_set *set,
  * ignored, so one set can serve several models.
  */
 static NRT_STATUS
-bind_io(const char *func, const nrt_model_t *model,
-        const struct nrtemu_tensor_set *in,
-        const struct nrtemu_tensor_set *out, void **io_data)
+bind_io_locked(const char *func, const nrt_model_t *model,
+               const struct nrtemu_tensor_set *in,
+               const struct nrtemu_tensor_set *out, void **io_data)
 {
     const struct nrtemu_neff *neff = model->neff;
 
@@ -524,7 +524,7 @@ bind_io(const char *func, const nrt_model_t *model,
         bool input = io->usage == NRT_TENSOR_USAGE_INPUT;
         const char *what = input ? "input" : "output";
         nrt_tensor_t *t =
-            nrtemu__tensor_set_lookup(input ? in : out, io->name);
+            nrtemu__tensor_set_lookup_locked(input ? in : out, io->name);
 
         if (t == NULL) {
             return nrtemu__reject(NRT_INVALID, func,
@@ -561,6 +561,37 @@ bind_io(const char *func, const nrt_model_t *model,
         io_data[i] = nrtemu__tensor_data(t);
     }
     return NRT_SUCCESS;
+}
+
+/*
+ * The sets' locks are taken once each (the same set may be both), in
+ * address order: two threads executing with sets A, B and B, A must not
+ * wait for each other.
+ */
+static NRT_STATUS
+bind_io(const char *func, const nrt_model_t *model,
+        const struct nrtemu_tensor_set *in,
+        const struct nrtemu_tensor_set *out, void **io_data)
+{
+    struct nrtemu_tensor_set *first = (struct nrtemu_tensor_set *)in;
+    struct nrtemu_tensor_set *second = (struct nrtemu_tensor_set *)out;
+    NRT_STATUS st;
+
+    if ((uintptr_t)second < (uintptr_t)first) {
+        struct nrtemu_tensor_set *t = first;
+        first = second;
+        second = t;
+    }
+    pthread_mutex_lock(&first->lock);
+    if (second != first) {
+        pthread_mutex_lock(&second->lock);
+    }
+    st = bind_io_locked(func, model, in, out, io_data);
+    if (second != first) {
+        pthread_mutex_unlock(&second->lock);
+    }
+    pthread_mutex_unlock(&first->lock);
+    return st;
 }
 
 /* Run every subgraph once; the caller holds the model's vnc locks. */

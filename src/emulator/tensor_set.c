@@ -104,6 +104,15 @@ set_grow(struct nrtemu_tensor_set *set)
 }
 
 nrt_tensor_t *
+nrtemu__tensor_set_lookup_locked(const struct nrtemu_tensor_set *set,
+                                 const char *name)
+{
+    struct nrtemu_tensor_set_entry *entry = set_find(set, name);
+
+    return entry != NULL ? entry->tensor : NULL;
+}
+
+nrt_tensor_t *
 nrtemu__tensor_set_lookup(const struct nrtemu_tensor_set *cset,
                           const char *name)
 {

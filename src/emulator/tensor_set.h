@@ -41,4 +41,10 @@ struct nrtemu_tensor_set {
 nrt_tensor_t *nrtemu__tensor_set_lookup(const struct nrtemu_tensor_set *set,
                                         const char *name);
 
+/* The same, for a caller that holds the set's lock already (binding a
+ * model's I/O takes each set's lock once, not once per tensor). */
+nrt_tensor_t *
+nrtemu__tensor_set_lookup_locked(const struct nrtemu_tensor_set *set,
+                                 const char *name);
+
 #endif /* NRTEMU_TENSOR_SET_H */

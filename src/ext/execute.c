@@ -220,18 +220,31 @@ model_sets_clear(NrtModelObject *m)
             m->sets[i] = NULL;
         }
         Py_CLEAR(m->set_names[i]);
+        PyMem_Free(m->set_handles[i]);
+        m->set_handles[i] = NULL;
     }
 }
 
-/* Fill `set` from `list` without the GIL; NRT_SUCCESS or the failure. */
+/*
+ * Fill `set` from `list` without the GIL; NRT_SUCCESS or the failure.
+ * With `handles` (a reused set: what each name holds now), a name that
+ * already holds its tensor is skipped.
+ */
 static NRT_STATUS
-set_fill(nrt_tensor_set_t *set, const io_list *list)
+set_fill(nrt_tensor_set_t *set, const io_list *list, nrt_tensor_t **handles)
 {
     for (Py_ssize_t i = 0; i < list->n; i++) {
-        NRT_STATUS st = libnrt.nrt_add_tensor_to_tensor_set(
-            set, list->e[i].ckey, list->e[i].tensor->handle);
+        nrt_tensor_t *h = list->e[i].tensor->handle;
+        if (handles != NULL && handles[i] == h) {
+            continue;
+        }
+        NRT_STATUS st =
+            libnrt.nrt_add_tensor_to_tensor_set(set, list->e[i].ckey, h);
         if (st != NRT_SUCCESS) {
             return st;
+        }
+        if (handles != NULL) {
+            handles[i] = h;
         }
     }
     return NRT_SUCCESS;
@@ -278,7 +291,15 @@ execute_pinned(NrtModelObject *m, io_list *in, io_list *out, const char *ntff)
                 m->sets[i] == NULL || !same_names(m->set_names[i], lists[i]);
             if (rebuild[i]) {
                 PyObject *names = names_of(lists[i]);
-                if (names == NULL) {
+                nrt_tensor_t **handles =
+                    names != NULL
+                        ? PyMem_Calloc(lists[i]->n + 1, sizeof *handles)
+                        : NULL;
+                if (handles == NULL) {
+                    if (names != NULL) {
+                        Py_DECREF(names);
+                        PyErr_NoMemory();
+                    }
                     return -1;
                 }
                 if (m->sets[i] != NULL) {
@@ -286,6 +307,8 @@ execute_pinned(NrtModelObject *m, io_list *in, io_list *out, const char *ntff)
                     m->sets[i] = NULL;
                 }
                 Py_XSETREF(m->set_names[i], names);
+                PyMem_Free(m->set_handles[i]);
+                m->set_handles[i] = handles;
             }
         }
         m->sets_busy = true;
@@ -305,7 +328,8 @@ execute_pinned(NrtModelObject *m, io_list *in, io_list *out, const char *ntff)
                 st = libnrt.nrt_allocate_tensor_set(&sets[i]);
             }
             if (st == NRT_SUCCESS) {
-                st = set_fill(sets[i], lists[i]);
+                st = set_fill(sets[i], lists[i],
+                              use_cache ? m->set_handles[i] : NULL);
             }
         }
         if (st != NRT_SUCCESS) {

@@ -232,6 +232,9 @@ typedef struct {
      * them without the GIL. */
     nrt_tensor_set_t *sets[2]; /* inputs, outputs; owned */
     PyObject *set_names[2];    /* tuple of str, the names they hold */
+    /* The handle each name was last given (PyMem, one per name): a name
+     * given the same tensor again is not re-added. */
+    nrt_tensor_t **set_handles[2];
     bool sets_busy;
     /* The signature NrtpyModel checks calls against, in NEFF order:
      * inputs, then outputs.  One PyMem block; NULL until set. */

@@ -256,6 +256,8 @@ NrtModel_dealloc(PyObject *op)
     /* (sets left by a closed real runtime are abandoned, as its tensors) */
     Py_CLEAR(self->set_names[0]);
     Py_CLEAR(self->set_names[1]);
+    PyMem_Free(self->set_handles[0]);
+    PyMem_Free(self->set_handles[1]);
     specs_free(self);
     Py_CLEAR(self->neff_path);
     token_decref(self->token);

@@ -523,6 +523,7 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
     m->unload_pending = false;
     m->sets[0] = m->sets[1] = NULL;
     m->set_names[0] = m->set_names[1] = NULL;
+    m->set_handles[0] = m->set_handles[1] = NULL;
     m->sets_busy = false;
     m->specs = NULL;
     m->n_inputs = m->n_outputs = 0;

@@ -696,6 +696,60 @@ test_neff_describe(void)
     free(image);
 }
 
+/* Two threads executing with the same two sets, each the other's way
+ * round (A as inputs and B as outputs, and B, A): binding takes the sets'
+ * locks in one order, so neither waits for the other forever. */
+struct crossed {
+    nrt_model_t *model;
+    nrt_tensor_set_t *in, *out;
+};
+
+static void *
+crossed_main(void *arg)
+{
+    struct crossed *c = arg;
+
+    for (int i = 0; i < 2000; i++) {
+        ASSERT_OK(nrt_execute(c->model, c->in, c->out));
+    }
+    return NULL;
+}
+
+static void
+test_crossed_sets(void)
+{
+    struct add_io io;
+    nrt_tensor_set_t *a = NULL, *b = NULL;
+    pthread_t threads[2];
+
+    init_runtime();
+    nrt_model_t *model = load("add", ADD_DEF, ADD_PROGRAM, 0);
+    add_io_make(&io, 0, 1.0f);
+    ASSERT_OK(nrt_allocate_tensor_set(&a));
+    ASSERT_OK(nrt_allocate_tensor_set(&b));
+    nrt_tensor_set_t *sets[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_OK(nrt_add_tensor_to_tensor_set(sets[i], "a", io.a));
+        ASSERT_OK(nrt_add_tensor_to_tensor_set(sets[i], "b", io.b));
+        ASSERT_OK(nrt_add_tensor_to_tensor_set(sets[i], "output_0", io.out));
+    }
+    struct crossed c[2] = {{model, a, b}, {model, b, a}};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(pthread_create(&threads[i], NULL, crossed_main, &c[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ(pthread_join(threads[i], NULL), 0);
+    }
+    add_io_check(&io, 1.0f);
+    /* one set as both */
+    ASSERT_OK(nrt_execute(model, a, a));
+    nrt_destroy_tensor_set(&a);
+    nrt_destroy_tensor_set(&b);
+    add_io_free(&io);
+    ASSERT_OK(nrt_unload(model));
+    nrt_close();
+}
+
 int
 main(void)
 {
@@ -713,5 +767,6 @@ main(void)
     RUN_TEST(test_after_close);
     RUN_TEST(test_exec_timeout);
     RUN_TEST(test_concurrent_executions);
+    RUN_TEST(test_crossed_sets);
     return 0;
 }
