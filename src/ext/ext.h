@@ -274,9 +274,9 @@ int model_execute(NrtModelObject *m, PyObject *inputs, PyObject *outputs,
  */
 int model_execute_checked(NrtModelObject *m, PyObject *inputs,
                           PyObject *outputs);
-/* _nrtpy._model_call_method(logger): NrtpyModel.__call__, logging to
- * `logger` (nrtpy's). */
-PyObject *module_model_call_method(PyObject *module, PyObject *logger);
+/* _nrtpy._model_call_method(cls, logger): cls.__call__ (NrtpyModel's),
+ * logging to `logger` (nrtpy's). */
+PyObject *module_model_call_method(PyObject *module, PyObject *args);
 
 /* Destroy the model's reusable tensor sets (execute.c). */
 void model_sets_clear(NrtModelObject *m);

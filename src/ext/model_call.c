@@ -6,8 +6,9 @@
  * without running any Python code; every other call, and any call that
  * does not match the signature exactly, goes to NrtpyModel._call, the
  * Python implementation, which checks in full and says what is wrong.
- * The function is installed on the class as an instance method, so it
- * binds `self` like a function written in Python.
+ * The function is installed on the class as a method descriptor (the kind
+ * of object C types' methods are), which the interpreter calls with
+ * `self` prepended and without making a bound method first.
  */
 #include "ext.h"
 
@@ -49,20 +50,12 @@ logging_info(void)
 }
 
 static PyObject *
-model_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+model_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
            PyObject *kwnames)
 {
-    (void)module;
-    /* self, then __call__'s own parameters */
     PyObject *argv[4] = {NULL, Py_None, Py_False, Py_None};
-    if (nargs < 1) {
-        PyErr_SetString(PyExc_TypeError,
-                        "NrtpyModel.__call__() needs the model");
-        return NULL;
-    }
-    PyObject *self = args[0];
-    if (parse_args("__call__", args + 1, nargs - 1, kwnames, call_names, 4, 1,
-                   argv) < 0) {
+    if (parse_args("__call__", args, nargs, kwnames, call_names, 4, 1, argv) <
+        0) {
         return NULL;
     }
     if (argv[1] != Py_None && argv[2] == Py_False) {
@@ -91,10 +84,11 @@ model_call(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                argv[2], argv[3]);
 }
 
+/* A method of the class: the descriptor checks `self` is an instance. */
 static PyMethodDef model_call_def = {
     "__call__", (PyCFunction)(void (*)(void))model_call,
     METH_FASTCALL | METH_KEYWORDS,
-    "__call__(self, inputs, outputs=None, save_trace=False, "
+    "__call__($self, /, inputs, outputs=None, save_trace=False, "
     "ntff_name=None)\n--\n\n"
     "Execute once.\n\n"
     "Returns the outputs (new tensors, by output name) when ``outputs`` is "
@@ -112,8 +106,14 @@ static PyMethodDef model_call_def = {
     "    NrtpyError: the model is unloaded, or a tensor is freed."};
 
 PyObject *
-module_model_call_method(PyObject *module, PyObject *logger)
+module_model_call_method(PyObject *module, PyObject *args)
 {
+    (void)module;
+    PyObject *cls, *logger;
+    if (!PyArg_ParseTuple(args, "O!O:_model_call_method", &PyType_Type, &cls,
+                          &logger)) {
+        return NULL;
+    }
     PyObject *is_enabled_for = PyObject_GetAttrString(logger, "isEnabledFor");
     if (is_enabled_for == NULL) {
         return NULL;
@@ -133,11 +133,5 @@ module_model_call_method(PyObject *module, PyObject *logger)
         return NULL;
     }
     Py_XSETREF(log_enabled_for, is_enabled_for);
-    PyObject *fn = PyCFunction_NewEx(&model_call_def, NULL, module);
-    if (fn == NULL) {
-        return NULL;
-    }
-    PyObject *method = PyInstanceMethod_New(fn);
-    Py_DECREF(fn);
-    return method;
+    return PyDescr_NewMethod((PyTypeObject *)cls, &model_call_def);
 }

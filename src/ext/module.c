@@ -120,9 +120,10 @@ static PyMethodDef module_methods[] = {
     {"memory_stats", module_memory_stats, METH_O,
      "memory_stats(core_id)\n--\n\nbytes_used and bytes_limit of a "
      "core's device memory (the runtime must be initialised)."},
-    {"_model_call_method", module_model_call_method, METH_O,
-     "_model_call_method(logger)\n--\n\nNrtpyModel.__call__, implemented "
-     "in C (model_call.c), for the\nclass whose log is `logger`."},
+    {"_model_call_method", module_model_call_method, METH_VARARGS,
+     "_model_call_method(cls, logger)\n--\n\nNrtpyModel.__call__, "
+     "implemented in C (model_call.c): a method\nof `cls`, logging to "
+     "`logger`."},
     {"neff_describe", module_neff_describe, METH_O,
      "neff_describe(path)\n--\n\nThe NEFF at path as JSON text (header, "
      "I/O table, subgraphs, files),\nread with the emulator's NEFF reader "

@@ -261,11 +261,6 @@ class NrtpyModel:
         return {k: v.tensor_ref for k, v in tensors.items()}
 
     # -- calls -------------------------------------------------------------
-    # NrtpyModel.__call__ (its docstring says what it does) is written in
-    # C: a call with preallocated outputs that matches the model exactly
-    # runs without Python code; any other call comes to _call.
-    __call__ = _model_call_method(logger)
-
     def _call(self, inputs: Mapping[str, Any],
               outputs: Mapping[str, Any] | None = None,
               save_trace: bool = False,
@@ -343,3 +338,9 @@ class NrtpyModel:
                 f"core_id={self.model_ref.core_id}, "
                 f"inputs={list(self.input_tensors_info)}, "
                 f"outputs={list(self.output_tensors_info)})")
+
+
+# NrtpyModel.__call__ (its docstring says what it does) is written in C: a
+# call with preallocated outputs that matches the model exactly runs
+# without Python code; any other call comes to NrtpyModel._call.
+NrtpyModel.__call__ = _model_call_method(NrtpyModel, logger)  # type: ignore[method-assign]
