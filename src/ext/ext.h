@@ -240,6 +240,9 @@ typedef struct {
      * inputs, then outputs.  One PyMem block; NULL until set. */
     io_spec *specs;
     Py_ssize_t n_inputs, n_outputs;
+    /* Outputs can be allocated from the signature alone: every one has a
+     * shape and a dtype, and none aliases an input. */
+    bool auto_outputs;
 } NrtModelObject;
 
 /* Each type's file creates it and adds it to the module. */
@@ -274,12 +277,23 @@ int model_execute(NrtModelObject *m, PyObject *inputs, PyObject *outputs,
  */
 int model_execute_checked(NrtModelObject *m, PyObject *inputs,
                           PyObject *outputs);
+/* 1 when `mapping` is a dict of exactly the `n` specs' names, each an
+ * NrtpyTensor of the spec's core, size, shape and dtype; 0 when anything
+ * differs; -1 with an exception. */
+int mapping_matches(NrtModelObject *m, PyObject *mapping, const io_spec *specs,
+                    Py_ssize_t n);
+
 /* _nrtpy._model_call_method(cls, logger): cls.__call__ (NrtpyModel's),
  * logging to `logger` (nrtpy's). */
 PyObject *module_model_call_method(PyObject *module, PyObject *args);
 
 /* Destroy the model's reusable tensor sets (execute.c). */
 void model_sets_clear(NrtModelObject *m);
+
+/* A new NrtpyTensor over the NrtTensor `ref`, with that shape, numpy
+ * dtype and name (no copy, no check: the caller knows they agree). */
+PyObject *nrtpy_tensor_wrap(PyObject *ref, int ndim, const Py_ssize_t *dims,
+                            PyObject *dtype, PyObject *name, size_t nbytes);
 
 /* A TensorMetadata for one entry of nrt_get_model_tensor_info(), with the
  * dtype name given (new reference, or NULL with an exception). */

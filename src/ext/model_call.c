@@ -49,6 +49,60 @@ logging_info(void)
     return on;
 }
 
+/*
+ * New output tensors for `m` from its signature (auto_outputs), in a new
+ * dict by name, on the model's core.  NULL with an exception.
+ */
+static PyObject *
+outputs_allocate(NrtModelObject *m)
+{
+    NrtpyObject *rt = default_runtime_get();
+    PyObject *outputs = rt != NULL ? PyDict_New() : NULL;
+    if (outputs == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = m->n_inputs; i < m->n_inputs + m->n_outputs; i++) {
+        const io_spec *spec = &m->specs[i];
+        NrtTensorObject *ref =
+            tensor_allocate(rt, spec->size, m->core_id, spec->name, false);
+        PyObject *t =
+            ref != NULL
+                ? nrtpy_tensor_wrap((PyObject *)ref, spec->ndim, spec->dims,
+                                    spec->dtype, spec->name, spec->size)
+                : NULL;
+        Py_XDECREF(ref);
+        if (t == NULL || PyDict_SetItem(outputs, spec->name, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    return outputs;
+}
+
+/* The common call without outputs: new ones, then as with outputs.  NULL
+ * without an exception when the call needs the Python path. */
+static PyObject *
+call_auto(NrtModelObject *m, PyObject *inputs)
+{
+    if (!m->auto_outputs || model_is_unloaded(m)) {
+        return NULL;
+    }
+    int ok = mapping_matches(m, inputs, m->specs, m->n_inputs);
+    if (ok <= 0) {
+        return NULL;
+    }
+    PyObject *outputs = outputs_allocate(m);
+    if (outputs == NULL) {
+        return NULL;
+    }
+    if (model_execute(m, inputs, outputs, NULL) < 0) {
+        Py_CLEAR(outputs);
+    }
+    return outputs;
+}
+
 static PyObject *
 model_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
            PyObject *kwnames)
@@ -58,21 +112,26 @@ model_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         0) {
         return NULL;
     }
-    if (argv[1] != Py_None && argv[2] == Py_False) {
+    if (argv[2] == Py_False) {
         int info = logging_info();
         if (info < 0) {
             return NULL;
         }
         PyObject *ref = info ? NULL : PyObject_GetAttr(self, str_model_ref);
         if (ref != NULL && Py_IS_TYPE(ref, ext_state->NrtModel_Type)) {
-            int done =
-                model_execute_checked((NrtModelObject *)ref, argv[0], argv[1]);
-            Py_DECREF(ref);
-            if (done < 0) {
-                return NULL;
+            NrtModelObject *m = (NrtModelObject *)ref;
+            PyObject *result = NULL;
+            int done;
+            if (argv[1] != Py_None) {
+                done = model_execute_checked(m, argv[0], argv[1]);
+                result = done > 0 ? Py_NewRef(Py_None) : NULL;
+            } else {
+                result = call_auto(m, argv[0]);
+                done = result != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
             }
-            if (done) {
-                Py_RETURN_NONE;
+            Py_DECREF(ref);
+            if (done != 0) {
+                return result; /* the result, or NULL with the error */
             }
         } else if (ref != NULL) {
             Py_DECREF(ref);

@@ -52,6 +52,7 @@ specs_free(NrtModelObject *m)
     PyMem_Free(m->specs);
     m->specs = NULL;
     m->n_inputs = m->n_outputs = 0;
+    m->auto_outputs = false;
 }
 
 /* Read one (name, shape or None, size, dtype or None) entry into *spec;
@@ -128,8 +129,9 @@ NrtModel_set_signature(PyObject *op, PyObject *args)
 {
     NrtModelObject *m = (NrtModelObject *)op;
     PyObject *inputs, *outputs;
-    if (!PyArg_ParseTuple(args, "O!O!:_set_signature", &PyTuple_Type, &inputs,
-                          &PyTuple_Type, &outputs)) {
+    int auto_outputs = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|p:_set_signature", &PyTuple_Type,
+                          &inputs, &PyTuple_Type, &outputs, &auto_outputs)) {
         return NULL;
     }
     Py_ssize_t n_in = PyTuple_GET_SIZE(inputs),
@@ -155,13 +157,20 @@ NrtModel_set_signature(PyObject *op, PyObject *args)
             return NULL;
         }
     }
+    /* Allocating outputs needs each one's shape and dtype. */
+    m->auto_outputs = auto_outputs;
+    for (Py_ssize_t i = n_in; i < n_in + n_out; i++) {
+        if (specs[i].ndim < 0 || specs[i].dtype == NULL) {
+            m->auto_outputs = false;
+        }
+    }
     Py_RETURN_NONE;
 }
 
 /* 1 when `mapping` holds exactly the specs' names, each an NrtpyTensor
  * (not a subclass: its attributes could be overridden) of the spec's
  * core, size, shape and dtype; 0 when anything differs; -1 on error. */
-static int
+int
 mapping_matches(NrtModelObject *m, PyObject *mapping, const io_spec *specs,
                 Py_ssize_t n)
 {
@@ -233,9 +242,11 @@ NrtModel_execute_checked(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef NrtModel_methods[] = {
     {"_set_signature", NrtModel_set_signature, METH_VARARGS,
-     "_set_signature(inputs, outputs)\n--\n\n"
+     "_set_signature(inputs, outputs, auto_outputs=False)\n--\n\n"
      "The (name, shape or None, size, dtype or None) of each input and "
-     "output,\nin NEFF order, that _execute_checked() requires."},
+     "output,\nin NEFF order, that _execute_checked() requires; with "
+     "auto_outputs, calls\nwithout outputs may allocate them from it "
+     "(no output aliases an input)."},
     {"_execute_checked", (PyCFunction)(void (*)(void))NrtModel_execute_checked,
      METH_FASTCALL,
      "_execute_checked(inputs, outputs)\n--\n\n"

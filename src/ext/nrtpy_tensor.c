@@ -722,3 +722,20 @@ nrtpy_tensor_type_init(PyObject *module)
     }
     return PyModule_AddType(module, ext_state->NrtpyTensor_Type);
 }
+
+_Static_assert(sizeof(npy_intp) == sizeof(Py_ssize_t),
+               "NrtpyTensor dims are npy_intp and Py_ssize_t alike");
+
+PyObject *
+nrtpy_tensor_wrap(PyObject *ref, int ndim, const Py_ssize_t *dims,
+                  PyObject *dtype, PyObject *name, size_t nbytes)
+{
+    PyObject *t =
+        ext_state->NrtpyTensor_Type->tp_alloc(ext_state->NrtpyTensor_Type, 0);
+    if (t != NULL &&
+        nrtpy_tensor_set((NrtpyTensorObject *)t, ref, ndim,
+                         (const npy_intp *)dims, dtype, name, nbytes) < 0) {
+        Py_CLEAR(t);
+    }
+    return t;
+}

@@ -527,6 +527,7 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
     m->sets_busy = false;
     m->specs = NULL;
     m->n_inputs = m->n_outputs = 0;
+    m->auto_outputs = false;
     return (PyObject *)m;
 }
 

@@ -120,9 +120,11 @@ class NrtpyModel:
         # is checked and executed there in one step (_execute_checked);
         # any other call takes the full check below, which says what is
         # wrong.
+        aliased = any(f"{k}{MUST_ALIAS_SUFFIX}" in self.input_tensors_info
+                      for k in self.output_tensors_info)
         model_ref._set_signature(*(
             tuple((k, shape, size, dtype) for k, (shape, size, dtype) in e.items())
-            for e in self._expect))
+            for e in self._expect), not aliased)
 
     @classmethod
     def load_from_neff(cls, neff_path: str | Path, name: str | None = None,

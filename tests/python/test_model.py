@@ -1576,3 +1576,20 @@ def test_fast_path_after_reset_and_from_threads(tmp_path):
     with pytest.raises(NrtpyError, match="unloaded model"):
         model(ins, outs)
     assert nrtpy._singleton._runtime is None  # no runtime started by it
+
+
+def test_fast_path_allocates_new_outputs(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = load(tmp_path, lambda a: (a * 2, (a > 2).astype(ml_dtypes.bfloat16)), x)
+    ins = {"a": NrtpyTensor.from_numpy(x)}
+    first = model(ins)
+    second = model(ins)
+    assert list(first) == ["output_0", "output_1"]
+    assert first["output_0"] is not second["output_0"]
+    for out in (first, second):
+        assert out["output_0"].shape == (2, 3) and out["output_0"].dtype == np.float32
+        assert out["output_1"].dtype == BF16
+        assert out["output_0"].name == "output_0"
+        np.testing.assert_array_equal(out["output_0"].numpy(), x * 2)
+        np.testing.assert_array_equal(out["output_1"].numpy().astype(np.float32),
+                                      (x > 2).astype(np.float32))
