@@ -21,6 +21,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "clock.h"
 #include "env_parse.h"
 #include "error.h"
 #include "export.h"
@@ -44,15 +45,6 @@ exec_locks_init(void)
     for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
         pthread_mutex_init(&exec_locks[i], NULL);
     }
-}
-
-static uint64_t
-monotonic_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 NRT_STATUS
@@ -603,7 +595,7 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
     NRT_STATUS st = NRT_SUCCESS;
 
     if (model->timeout_ns != 0) {
-        deadline = monotonic_ns() + model->timeout_ns;
+        deadline = nrtemu__monotonic_ns() + model->timeout_ns;
     }
     for (uint32_t c = 0; c < model->vnc_count && st == NRT_SUCCESS; c++) {
         uint32_t vnc = model->vnc + c;
@@ -682,10 +674,10 @@ execute(const char *func, nrt_model_t *model,
         }
         profiling = nrtemu__profile_watching(model);
         nrtemu__profile_rec_init(&rec);
-        start = monotonic_ns();
+        start = nrtemu__monotonic_ns();
         st = run_programs(func, model, io_data, exec_id,
                           profiling ? &rec : NULL);
-        end = monotonic_ns();
+        end = nrtemu__monotonic_ns();
         for (uint32_t c = model->vnc_count; c-- > 0;) {
             pthread_mutex_unlock(&exec_locks[model->vnc + c]);
         }

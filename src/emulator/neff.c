@@ -167,17 +167,6 @@ oom(const char *func, const char *what, size_t bytes)
                         "out of host memory for %s (%zu bytes)", what, bytes);
 }
 
-static bool
-all_zero(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] != 0) {
-            return false;
-        }
-    }
-    return true;
-}
-
 const char *
 nrtemu__excerpt(char *buf, size_t buflen, const void *text, size_t len)
 {
@@ -389,7 +378,7 @@ inflate_payload(const char *func, struct nrtemu_neff *neff,
     /* Only the first gzip member is read; a second one would be silently
      * lost, so anything but zero padding after it is an error. */
     size_t consumed = n - in_left - zs.avail_in;
-    if (!all_zero(in + consumed, n - consumed)) {
+    if (!nrtemu__all_zero(in + consumed, n - consumed)) {
         st = nrtemu__reject(NRT_INVALID, func,
                             "%zu bytes of data follow the gzip stream at "
                             "payload byte %zu (only one gzip member is "

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "error.h"
 #include "export.h"
 #include "instance.h"
@@ -60,15 +61,6 @@ static struct {
 
 /* Sessions alive, readable without the lock (the execute fast path). */
 static atomic_int session_count;
-
-static uint64_t
-monotonic_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void
 op_clear(struct nrtemu_profile_op *op)
@@ -292,7 +284,7 @@ nrt_profile_start(nrt_model_t *model, const char *filename)
     }
     s->model = model;
     snprintf(s->model_name, sizeof s->model_name, "%s", model->name);
-    s->origin_ns = monotonic_ns();
+    s->origin_ns = nrtemu__monotonic_ns();
     pthread_mutex_lock(&prof.lock);
     /* Starting again with a filename restarts its recording. */
     old = session_take_locked(filename);

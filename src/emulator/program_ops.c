@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "hash.h"
 #include "program_internal.h"
 
 /* The attribute and flag names the rows of NRTEMU_OP_LIST use. */
@@ -51,23 +52,12 @@ _Static_assert(NRTEMU_OP_COUNT < 256, "op slots hold a byte");
 static unsigned char op_slots[OP_SLOTS];
 static pthread_once_t op_slots_once = PTHREAD_ONCE_INIT;
 
-/* FNV-1a. */
-static uint32_t
-name_hash(const char *name)
-{
-    uint32_t h = 2166136261u;
-
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        h = (h ^ *c) * 16777619u;
-    }
-    return h;
-}
-
 static void
 op_slots_build(void)
 {
     for (int op = 0; op < NRTEMU_OP_COUNT; op++) {
-        uint32_t i = name_hash(nrtemu__op_defs[op].name) % OP_SLOTS;
+        uint32_t i =
+            (uint32_t)nrtemu__name_hash(nrtemu__op_defs[op].name) % OP_SLOTS;
         while (op_slots[i] != 0) {
             i = (i + 1) % OP_SLOTS;
         }
@@ -81,7 +71,7 @@ nrtemu__op_find(const char *name, enum nrtemu_op *out)
     uint32_t i;
 
     pthread_once(&op_slots_once, op_slots_build);
-    for (i = name_hash(name) % OP_SLOTS; op_slots[i] != 0;
+    for (i = (uint32_t)(nrtemu__name_hash(name) % OP_SLOTS); op_slots[i] != 0;
          i = (i + 1) % OP_SLOTS) {
         int op = op_slots[i] - 1;
         if (strcmp(name, nrtemu__op_defs[op].name) == 0) {

@@ -12,17 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "program_internal.h"
-
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static NRT_STATUS
 alloc_temps(const char *func, struct nrtemu_program *p)
@@ -293,7 +285,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
         const struct op *op = &program->ops[i];
         uint64_t start = 0;
         if (deadline_ns != 0 || observer != NULL) {
-            start = now_ns();
+            start = nrtemu__monotonic_ns();
         }
         if (deadline_ns != 0 && start > deadline_ns) {
             st = nrtemu__fail(NRT_TIMEOUT, func,
@@ -309,7 +301,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
         }
         if (observer != NULL) {
             observer(ctx, op->index, nrtemu__op_name(op->op), op->shapes,
-                     start, now_ns());
+                     start, nrtemu__monotonic_ns());
         }
     }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "error.h"
 #include "export.h"
 #include "instance.h"
@@ -94,15 +95,6 @@ static struct {
 };
 
 static atomic_uint_fast64_t last_tracking_id;
-
-static uint64_t
-clock_ns(clockid_t clock)
-{
-    struct timespec ts;
-
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* --------------------------------------------------------- capture side */
 
@@ -219,8 +211,8 @@ nrtemu__sys_trace_begin(enum nrtemu_trace_type type, uint32_t vnc,
     }
     ev.tracking_id = atomic_fetch_add(&last_tracking_id, 1) + 1;
     /* As late as possible: the work starts when this returns. */
-    ev.timestamp_ns = clock_ns(CLOCK_REALTIME);
-    ev.nc_timestamp_ns = clock_ns(CLOCK_MONOTONIC);
+    ev.timestamp_ns = nrtemu__clock_ns(CLOCK_REALTIME);
+    ev.nc_timestamp_ns = nrtemu__clock_ns(CLOCK_MONOTONIC);
     record_locked(&ev, vnc, model_name);
     pthread_mutex_unlock(&tr.lock);
     return ev.tracking_id;
@@ -244,8 +236,8 @@ nrtemu__sys_trace_end(enum nrtemu_trace_type type, uint32_t vnc,
         return;
     }
     /* As early as possible: the work is over. */
-    ev.timestamp_ns = clock_ns(CLOCK_REALTIME);
-    ev.nc_timestamp_ns = clock_ns(CLOCK_MONOTONIC);
+    ev.timestamp_ns = nrtemu__clock_ns(CLOCK_REALTIME);
+    ev.nc_timestamp_ns = nrtemu__clock_ns(CLOCK_MONOTONIC);
     pthread_mutex_lock(&tr.lock);
     /* A start of an earlier session has no partner in this one. */
     if (wanted_locked(type, vnc) && tracking_id >= tr.first_tracking_id) {

@@ -46,8 +46,8 @@ struct reader {
     uint64_t pax_size; /* size for the next member (PAX) */
 };
 
-static bool
-all_zero(const unsigned char *p, size_t n)
+bool
+nrtemu__all_zero(const unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (p[i] != 0) {
@@ -105,7 +105,7 @@ nrtemu__tar_header_span(const unsigned char *h, uint64_t *span)
 {
     uint64_t size;
 
-    if (all_zero(h, 512)) {
+    if (nrtemu__all_zero(h, 512)) {
         *span = 0;
         return true;
     }
@@ -191,7 +191,7 @@ read_pax(struct reader *r, size_t header_at, const unsigned char *d, size_t n)
         if (i == pos || i >= n || d[i] != ' ' || len <= i - pos + 1 ||
             len > n - pos || d[pos + len - 1] != '\n') {
             /* Some writers pad the block with NULs after the records. */
-            if (all_zero(d + pos, n - pos)) {
+            if (nrtemu__all_zero(d + pos, n - pos)) {
                 return NRT_SUCCESS;
             }
             return nrtemu__reject(NRT_INVALID, r->func,
@@ -437,7 +437,7 @@ nrtemu__tar_index(const char *func, const unsigned char *data, size_t size,
         size_t next = size;
 
         if (size - at < BLOCK) {
-            if (all_zero(data + at, size - at)) {
+            if (nrtemu__all_zero(data + at, size - at)) {
                 break;
             }
             st = nrtemu__reject(NRT_INVALID, func,
@@ -448,7 +448,7 @@ nrtemu__tar_index(const char *func, const unsigned char *data, size_t size,
         }
         /* The end-of-archive marker is two zero blocks; one is enough to
          * know that no member follows. */
-        if (all_zero(data + at, BLOCK)) {
+        if (nrtemu__all_zero(data + at, BLOCK)) {
             break;
         }
         st = read_member(&r, at, max_entries, &members, &next);

@@ -35,6 +35,9 @@ NRT_STATUS nrtemu__tar_index(const char *func, const unsigned char *data,
                              struct nrtemu_neff_file **files, size_t *count);
 void nrtemu__tar_free(struct nrtemu_neff_file *files, size_t count);
 
+/* True when the n bytes at p are all zero (tar end blocks, padding). */
+bool nrtemu__all_zero(const unsigned char *p, size_t n);
+
 /*
  * For a reader that streams an archive: the bytes the 512-byte header
  * block `h` and its member's data take (512 + the size rounded up to 512),

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "hash.h"
 #include "export.h"
 #include "tensor_set.h"
 
@@ -27,19 +28,6 @@ set_check(const char *func, const nrt_tensor_set_t *tensor_set)
                               "not a live tensor set (freed or corrupt)");
     }
     return NRT_SUCCESS;
-}
-
-/* FNV-1a: short names, no adversary to defend against (the caller owns
- * the set), and fast on strings of a few bytes. */
-static uint64_t
-name_hash(const char *name)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
-        h = (h ^ *p) * 0x100000001b3ull;
-    }
-    return h;
 }
 
 /* The slot holding `name`, or the empty slot where it would go.  The
@@ -64,7 +52,7 @@ set_find(const struct nrtemu_tensor_set *set, const char *name)
     if (set->count == 0) {
         return NULL;
     }
-    uint32_t e = set->index[set_slot(set, name, name_hash(name))];
+    uint32_t e = set->index[set_slot(set, name, nrtemu__name_hash(name))];
     return e != 0 ? &set->entries[e - 1] : NULL;
 }
 
@@ -200,7 +188,7 @@ nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
         pthread_mutex_unlock(&set->lock);
         return nrtemu__fail(NRT_RESOURCE, __func__, "out of host memory");
     }
-    hash = name_hash(name);
+    hash = nrtemu__name_hash(name);
     set->entries[set->count] =
         (struct nrtemu_tensor_set_entry){name, hash, tensor};
     set->index[set_slot(set, name, hash)] = (uint32_t)(set->count + 1);
