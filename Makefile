@@ -13,13 +13,18 @@ BUILD  := build
 all: test
 
 # Build tools go into the venv so the project builds without isolation
-# (faster, and the C tests use the same meson).  zlib headers come from
-# Debian when missing (used by the NEFF reader).
+# (faster, and the C tests use the same meson).  From Debian, when missing:
+# zlib headers (the NEFF reader), g++ (the headers are tested as C++ too)
+# and cmake (a test builds a CMake client against NEURON_ROOT).
 $(VENV)/.deps: pyproject.toml
-	@if [ ! -e /usr/include/zlib.h ] && command -v apt-get >/dev/null; then \
-	    echo "installing zlib1g-dev"; \
-	    (apt-get install -y -q zlib1g-dev || \
-	     (apt-get update -q && apt-get install -y -q zlib1g-dev)) >/dev/null; \
+	@missing=""; \
+	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
+	command -v c++ >/dev/null || command -v g++ >/dev/null || missing="$$missing g++"; \
+	command -v cmake >/dev/null || missing="$$missing cmake"; \
+	if [ -n "$$missing" ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing"; \
+	    (apt-get install -y -q $$missing || \
+	     (apt-get update -q && apt-get install -y -q $$missing)) >/dev/null; \
 	fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

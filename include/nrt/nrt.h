@@ -4,8 +4,11 @@
  * Clean-room header of the nrtpy project.  Function names, signatures, enum
  * values and struct layouts are those of the Neuron runtime's libnrt.so.1,
  * so a program built against this header runs on the real library or on
- * the emulator that ships with nrtpy.  It declares only what the emulator
- * implements.
+ * the emulator that ships with nrtpy.  Like the runtime's own headers, the
+ * declarations are split over nrt.h (this file), nrt_status.h,
+ * nrt_version.h, nrt_experimental.h, nrt_profile.h, nrt_sys_trace.h and
+ * nrt_async.h.  The collectives host API (nrt_build_global_comm,
+ * nrt_cc_global_comm_init) is not declared here yet.
  *
  * Conventions for every function below:
  *  - "vnc" is a logical NeuronCore index relative to the cores visible to
@@ -34,19 +37,20 @@ extern "C" {
 #define NRT_MAJOR_VERSION 2
 #define NRT_MINOR_VERSION 0
 
-#define NRT_TENSOR_NAME_MAX 256
-#define RT_VERSION_DETAIL_LEN 128
-#define GIT_HASH_LEN 64
-
 /* ---------------------------------------------------------------- enums */
 
-typedef enum nrt_tensor_placement {
+/*
+ * The enum typedefs are anonymous, as in the Neuron runtime's headers, so
+ * that C++ code mangles their names the same way against either header.
+ */
+
+typedef enum {
     NRT_TENSOR_PLACEMENT_DEVICE = 0,  /* HBM of one vnc */
     NRT_TENSOR_PLACEMENT_HOST = 1,    /* DMA-able host memory (deprecated) */
     NRT_TENSOR_PLACEMENT_VIRTUAL = 2, /* plain host memory */
 } nrt_tensor_placement_t;
 
-typedef enum nrt_framework_type {
+typedef enum {
     NRT_FRAMEWORK_TYPE_INVALID = 0,
     NRT_FRAMEWORK_TYPE_NO_FW = 1,
     NRT_FRAMEWORK_TYPE_TENSORFLOW = 2,
@@ -54,11 +58,6 @@ typedef enum nrt_framework_type {
     NRT_FRAMEWORK_TYPE_MXNET = 4,
     NRT_FRAMEWORK_TYPE_PRECHECK = 5,
 } nrt_framework_type_t;
-
-typedef enum nrt_tensor_usage {
-    NRT_TENSOR_USAGE_INPUT = 0,
-    NRT_TENSOR_USAGE_OUTPUT = 1,
-} nrt_tensor_usage_t;
 
 enum {
     NRT_INSTANCE_UNKNOWN = 0,
@@ -93,7 +92,7 @@ enum {
     NRT_INSTANCE_SIZE_NUM = 9,
 };
 
-typedef enum nrt_dtype {
+typedef enum {
     NRT_DTYPE_UNKNOWN = 0x0,
     NRT_DTYPE_INVALID = 0x0,
     NRT_DTYPE_UINT64 = 0x1,
@@ -113,11 +112,28 @@ typedef enum nrt_dtype {
     NRT_DTYPE_FP8_E5 = 0xF,
 } nrt_dtype_t;
 
+/* Reduction of a collective operation. */
+typedef enum {
+    NRT_OP_ADD = 0x0,
+    NRT_OP_FMA = 0x1,
+    NRT_OP_MAX = 0x2,
+    NRT_OP_MIN = 0x3,
+    NRT_OP_INVALID = 0xF,
+} nrt_op_type_t;
+
+/* Kind of a collective operation. */
+typedef enum {
+    NRT_CC_ALLGATHER = 0,
+    NRT_CC_ALLREDUCE = 1,
+    NRT_CC_REDUCESCATTER = 2,
+} nrt_cc_op_type_t;
+
 /* --------------------------------------------------------------- handles */
 
-typedef struct nrt_tensor nrt_tensor_t; /* opaque */
-typedef struct nrt_model nrt_model_t;   /* opaque */
-typedef void nrt_tensor_set_t;          /* opaque name -> tensor map */
+typedef struct nrt_tensor nrt_tensor_t;         /* opaque */
+typedef struct nrt_model nrt_model_t;           /* opaque */
+typedef void nrt_tensor_set_t;                  /* opaque name -> tensor map */
+typedef struct nrt_cc_context nrt_cc_context_t; /* opaque */
 
 /* --------------------------------------------------------------- structs */
 
@@ -128,41 +144,24 @@ typedef struct nrt_instance_info {
     char device_revision[8];
 } nrt_instance_info_t;
 
-typedef struct nrt_version {
-    uint64_t rt_major;
-    uint64_t rt_minor;
-    uint64_t rt_patch;
-    uint64_t rt_maintenance;
-    char rt_detail[RT_VERSION_DETAIL_LEN];
-    char git_hash[GIT_HASH_LEN];
-} nrt_version_t;
-
 typedef struct nrt_vnc_memory_stats {
     size_t bytes_used;
     size_t bytes_limit;
 } nrt_vnc_memory_stats_t;
 
-typedef struct nrt_tensor_info {
-    char name[NRT_TENSOR_NAME_MAX];
-    nrt_tensor_usage_t usage;
-    size_t size;
-    nrt_dtype_t dtype;
-    uint32_t *shape; /* ndim entries, owned by the enclosing array */
-    uint32_t ndim;
-} nrt_tensor_info_t;
+typedef struct nrt_tensor_device_allocation_info {
+    uint64_t physical_address;
+    size_t size; /* of the whole allocation; may exceed the tensor's */
+    int hbm_index;
+} nrt_tensor_device_allocation_info_t;
 
-typedef struct nrt_tensor_info_array {
-    uint64_t tensor_count;
-    nrt_tensor_info_t tensor_array[];
-} nrt_tensor_info_array_t;
-
-typedef struct nrt_model_info {
-    uint32_t vnc;
-} nrt_model_info_t;
+/* One {offset, size, buffer} transfer of nrt_tensor_{read,write}_batch. */
+typedef uint64_t nrt_tensor_batch_offset_t;
+typedef uint64_t nrt_tensor_batch_size_t;
 
 typedef struct nrt_tensor_batch_op {
-    uint64_t offset;
-    uint64_t size;
+    nrt_tensor_batch_offset_t offset;
+    nrt_tensor_batch_size_t size;
     void *buffer;
 } nrt_tensor_batch_op_t;
 
@@ -172,27 +171,41 @@ typedef struct nrt_tensor_batch {
     uint32_t num_ops;
 } nrt_tensor_batch_t;
 
+/* A communicator: this rank's place in a replica group. */
+typedef struct nrt_cc_comm {
+    uint32_t *replica_group;
+    uint32_t rank;
+    uint32_t rank_n;
+    uint32_t ctx_device_id;
+    uint32_t ctx_device_count;
+    uint32_t vnc;
+} nrt_cc_comm_t;
+
+typedef struct nrt_tensor_list {
+    nrt_tensor_t **tensors;
+    size_t num_tensors;
+} nrt_tensor_list_t;
+
 /* The layouts are ABI: a mismatch here would corrupt real callers. */
-#if !defined(__cplusplus) && (defined(__x86_64__) || defined(__aarch64__))
-_Static_assert(sizeof(nrt_instance_info_t) == 32, "nrt_instance_info_t");
-_Static_assert(offsetof(nrt_instance_info_t, arch_name) == 8, "arch_name");
-_Static_assert(offsetof(nrt_instance_info_t, device_revision) == 24,
-               "device_revision");
-_Static_assert(sizeof(nrt_version_t) == 224, "nrt_version_t");
-_Static_assert(offsetof(nrt_version_t, rt_detail) == 32, "rt_detail");
-_Static_assert(offsetof(nrt_version_t, git_hash) == 160, "git_hash");
-_Static_assert(sizeof(nrt_vnc_memory_stats_t) == 16, "memory stats");
-_Static_assert(sizeof(nrt_tensor_info_t) == 296, "nrt_tensor_info_t");
-_Static_assert(offsetof(nrt_tensor_info_t, usage) == 256, "usage");
-_Static_assert(offsetof(nrt_tensor_info_t, size) == 264, "size");
-_Static_assert(offsetof(nrt_tensor_info_t, dtype) == 272, "dtype");
-_Static_assert(offsetof(nrt_tensor_info_t, shape) == 280, "shape");
-_Static_assert(offsetof(nrt_tensor_info_t, ndim) == 288, "ndim");
-_Static_assert(offsetof(nrt_tensor_info_array_t, tensor_array) == 8,
-               "tensor_array");
-_Static_assert(sizeof(nrt_model_info_t) == 4, "nrt_model_info_t");
-_Static_assert(sizeof(nrt_tensor_batch_op_t) == 24, "nrt_tensor_batch_op_t");
-_Static_assert(sizeof(nrt_tensor_batch_t) == 24, "nrt_tensor_batch_t");
+#if defined(__x86_64__) || defined(__aarch64__)
+#ifdef __cplusplus
+#define NRT_STATIC_ASSERT_ static_assert
+#else
+#define NRT_STATIC_ASSERT_ _Static_assert
+#endif
+NRT_STATIC_ASSERT_(sizeof(nrt_instance_info_t) == 32, "nrt_instance_info_t");
+NRT_STATIC_ASSERT_(offsetof(nrt_instance_info_t, arch_name) == 8, "arch_name");
+NRT_STATIC_ASSERT_(offsetof(nrt_instance_info_t, device_revision) == 24,
+                   "device_revision");
+NRT_STATIC_ASSERT_(sizeof(nrt_vnc_memory_stats_t) == 16, "memory stats");
+NRT_STATIC_ASSERT_(sizeof(nrt_tensor_device_allocation_info_t) == 24,
+                   "nrt_tensor_device_allocation_info_t");
+NRT_STATIC_ASSERT_(sizeof(nrt_tensor_batch_op_t) == 24,
+                   "nrt_tensor_batch_op_t");
+NRT_STATIC_ASSERT_(sizeof(nrt_tensor_batch_t) == 24, "nrt_tensor_batch_t");
+NRT_STATIC_ASSERT_(sizeof(nrt_cc_comm_t) == 32, "nrt_cc_comm_t");
+NRT_STATIC_ASSERT_(sizeof(nrt_tensor_list_t) == 16, "nrt_tensor_list_t");
+#undef NRT_STATIC_ASSERT_
 #endif
 
 /* ------------------------------------------------- init, close, queries */
@@ -217,15 +230,6 @@ NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version,
  * an older runtime) after it.  A later nrt_init() starts a new runtime.
  */
 void nrt_close(void);
-
-/** Fill `*ver` (at most `size` bytes).  Callable before nrt_init(). */
-NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size);
-
-/**
- * Name of a status, e.g. "NRT_INVALID".  Never NULL: unknown values give
- * "UNKNOWN STATUS".  Ownership: static string.
- */
-const char *nrt_get_status_as_str(NRT_STATUS status);
 
 /** Instance family and size; writes at most `instance_info_len` bytes. */
 NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info,
@@ -255,11 +259,14 @@ NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc,
 /* ---------------------------------------------------------------- tensors */
 
 /**
- * Allocate a tensor of `size` bytes.  Contents are unspecified.
+ * Allocate a tensor of `size` bytes, reading as zero until written (with
+ * NRTPY_EMU_POISON=1 the emulator fills it with a signalling-NaN pattern
+ * instead, to expose reads of memory never written).
  * @param vnc  core for DEVICE placement; ignored (pass -1) otherwise.
  * @param name optional, for logs; copied.
  * @param tensor[out] new handle; free it with nrt_tensor_free().
- * @return NRT_RESOURCE for size 0 or when the core's HBM is exhausted;
+ * @return NRT_RESOURCE for size 0, when the core's HBM is exhausted or when
+ *         the host has no memory left to back it;
  *         NRT_INVALID for a bad vnc or placement.
  */
 NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement,
@@ -331,6 +338,36 @@ NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source,
 /** Host address of the tensor's first byte, or NULL on failure. */
 void *nrt_tensor_get_va(const nrt_tensor_t *tensor);
 
+/**
+ * Where the tensor lives on the device.  The emulator reports the host
+ * address of the emulated HBM as `physical_address`, the size of the
+ * whole allocation behind the tensor (a slice reports its parent's) and
+ * the HBM index of the tensor's vnc.
+ * @return NRT_SUCCESS; NRT_INVALID for NULL arguments or a tensor that is
+ *         not on the device (host, virtual or empty tensors).
+ */
+NRT_STATUS nrt_tensor_get_device_allocation_info(
+    const nrt_tensor_t *tensor,
+    nrt_tensor_device_allocation_info_t *alloc_info);
+
+/**
+ * Wait until the tensor has been the output of `expected_completion_count`
+ * completed executions since it was allocated or last reset.  Each
+ * successful nrt_execute() or nrta_execute_schedule() counts once for
+ * every tensor of its output set.
+ * @param timeout microseconds; 0 polls; negative waits without bound
+ *                (logging a warning every 30 s).
+ * @return NRT_SUCCESS; NRT_INVALID for a NULL or dead tensor; NRT_TIMEOUT.
+ * Thread safety: any number of threads may wait on one tensor.
+ */
+NRT_STATUS
+nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
+                                   int64_t timeout,
+                                   uint64_t expected_completion_count);
+
+/** Set the tensor's completion count back to 0.  NULL: NRT_INVALID. */
+NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor);
+
 /* ----------------------------------------------------------- tensor sets */
 
 /** Create an empty set; destroy it with nrt_destroy_tensor_set(). */
@@ -396,19 +433,6 @@ NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size,
  */
 NRT_STATUS nrt_unload(nrt_model_t *model);
 
-/**
- * Describe the model's I/O tensors: inputs first, then outputs, in NEFF
- * order.  Works while the model is loaded, whatever the runtime state.
- * @param tensor_info[out] new array.
- * Ownership: the caller frees the array, with the shapes it owns, with
- * nrt_free_model_tensor_info().
- */
-NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
-                                     nrt_tensor_info_array_t **tensor_info);
-
-/** Free an array of nrt_get_model_tensor_info(); NULL is accepted. */
-NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info);
-
 /** Number of vncs the model occupies (at least 1). */
 NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model,
                                    uint32_t *vnc_count);
@@ -416,18 +440,6 @@ NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model,
 /** Deprecated alias of nrt_get_model_vnc_count(). */
 NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model,
                                   uint32_t *vnc_count);
-
-/** Deprecated: copies of the model staged; always 1 in the emulator. */
-NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model,
-                                        uint32_t *instance_count);
-
-/**
- * The model's first vnc.  Size in/out protocol: writes
- * min(info_size_in, sizeof *info) bytes and reports the count in
- * `*info_size_out` (which may be NULL).
- */
-NRT_STATUS nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info,
-                              size_t info_size_in, size_t *info_size_out);
 
 /* --------------------------------------------------------------- execute */
 
@@ -454,127 +466,50 @@ NRT_STATUS nrt_execute_repeat(nrt_model_t *model,
                               const nrt_tensor_set_t *input_set,
                               nrt_tensor_set_t *output_set, int repeat_count);
 
-/* --------------------------------------------------------------- profile */
+/* ---------------------------------------------------- devices and system */
 
 /**
- * Record the next executions of `model` for nrt_profile_stop(`filename`).
- * Starting again with the same filename restarts the recording.
- * @param filename where nrt_profile_stop() will write; copied.
+ * Address and size of HBM region `hbm_idx` of device `device_id`, mapped
+ * into this process.  The emulator maps no HBM region (tensor memory is
+ * host memory; use nrt_tensor_get_va()).
+ * @return NRT_INVALID with a detail saying so, or for NULL arguments.
  */
-NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename);
+NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr,
+                               size_t *size);
 
 /**
- * End the recording started with `filename` and write it there.  The
- * emulator writes a Chrome trace-event JSON (one "execute" event per
- * execution and one event per program op), which Perfetto and
- * chrome://tracing open, not an NTFF.  As on hardware, nothing is written
- * when no execution succeeded.
- * @return NRT_SUCCESS; NRT_INVALID for NULL or a filename that no
- *         nrt_profile_start() used; NRT_FAILURE when nothing was recorded
- *         or the file cannot be written (the detail has the errno text).
+ * dma-buf file descriptor of a device region registered for EFA
+ * peer-direct.  The emulator has no EFA device and no dma-buf export.
+ * @return NRT_INVALID with a detail saying so, or for NULL arguments.
  */
-NRT_STATUS nrt_profile_stop(const char *filename);
-
-/* ------------------------------------------------------------- sys trace */
-
-/*
- * System trace: events of every execution, kept per vnc in ring buffers
- * until fetched.  Event types: "nc_exec_running" (hardware group; one
- * start/stop pair per execution on each vnc of the model, with the
- * emulated core's clock in data.nc_timestamp_ns), "nrt_load" and
- * "nrt_execute" (software group).  Thread safety: every function may be
- * called from any thread; a config or options object must not be used by
- * two threads at once.
- */
-typedef struct nrt_sys_trace_config nrt_sys_trace_config_t;
-typedef struct nrt_sys_trace_fetch_options nrt_sys_trace_fetch_options_t;
+NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int *fd);
 
 /**
- * New capture config with the defaults: every vnc, every event type,
- * 1,000,000 events per vnc.  Free it with nrt_sys_trace_config_free().
+ * Host device id of container device `neuron_dev`.  The emulator has no
+ * container remapping: the host id is the device index.
+ * @return NRT_SUCCESS; NRT_INVALID for NULL or a device the emulated
+ *         instance does not have.
  */
-NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options);
-/** Reset a config to the defaults. */
-void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options);
-/** Free a config; NULL is accepted. */
-void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options);
-/** Ring buffer size per vnc; the oldest events are overwritten. */
-void
-nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options,
-                                           uint64_t max_events_per_nc);
-/** Capture on vnc `nc_idx` or not; out-of-range indices are ignored. */
-void nrt_sys_trace_config_set_capture_enabled_for_nc(
-    nrt_sys_trace_config_t *options, uint32_t nc_idx, bool enabled);
-/**
- * Capture events of `event_type` or not.  Besides the names of
- * nrt_sys_trace_get_event_types(), "hardware", "software" and "all" name
- * groups.
- * @return NRT_SUCCESS; NRT_INVALID for an unknown name.
- */
-NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(
-    nrt_sys_trace_config_t *options, const char *event_type, bool enabled);
-/**
- * The event types the config enables.
- * Ownership: free the list with nrt_sys_trace_free_event_types().
- */
-NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(
-    nrt_sys_trace_config_t *options, const char ***event_types, size_t *count);
-/**
- * Every event type the emulator can capture.
- * Ownership: malloc'd array of malloc'd strings; free it with
- * nrt_sys_trace_free_event_types().
- */
-NRT_STATUS nrt_sys_trace_get_event_types(const char ***event_types,
-                                         size_t *count);
-/** Free a list of event types; NULL is accepted. */
-void nrt_sys_trace_free_event_types(const char **event_types, size_t count);
+NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t *host_device_id);
 
 /**
- * Start capturing as `options` says (NULL: the defaults).  The config is
- * copied: the caller may free it right away.  Starting again restarts the
- * capture and drops buffered events.
- * @return NRT_SUCCESS; NRT_INVALID for a max of 0 events;
- *         NRT_UNINITIALIZED or NRT_CLOSED.
+ * Routing-id map indexed by host device id.  `*count` is the capacity of
+ * `host_did_to_rid_map` on input and the number of devices on output.
+ * The emulator's routing id of a device is its index.
+ * @return NRT_SUCCESS; NRT_INVALID for NULL arguments; NRT_RESOURCE when
+ *         the map is too small (`*count` then tells the size needed).
  */
-NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options);
-/** Stop capturing and drop the events not fetched yet. */
-NRT_STATUS nrt_sys_trace_stop(void);
+NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count,
+                                          uint32_t *host_did_to_rid_map);
 
 /**
- * New fetch options with the defaults: every vnc, every buffered event.
- * Free them with nrt_sys_trace_fetch_options_free().
+ * PCI BDF of the EFA NIC next to the device holding `va`.  `*len` is the
+ * buffer size (NUL included) on input, the string length on output.  The
+ * emulated instance has no EFA NIC.
+ * @return NRT_INVALID with a detail saying so, or for NULL arguments.
  */
-NRT_STATUS
-nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t **options);
-/** Reset fetch options to the defaults. */
-void nrt_sys_trace_fetch_options_set_defaults(
-    nrt_sys_trace_fetch_options_t *options);
-/** Free fetch options; NULL is accepted. */
-void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options);
-/** Fetch at most this many events of each vnc, the oldest first (0: all). */
-void nrt_sys_trace_fetch_options_set_max_events_per_nc(
-    nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc);
-/** Fetch the events of vnc `nc_idx` only. */
-void
-nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options,
-                                       uint64_t nc_idx);
-
-/**
- * Take the buffered events as a NUL-terminated JSON text
- * {"events":[...]}; fetched events are never returned again.  Events of
- * one vnc are in capture order, vncs in increasing order.
- * @param buffer[out]       the text; free it with nrt_sys_trace_buffer_free().
- * @param written_size[out] strlen() of the text (the NUL excluded).
- * @param options           NULL for the defaults.
- * @return NRT_SUCCESS; NRT_INVALID when the trace is not started or
- *         `nc_idx` is out of range; NRT_RESOURCE when host memory runs
- *         out (the events are then kept).
- */
-NRT_STATUS
-nrt_sys_trace_fetch_events(char **buffer, size_t *written_size,
-                           const nrt_sys_trace_fetch_options_t *options);
-/** Free a buffer of nrt_sys_trace_fetch_events(); NULL is accepted. */
-void nrt_sys_trace_buffer_free(char *buffer);
+NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf,
+                                    size_t *len);
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,13 @@ extern "C" {
 typedef enum { NRTEMU_STATUS_LIST(NRTEMU_STATUS_ENUM_ENTRY) } NRT_STATUS;
 #undef NRTEMU_STATUS_ENUM_ENTRY
 
+/**
+ * Name of a status, e.g. "NRT_INVALID".  Never NULL: unknown values give
+ * "UNKNOWN STATUS".  Callable at any time, from any thread.
+ * Ownership: static string.
+ */
+const char *nrt_get_status_as_str(NRT_STATUS status);
+
 #ifdef __cplusplus
 }
 #endif

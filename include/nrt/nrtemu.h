@@ -3,7 +3,8 @@
  *
  * These functions exist only in the emulator's libnrt.so.1.  Clients that
  * may also run on the real runtime should resolve them with dlsym() and
- * treat their absence as "not the emulator".
+ * treat their absence as "not the emulator".  This header also includes
+ * every libnrt header, for code that wants the whole ABI at once.
  */
 #ifndef NRT_NRTEMU_H
 #define NRT_NRTEMU_H
@@ -12,6 +13,11 @@
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_async.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
+#include "nrt/nrt_version.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -180,3 +180,11 @@ nrtemu_last_error(void)
 {
     return last_error;
 }
+
+NRT_STATUS
+nrtemu__unsupported(const char *func, const char *what, const char *hint)
+{
+    return nrtemu__reject(
+        NRT_INVALID, func, "%s is not available in the nrtpy emulator%s%s",
+        what, hint != NULL ? ": " : "", hint != NULL ? hint : "");
+}

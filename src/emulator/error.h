@@ -62,4 +62,13 @@ NRT_STATUS nrtemu__fail_at(enum nrtemu_log_level level, NRT_STATUS status,
                            const char *func, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/*
+ * Refuse a call for a feature the emulated device does not have, as the
+ * runtime does on an instance without it: NRT_INVALID, with a detail
+ * "<what> is not available in the nrtpy emulator[: <hint>]" logged at
+ * WARN.  `hint` may be NULL.
+ */
+NRT_STATUS nrtemu__unsupported(const char *func, const char *what,
+                               const char *hint);
+
 #endif /* NRTEMU_ERROR_H */

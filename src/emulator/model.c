@@ -620,6 +620,20 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
 
 #define IO_ON_STACK 32
 
+/* One more completed execution for each output tensor of the model. */
+static void
+count_output_completions(const nrt_model_t *model,
+                         const struct nrtemu_tensor_set *out)
+{
+    for (size_t i = 0; i < model->neff->io_count; i++) {
+        const struct nrtemu_neff_io *io = &model->neff->io[i];
+        if (io->usage == NRT_TENSOR_USAGE_OUTPUT) {
+            nrtemu__tensor_count_completion(
+                nrtemu__tensor_set_lookup(out, io->name));
+        }
+    }
+}
+
 static NRT_STATUS
 execute(const char *func, nrt_model_t *model,
         const nrt_tensor_set_t *input_set, nrt_tensor_set_t *output_set,
@@ -688,6 +702,9 @@ execute(const char *func, nrt_model_t *model,
         nrtemu__profile_rec_free(&rec);
         nrtemu__sys_trace_end(NRTEMU_TRACE_NRT_EXECUTE, model->vnc, tracking,
                               exec_id, model->name, st);
+        if (st == NRT_SUCCESS) {
+            count_output_completions(model, output_set);
+        }
     }
 done:
     if (io_data != io_stack) {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
 
 #include "neff.h"
 #include "program.h"

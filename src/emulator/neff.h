@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
 
 #include "dtype.h"
 #include "json.h"

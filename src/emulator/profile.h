@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_profile.h"
 
 struct nrtemu_profile_op {
     char *name;   /* owned */

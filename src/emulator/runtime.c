@@ -10,6 +10,7 @@
 
 #include "nrt/nrtemu.h"
 
+#include "async.h"
 #include "core_lock.h"
 #include "env_parse.h"
 #include "error.h"
@@ -200,6 +201,9 @@ nrt_close(void)
     nrtemu__core_locks_release(&rt.locks);
     nrtemu__host_memory_trim();
     pthread_mutex_unlock(&rt.lock);
+    /* Queued nrta_* requests now fail fast with NRT_CLOSED; their workers
+     * take rt.lock to say so, hence after the unlock. */
+    nrtemu__async_close();
     nrtemu__log(NRTEMU_LOG_INFO, __func__, "runtime closed");
 }
 
@@ -385,4 +389,12 @@ nrtemu_instance_name(void)
     }
     inst = nrtemu__instance_find(name);
     return inst != NULL ? inst->name : "unknown";
+}
+
+NRT_STATUS
+nrtemu__runtime_config(const char *func, struct nrtemu_config *cfg)
+{
+    bool open;
+
+    return current_config(func, cfg, &open);
 }

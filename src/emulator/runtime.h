@@ -49,6 +49,15 @@ nrtemu__runtime_check(const char *func, uint32_t epoch)
     return nrtemu__runtime_state_error(func, epoch);
 }
 
+struct nrtemu_config;
+
+/*
+ * The configuration of the open runtime, or the environment's when none is
+ * open (instance.h).  Failures are recorded against `func`.
+ * @return NRT_SUCCESS or NRT_INVALID.
+ */
+NRT_STATUS nrtemu__runtime_config(const char *func, struct nrtemu_config *cfg);
+
 /* Number of vncs of the open runtime, 0 when none is open. */
 uint32_t nrtemu__runtime_visible_vnc(void);
 

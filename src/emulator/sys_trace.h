@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_sys_trace.h"
 
 /* X(enum suffix, name, hardware group) */
 #define NRTEMU_TRACE_TYPE_LIST(X)               \

@@ -7,8 +7,11 @@
  * check the runtime epoch with one atomic load and copy directly between
  * the caller's buffer and the storage.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "nrt/nrt.h"
 
@@ -35,6 +38,7 @@ tensor_new(const char *name, nrt_tensor_placement_t placement, int vnc,
     t->size = 0;
     t->placement = placement;
     t->vnc = vnc;
+    atomic_init(&t->completions, 0);
     if (len > 0) {
         memcpy(t->name, name, len);
     }
@@ -289,34 +293,56 @@ nrt_tensor_write_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches,
     return NRT_SUCCESS;
 }
 
-NRTEMU_EXPORT NRT_STATUS
-nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tensor_t *dst,
-                size_t dst_offset, size_t size)
+NRT_STATUS
+nrtemu__tensor_validate(const char *func, const nrt_tensor_t *t,
+                        const char *verb, uint64_t offset, uint64_t size)
 {
-    NRT_STATUS st;
+    NRT_STATUS st = tensor_check(func, t, "tensor");
 
-    st = tensor_check(__func__, src, "source tensor");
     if (st != NRT_SUCCESS) {
         return st;
     }
-    st = tensor_check(__func__, dst, "destination tensor");
+    return range_check(func, t, verb, offset, size);
+}
+
+NRT_STATUS
+nrtemu__tensor_copy_check(const char *func, const nrt_tensor_t *src,
+                          uint64_t src_offset, const nrt_tensor_t *dst,
+                          uint64_t dst_offset, uint64_t size)
+{
+    NRT_STATUS st;
+
+    st = tensor_check(func, src, "source tensor");
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    st = tensor_check(func, dst, "destination tensor");
     if (st != NRT_SUCCESS) {
         return st;
     }
     if (src->placement == NRT_TENSOR_PLACEMENT_DEVICE &&
         dst->placement == NRT_TENSOR_PLACEMENT_DEVICE &&
         src->vnc != dst->vnc) {
-        return nrtemu__reject(NRT_INVALID, __func__,
+        return nrtemu__reject(NRT_INVALID, func,
                               "cannot copy between device tensors on "
                               "different vncs ('%s' on vnc %d, '%s' on vnc "
                               "%d)",
                               src->name, src->vnc, dst->name, dst->vnc);
     }
-    st = range_check(__func__, src, "copy source", src_offset, size);
+    st = range_check(func, src, "copy source", src_offset, size);
     if (st != NRT_SUCCESS) {
         return st;
     }
-    st = range_check(__func__, dst, "copy destination", dst_offset, size);
+    return range_check(func, dst, "copy destination", dst_offset, size);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tensor_t *dst,
+                size_t dst_offset, size_t size)
+{
+    NRT_STATUS st = nrtemu__tensor_copy_check(__func__, src, src_offset, dst,
+                                              dst_offset, size);
+
     if (st != NRT_SUCCESS) {
         return st;
     }
@@ -462,4 +488,161 @@ nrt_tensor_get_va(const nrt_tensor_t *tensor)
         return NULL;
     }
     return nrtemu__tensor_data(tensor);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_tensor_get_device_allocation_info(
+    const nrt_tensor_t *tensor,
+    nrt_tensor_device_allocation_info_t *alloc_info)
+{
+    const struct nrtemu_storage *s;
+    NRT_STATUS st = tensor_check(__func__, tensor, "tensor");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (alloc_info == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL info pointer");
+    }
+    s = tensor->storage;
+    if (tensor->placement != NRT_TENSOR_PLACEMENT_DEVICE || s == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "tensor '%s' is not a device tensor",
+                              tensor->name);
+    }
+    /* The emulated HBM is host memory: its address stands for the
+     * physical one.  Each vnc has its own emulated HBM. */
+    alloc_info->physical_address = (uint64_t)(uintptr_t)s->base;
+    alloc_info->size = s->kind == NRTEMU_STORAGE_MAPPED ? s->mapped : s->size;
+    alloc_info->hbm_index = tensor->vnc;
+    return NRT_SUCCESS;
+}
+
+/*
+ * Waiters for completion counts.  One condition variable for every
+ * tensor: waits are rare and short-lived, and a count that is not waited
+ * for costs only the atomic increment and one load of `waiters`.
+ */
+static pthread_mutex_t completion_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t completion_cond;
+static pthread_once_t completion_once = PTHREAD_ONCE_INIT;
+static _Atomic unsigned completion_waiters;
+
+static void
+completion_init(void)
+{
+    pthread_condattr_t attr;
+
+    /* Deadlines on the monotonic clock: wall-clock jumps must not end or
+     * prolong a wait. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&completion_cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void
+nrtemu__tensor_count_completion(nrt_tensor_t *t)
+{
+    if (t == NULL || t->magic != NRTEMU_TENSOR_MAGIC) {
+        return;
+    }
+    /* Sequentially consistent with the waiter's registration below, so
+     * that either this thread sees the waiter or the waiter sees the new
+     * count. */
+    atomic_fetch_add(&t->completions, 1);
+    if (atomic_load(&completion_waiters) > 0) {
+        pthread_once(&completion_once, completion_init);
+        pthread_mutex_lock(&completion_lock);
+        pthread_cond_broadcast(&completion_cond);
+        pthread_mutex_unlock(&completion_lock);
+    }
+}
+
+static void
+timespec_add_us(struct timespec *ts, uint64_t us)
+{
+    ts->tv_sec += (time_t)(us / 1000000);
+    ts->tv_nsec += (long)(us % 1000000) * 1000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec += 1;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
+/* A negative timeout waits without bound, warning this often (in µs). */
+#define COMPLETION_WARN_US ((uint64_t)30 * 1000000)
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
+                                   int64_t timeout,
+                                   uint64_t expected_completion_count)
+{
+    struct timespec deadline;
+    bool unbounded = timeout < 0;
+    NRT_STATUS st = tensor_check(__func__, output_tensor, "output tensor");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (atomic_load_explicit(&output_tensor->completions,
+                             memory_order_acquire) >=
+        expected_completion_count) {
+        return NRT_SUCCESS;
+    }
+    if (timeout == 0) {
+        goto timed_out;
+    }
+    pthread_once(&completion_once, completion_init);
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    timespec_add_us(&deadline,
+                    unbounded ? COMPLETION_WARN_US : (uint64_t)timeout);
+    pthread_mutex_lock(&completion_lock);
+    atomic_fetch_add(&completion_waiters, 1);
+    while (atomic_load(&output_tensor->completions) <
+           expected_completion_count) {
+        int rc = pthread_cond_timedwait(&completion_cond, &completion_lock,
+                                        &deadline);
+        if (rc != ETIMEDOUT) {
+            continue;
+        }
+        if (!unbounded) {
+            break;
+        }
+        nrtemu__log(
+            NRTEMU_LOG_WARN, __func__,
+            "still waiting for tensor '%s' to reach %llu "
+            "completions (now %llu)",
+            output_tensor->name, (unsigned long long)expected_completion_count,
+            (unsigned long long)atomic_load(&output_tensor->completions));
+        timespec_add_us(&deadline, COMPLETION_WARN_US);
+    }
+    atomic_fetch_sub(&completion_waiters, 1);
+    pthread_mutex_unlock(&completion_lock);
+    if (atomic_load_explicit(&output_tensor->completions,
+                             memory_order_acquire) >=
+        expected_completion_count) {
+        return NRT_SUCCESS;
+    }
+timed_out:
+    return nrtemu__reject(
+        NRT_TIMEOUT, __func__,
+        "tensor '%s' has %llu completions, %llu expected "
+        "within %lld us",
+        output_tensor->name,
+        (unsigned long long)atomic_load(&output_tensor->completions),
+        (unsigned long long)expected_completion_count, (long long)timeout);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor)
+{
+    NRT_STATUS st = tensor_check(__func__, output_tensor, "output tensor");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    atomic_store_explicit(&output_tensor->completions, 0,
+                          memory_order_release);
+    return NRT_SUCCESS;
 }

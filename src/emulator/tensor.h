@@ -4,10 +4,12 @@
 #ifndef NRTEMU_TENSOR_H
 #define NRTEMU_TENSOR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
 
 #include "storage.h"
 
@@ -22,7 +24,10 @@ struct nrt_tensor {
     size_t offset; /* of the tensor's first byte in the storage */
     size_t size;
     nrt_tensor_placement_t placement;
-    int vnc;     /* -1 unless DEVICE */
+    int vnc; /* -1 unless DEVICE */
+    /* Executions completed with this tensor as an output, since the
+     * allocation or nrt_tensor_reset_output_completion(). */
+    _Atomic uint64_t completions;
     char name[]; /* NUL-terminated, at most NRT_TENSOR_NAME_MAX - 1 chars */
 };
 
@@ -31,5 +36,26 @@ nrtemu__tensor_data(const struct nrt_tensor *t)
 {
     return t->storage != NULL ? t->storage->base + t->offset : NULL;
 }
+
+/*
+ * The checks of nrt_tensor_read/write (`verb` names the access in the
+ * detail): a live tensor of the open runtime and an in-bounds range.
+ */
+NRT_STATUS nrtemu__tensor_validate(const char *func, const nrt_tensor_t *t,
+                                   const char *verb, uint64_t offset,
+                                   uint64_t size);
+
+/* The checks of nrt_tensor_copy(). */
+NRT_STATUS nrtemu__tensor_copy_check(const char *func, const nrt_tensor_t *src,
+                                     uint64_t src_offset,
+                                     const nrt_tensor_t *dst,
+                                     uint64_t dst_offset, uint64_t size);
+
+/*
+ * Count one completed execution for output tensor `t` and wake the
+ * threads waiting in nrt_tensor_check_output_completion().  NULL and dead
+ * tensors are ignored.
+ */
+void nrtemu__tensor_count_completion(nrt_tensor_t *t);
 
 #endif /* NRTEMU_TENSOR_H */

@@ -55,6 +55,10 @@
 #include <unistd.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
+#include "nrt/nrt_version.h"
 
 #define STUB_MAX_CORES 128
 #define STUB_MAX_DIMS 8

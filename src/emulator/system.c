@@ -1,0 +1,196 @@
+/*
+ * system.c - the device and system queries of the ABI, and the
+ * experimental extras that need hardware the emulator does not have.
+ *
+ * What the emulated instance has is answered faithfully (device ids, the
+ * routing-id map).  What it lacks (mapped HBM regions, dma-buf export, EFA
+ * NICs, pool-engine microcode, the runtime's internal API trace, the NCCL
+ * network plugin) is refused with NRT_INVALID and a detail naming the
+ * missing feature, as the runtime does on an instance without it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrtemu.h"
+
+#include "error.h"
+#include "export.h"
+#include "instance.h"
+#include "runtime.h"
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *size)
+{
+    if (addr == NULL || size == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "NULL address or size pointer");
+    }
+    if (device_id < 0 || hbm_idx < 0) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "negative device %d or HBM index %d", device_id,
+                              hbm_idx);
+    }
+    return nrtemu__unsupported(__func__, "mapping HBM into the process",
+                               "tensor memory is host memory; use "
+                               "nrt_tensor_get_va()");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int *fd)
+{
+    if (fd == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL fd pointer");
+    }
+    if (va == 0 || size == 0) {
+        return nrtemu__reject(
+            NRT_INVALID, __func__, "empty region (va 0x%llx, %llu bytes)",
+            (unsigned long long)va, (unsigned long long)size);
+    }
+    return nrtemu__unsupported(__func__, "dma-buf export for EFA peer-direct",
+                               NULL);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len)
+{
+    if (va == NULL || efa_bdf == NULL || len == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "NULL address, buffer or length pointer");
+    }
+    return nrtemu__unsupported(__func__, "an EFA NIC",
+                               "the emulated instance has none");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_host_device_id_get(int neuron_dev, uint32_t *host_device_id)
+{
+    struct nrtemu_config cfg;
+    NRT_STATUS st;
+
+    if (host_device_id == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL id pointer");
+    }
+    st = nrtemu__runtime_config(__func__, &cfg);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (neuron_dev < 0 || (uint32_t)neuron_dev >= cfg.instance->devices) {
+        return nrtemu__reject(
+            NRT_INVALID, __func__, "device %d does not exist (%s has %u)",
+            neuron_dev, cfg.instance->name, cfg.instance->devices);
+    }
+    /* No container remapping: the emulated devices are the host's. */
+    *host_device_id = (uint32_t)neuron_dev;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to_rid_map)
+{
+    struct nrtemu_config cfg;
+    uint32_t devices;
+    NRT_STATUS st;
+
+    if (count == NULL || host_did_to_rid_map == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "NULL count or map pointer");
+    }
+    st = nrtemu__runtime_config(__func__, &cfg);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    devices = cfg.instance->devices;
+    if (*count < devices) {
+        uint32_t given = *count;
+        *count = devices;
+        return nrtemu__reject(NRT_RESOURCE, __func__,
+                              "map of %u entries, %s has %u devices", given,
+                              cfg.instance->name, devices);
+    }
+    /* The emulator routes device i as i. */
+    for (uint32_t i = 0; i < devices; i++) {
+        host_did_to_rid_map[i] = i;
+    }
+    *count = devices;
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_memcpy_to_device(void *dest, const void *src, size_t size)
+{
+    if ((dest == NULL || src == NULL) && size > 0) {
+        return nrtemu__reject(NRT_INVALID, __func__,
+                              "NULL destination or source");
+    }
+    /* No HBM region is ever mapped (nrt_get_hbm_mmap_va), so no
+     * destination can be device memory. */
+    return nrtemu__unsupported(__func__, "mapped device memory",
+                               "use nrt_tensor_write()");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_trace_start(bool trace_mem)
+{
+    (void)trace_mem;
+    return nrtemu__unsupported(__func__, "the runtime's internal API trace",
+                               "use nrt_sys_trace_start()");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_trace_stop(const char *filename)
+{
+    if (filename == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL filename");
+    }
+    return nrtemu__unsupported(__func__, "the runtime's internal API trace",
+                               "use nrt_sys_trace_start()");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)
+{
+    if (ucode_info == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL ucode info");
+    }
+    return nrtemu__unsupported(__func__, "pool engine microcode",
+                               "the emulated cores run no microcode");
+}
+
+NRTEMU_EXPORT void *
+nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size)
+{
+    NRT_STATUS st = nrtemu__unsupported(__func__, "the NCCL network plugin",
+                                        "collectives need one rank");
+
+    if (err != NULL) {
+        *err = (int)st;
+    }
+    if (err_msg != NULL && err_msg_size > 0) {
+        snprintf(err_msg, err_msg_size, "%s", nrtemu_last_error());
+    }
+    return NULL;
+}
+
+/*
+ * The legacy implicit-async mode is gone from the runtime: executions are
+ * synchronous, so a registered callback is kept (as the runtime keeps it)
+ * but has nothing to be called for.
+ */
+static struct {
+    pthread_mutex_t lock;
+    NRT_ASYNC_EXEC_STATUS_CALLBACK callback;
+    void *params;
+} async_callback = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback,
+                                 void *params)
+{
+    pthread_mutex_lock(&async_callback.lock);
+    async_callback.callback = callback;
+    async_callback.params = params;
+    pthread_mutex_unlock(&async_callback.lock);
+    return NRT_SUCCESS;
+}
