@@ -1,6 +1,7 @@
 /*
  * env_parse.c - parsers of the emulator's environment values.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -256,4 +257,29 @@ nrtemu__namespace_valid(const char *name)
     }
     /* "." and ".." pass the character test but name other directories. */
     return !only_dots;
+}
+
+bool
+nrtemu__parse_bool(const char *text, bool *out)
+{
+    size_t start = 0, end = strlen(text);
+    static const struct {
+        const char *word;
+        bool value;
+    } words[] = {{"1", true}, {"0", false}, {"true", true}, {"false", false}};
+
+    while (start < end && isspace((unsigned char)text[start])) {
+        start++;
+    }
+    while (end > start && isspace((unsigned char)text[end - 1])) {
+        end--;
+    }
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        if (strlen(words[i].word) == end - start &&
+            strncasecmp(text + start, words[i].word, end - start) == 0) {
+            *out = words[i].value;
+            return true;
+        }
+    }
+    return false;
 }

@@ -58,6 +58,12 @@ NRT_STATUS nrtemu__parse_lnc(const char *text, uint32_t *lnc, char *err,
  */
 int nrtemu__parse_log_level(const char *text);
 
+/*
+ * A boolean setting: 1/0, true/false in any case, with surrounding blanks.
+ * @return false (and `*out` untouched) for anything else.
+ */
+bool nrtemu__parse_bool(const char *text, bool *out);
+
 /* NRTPY_EMU_NAMESPACE: [A-Za-z0-9._-]{1,64}, and not "." or "..". */
 bool nrtemu__namespace_valid(const char *name);
 

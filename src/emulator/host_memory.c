@@ -1,12 +1,18 @@
 /*
  * host_memory.c - mapped blocks behind large tensors, with a reuse cache.
  */
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "host_memory.h"
 
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -50,7 +56,7 @@ cache_remove(size_t i)
 }
 
 static void *
-cache_take(size_t size)
+cache_take(size_t size, size_t align)
 {
     void *base = NULL;
     size_t best = 0;
@@ -60,6 +66,7 @@ cache_take(size_t size)
     /* The newest block is the likeliest to still be in the CPU caches. */
     for (size_t i = 0; i < cache_count; i++) {
         if (cache[i].size == size &&
+            ((uintptr_t)cache[i].base & (align - 1)) == 0 &&
             (!found || cache[i].stamp > cache[best].stamp)) {
             best = i;
             found = true;
@@ -108,23 +115,153 @@ map_fresh(size_t size, size_t align)
     return start;
 }
 
+/* ------------------------------------------------- host RAM accounting */
+
+/* Bytes of live blocks (cached blocks are not committed). */
+static _Atomic uint64_t committed;
+
+/* The last reading of what the host can back, and when it was taken. */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t budget_bytes;
+static uint64_t budget_stamp_ns; /* 0: never read */
+
+#define BUDGET_REFRESH_NS ((uint64_t)100 * 1000 * 1000)
+
+/* A "<key>: <n> kB" line of /proc/meminfo, in bytes; 0 when absent. */
+static uint64_t
+meminfo_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/meminfo", "re");
+    char line[256];
+    size_t len = strlen(key);
+    uint64_t kib = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, key, len) == 0 && line[len] == ':') {
+            if (sscanf(line + len + 1, "%" SCNu64, &kib) != 1) {
+                kib = 0;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    return kib * 1024;
+}
+
+/* The process's resident set in bytes; 0 when unknown. */
+static uint64_t
+resident_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "re");
+    uint64_t size = 0, resident = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fscanf(f, "%" SCNu64 " %" SCNu64, &size, &resident) != 2) {
+        resident = 0;
+    }
+    fclose(f);
+    return resident * page_size();
+}
+
+uint64_t
+nrtemu__host_memory_total(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES);
+
+    return pages > 0 ? (uint64_t)pages * page_size() : 0;
+}
+
+/*
+ * What the host can back in all, committed bytes included: MemAvailable
+ * plus what we hold (our committed pages that are resident are counted in
+ * neither MemAvailable nor, beyond the resident set, anywhere).  UINT64_MAX
+ * when /proc/meminfo is unreadable (no limit rather than a false one).
+ */
+static uint64_t
+budget_read(uint64_t held)
+{
+    uint64_t available = meminfo_bytes("MemAvailable");
+    uint64_t resident = resident_bytes();
+
+    if (available == 0) {
+        return UINT64_MAX;
+    }
+    return available + (held < resident ? held : resident);
+}
+
+/* Commit `size` more bytes if the host can back them. */
+static bool
+commit(size_t size, bool force_refresh, char *why, size_t why_len)
+{
+    /* The coarse clock (a few ms of resolution) is plenty for a 100 ms
+     * refresh and costs no system call. */
+    uint64_t now = nrtemu__clock_ns(CLOCK_MONOTONIC_COARSE), held, budget;
+    bool ok;
+
+    pthread_mutex_lock(&budget_lock);
+    held = atomic_load(&committed);
+    if (force_refresh || budget_stamp_ns == 0 ||
+        now - budget_stamp_ns > BUDGET_REFRESH_NS ||
+        held + size > budget_bytes) {
+        budget_bytes = budget_read(held);
+        budget_stamp_ns = now;
+    }
+    budget = budget_bytes;
+    ok = size <= budget && held <= budget - size;
+    if (ok) {
+        atomic_fetch_add(&committed, size);
+    } else if (why != NULL && why_len > 0) {
+        snprintf(why, why_len,
+                 "%" PRIu64 " bytes of host memory in use by tensors, %" PRIu64
+                 " more available (MemAvailable)",
+                 held, budget > held ? budget - held : 0);
+    }
+    pthread_mutex_unlock(&budget_lock);
+    return ok;
+}
+
+static void
+uncommit(size_t size)
+{
+    atomic_fetch_sub(&committed, size);
+}
+
 void *
-nrtemu__host_memory_map(size_t size, size_t *mapped)
+nrtemu__host_memory_map(size_t size, size_t *mapped, bool *reused, char *why,
+                        size_t why_len)
 {
     size_t align = size >= HUGE_PAGE ? HUGE_PAGE : page_size();
     size_t rounded;
     void *base;
 
     if (!round_up(size, align, &rounded)) {
+        snprintf(why, why_len, "%zu bytes do not fit the address space", size);
         return NULL;
     }
-    base = cache_take(rounded);
+    if (!commit(rounded, false, why, why_len)) {
+        /* Cached blocks hold RAM nobody uses: give it back and look
+         * again. */
+        nrtemu__host_memory_trim();
+        if (!commit(rounded, true, why, why_len)) {
+            return NULL;
+        }
+    }
+    base = cache_take(rounded, align);
+    *reused = base != NULL;
     if (base == NULL) {
         base = map_fresh(rounded, align);
     }
-    if (base != NULL) {
-        *mapped = rounded;
+    if (base == NULL) {
+        uncommit(rounded);
+        snprintf(why, why_len, "mmap of %zu bytes failed", rounded);
+        return NULL;
     }
+    *mapped = rounded;
     return base;
 }
 
@@ -134,6 +271,7 @@ nrtemu__host_memory_unmap(void *base, size_t mapped)
     struct cached_block evicted[NRTEMU_CACHE_MAX_BLOCKS + 1];
     size_t n_evicted = 0;
 
+    uncommit(mapped);
     if (mapped > NRTEMU_CACHE_MAX_BYTES) {
         munmap(base, mapped);
         return;

@@ -156,5 +156,16 @@ nrtemu__config_from_env(const char *func, bool with_memory,
             cfg->hbm_per_vnc = bytes;
         }
     }
+    cfg->poison = false;
+    if (with_memory) {
+        const char *poison = getenv("NRTPY_EMU_POISON");
+        if (poison != NULL && !nrtemu__env_blank(poison) &&
+            !nrtemu__parse_bool(poison, &cfg->poison)) {
+            return nrtemu__fail(NRT_INVALID, func,
+                                "invalid NRTPY_EMU_POISON='%.32s': expected "
+                                "1, 0, true or false",
+                                poison);
+        }
+    }
     return NRT_SUCCESS;
 }

@@ -38,6 +38,8 @@ struct nrtemu_config {
     uint32_t vnc_per_device;
     uint32_t total_vnc;   /* whole instance, visibility ignored */
     uint64_t hbm_per_vnc; /* bytes_limit of each vnc */
+    /* NRTPY_EMU_POISON: fresh tensors read as signalling NaNs, not zero. */
+    bool poison;
 };
 
 /* NULL when `name` is not a known profile. */
@@ -46,7 +48,8 @@ const struct nrtemu_instance *nrtemu__instance_find(const char *name);
 /*
  * Read NRTPY_EMU_INSTANCE, the logical core size (NEURON_LOGICAL_NC_CONFIG
  * or its alias NEURON_RT_VIRTUAL_CORE_SIZE) and, when `with_memory`,
- * NRTPY_EMU_HBM_PER_CORE.  Failures are recorded against `func`.
+ * NRTPY_EMU_HBM_PER_CORE and NRTPY_EMU_POISON.  Failures are recorded against
+ * `func`.
  * @return NRT_SUCCESS or NRT_INVALID.
  */
 NRT_STATUS nrtemu__config_from_env(const char *func, bool with_memory,

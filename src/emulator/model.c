@@ -83,18 +83,12 @@ static NRT_STATUS
 env_bool(const char *func, const char *name, bool dflt, bool *out)
 {
     const char *value = getenv(name);
-    char text[16];
 
     *out = dflt;
     if (value == NULL || nrtemu__env_blank(value)) {
         return NRT_SUCCESS;
     }
-    trimmed(value, text, sizeof text);
-    if (strcmp(text, "1") == 0 || strcasecmp(text, "true") == 0) {
-        *out = true;
-    } else if (strcmp(text, "0") == 0 || strcasecmp(text, "false") == 0) {
-        *out = false;
-    } else {
+    if (!nrtemu__parse_bool(value, out)) {
         return nrtemu__fail(NRT_INVALID, func,
                             "invalid %s='%.32s': expected 1, 0, true or "
                             "false",

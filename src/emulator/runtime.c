@@ -19,6 +19,7 @@
 #include "host_memory.h"
 #include "instance.h"
 #include "runtime.h"
+#include "storage.h"
 
 #ifndef NRTEMU_VERSION
 #define NRTEMU_VERSION "unknown"
@@ -121,6 +122,37 @@ core_request_from_env(const char *func, const struct nrtemu_config *cfg,
     return NRT_SUCCESS;
 }
 
+/*
+ * Emulated HBM is host RAM: say so when the limits promise more than the
+ * host has, before an allocation finds out (it then fails with
+ * NRT_RESOURCE instead of waking the OOM killer).
+ */
+static void
+warn_hbm_over_host(const struct nrtemu_config *cfg, uint32_t num_vnc)
+{
+    uint64_t host = nrtemu__host_memory_total();
+    uint64_t hbm = cfg->hbm_per_vnc;
+
+    if (host == 0) {
+        return;
+    }
+    if (num_vnc != 0 && hbm > UINT64_MAX / num_vnc) {
+        hbm = UINT64_MAX;
+    } else {
+        hbm *= num_vnc;
+    }
+    if (hbm > host) {
+        nrtemu__log(NRTEMU_LOG_WARN, "nrt_init",
+                    "emulated HBM (%llu bytes: %u vnc x %llu) exceeds host "
+                    "RAM (%llu bytes); allocations past what the host can "
+                    "back fail with NRT_RESOURCE (set "
+                    "NRTPY_EMU_HBM_PER_CORE lower to match the host)",
+                    (unsigned long long)hbm, num_vnc,
+                    (unsigned long long)cfg->hbm_per_vnc,
+                    (unsigned long long)host);
+    }
+}
+
 NRTEMU_EXPORT NRT_STATUS
 nrt_init(nrt_framework_type_t framework, const char *fw_version,
          const char *fal_version)
@@ -167,6 +199,7 @@ nrt_init(nrt_framework_type_t framework, const char *fw_version,
     /* Epoch 0 means "none", so skip it when the counter wraps. */
     epoch = rt.last_epoch + 1 == 0 ? 1 : rt.last_epoch + 1;
     nrtemu__hbm_open(epoch, req.count, cfg.hbm_per_vnc);
+    atomic_store(&nrtemu__storage_poison, cfg.poison);
     rt.cfg = cfg;
     rt.first_vnc = req.first;
     rt.num_vnc = req.count;
@@ -180,6 +213,7 @@ nrt_init(nrt_framework_type_t framework, const char *fw_version,
                 NRTEMU_VERSION, cfg.instance->name, req.count - 1, req.first,
                 req.first + req.count - 1,
                 (unsigned long long)cfg.hbm_per_vnc);
+    warn_hbm_over_host(&cfg, req.count);
 out:
     pthread_mutex_unlock(&rt.lock);
     return st;

@@ -1,7 +1,9 @@
 /*
  * storage.c - reference-counted tensor storage.
  */
+#include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,27 +38,73 @@ storage_new_inline(size_t size)
                      ~(uintptr_t)(INLINE_ALIGN - 1);
     struct nrtemu_storage *s = (struct nrtemu_storage *)(data - INLINE_HEADER);
     s->kind = NRTEMU_STORAGE_INLINE;
+    /* Heap memory may hold old data. */
+    atomic_init(&s->contents, NRTEMU_CONTENTS_UNDEFINED);
     s->base = (unsigned char *)data;
     s->block = block;
     s->mapped = 0;
     return s;
 }
 
+/* Fresh mapped pages are zero; anything else must be filled lazily. */
 static struct nrtemu_storage *
-storage_new_mapped(size_t size)
+storage_new_mapped(size_t size, char *why, size_t why_len)
 {
     struct nrtemu_storage *s = malloc(sizeof *s);
+    bool reused;
 
     if (s == NULL) {
+        snprintf(why, why_len, "out of host memory");
         return NULL;
     }
-    s->base = nrtemu__host_memory_map(size, &s->mapped);
+    s->base = nrtemu__host_memory_map(size, &s->mapped, &reused, why, why_len);
     if (s->base == NULL) {
         free(s);
         return NULL;
     }
     s->kind = NRTEMU_STORAGE_MAPPED;
+    atomic_init(&s->contents, reused || atomic_load(&nrtemu__storage_poison)
+                                  ? NRTEMU_CONTENTS_UNDEFINED
+                                  : NRTEMU_CONTENTS_READY);
     return s;
+}
+
+atomic_bool nrtemu__storage_poison;
+
+/*
+ * The poison word: a signalling NaN as float32 (exponent all ones, quiet
+ * bit clear, mantissa not zero), and each 16-bit half a signalling NaN as
+ * bfloat16.  Stored little-endian.
+ */
+#define POISON_WORD 0x7fa07fa0u
+
+void
+nrtemu__storage_fill(struct nrtemu_storage *s)
+{
+    unsigned char expected = NRTEMU_CONTENTS_UNDEFINED;
+
+    if (!atomic_compare_exchange_strong(&s->contents, &expected,
+                                        NRTEMU_CONTENTS_FILLING)) {
+        /* READY, or another thread is filling: wait for it. */
+        while (atomic_load_explicit(&s->contents, memory_order_acquire) ==
+               NRTEMU_CONTENTS_FILLING) {
+            sched_yield();
+        }
+        return;
+    }
+    if (atomic_load(&nrtemu__storage_poison)) {
+        static const unsigned char word[4] = {
+            POISON_WORD & 0xff, (POISON_WORD >> 8) & 0xff,
+            (POISON_WORD >> 16) & 0xff, POISON_WORD >> 24};
+        /* base is at least 64-byte aligned: the pattern starts a word. */
+        for (size_t i = 0; i < s->size; i++) {
+            s->base[i] = word[i % 4];
+        }
+    } else {
+        memset(s->base, 0, s->size);
+    }
+    atomic_store_explicit(&s->contents, NRTEMU_CONTENTS_READY,
+                          memory_order_release);
 }
 
 NRT_STATUS
@@ -66,6 +114,7 @@ nrtemu__storage_allocate(const char *func, nrt_tensor_placement_t placement,
 {
     bool device = placement == NRT_TENSOR_PLACEMENT_DEVICE;
     struct nrtemu_storage *s;
+    char why[256];
     NRT_STATUS st;
 
     /* Charge first: a request over budget must not touch host memory. */
@@ -75,15 +124,29 @@ nrtemu__storage_allocate(const char *func, nrt_tensor_placement_t placement,
             return st;
         }
     }
-    s = size < NRTEMU_SMALL_BLOCK_MAX ? storage_new_inline(size)
-                                      : storage_new_mapped(size);
+    why[0] = '\0';
+    if (size < NRTEMU_SMALL_BLOCK_MAX) {
+        s = storage_new_inline(size);
+        snprintf(why, sizeof why, "out of host memory");
+    } else {
+        s = storage_new_mapped(size, why, sizeof why);
+    }
     if (s == NULL) {
+        size_t used = 0, limit = 0;
         if (device) {
             nrtemu__hbm_uncharge(vnc, epoch, size);
+            nrtemu__hbm_stats((uint32_t)vnc, epoch, &used, &limit);
+            return nrtemu__fail(NRT_RESOURCE, func,
+                                "host memory cannot back a %zu-byte device "
+                                "tensor on vnc %d (%s): emulated HBM is "
+                                "host RAM; lower NRTPY_EMU_HBM_PER_CORE "
+                                "(now %zu bytes per core) to what the host "
+                                "can hold",
+                                size, vnc, why, limit);
         }
         return nrtemu__fail(NRT_RESOURCE, func,
-                            "out of host memory backing a %zu-byte tensor",
-                            size);
+                            "host memory cannot back a %zu-byte tensor (%s)",
+                            size, why);
     }
     atomic_init(&s->refs, 1);
     s->charged = device;
@@ -105,6 +168,8 @@ nrtemu__storage_attach(const char *func, void *buffer, size_t size,
     }
     atomic_init(&s->refs, 1);
     s->kind = NRTEMU_STORAGE_ATTACHED;
+    /* The caller's bytes are the contents. */
+    atomic_init(&s->contents, NRTEMU_CONTENTS_READY);
     s->charged = false;
     s->vnc = -1;
     s->epoch = 0;

@@ -202,7 +202,7 @@ nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset,
         return st;
     }
     if (size > 0) {
-        memcpy(nrtemu__tensor_data(tensor) + offset, buf, size);
+        memcpy(nrtemu__tensor_data_for_write(tensor, offset, size), buf, size);
     }
     return NRT_SUCCESS;
 }
@@ -348,8 +348,9 @@ nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset, nrt_tensor_t *dst,
     }
     if (size > 0) {
         /* Slices of one storage may overlap. */
-        memmove(nrtemu__tensor_data(dst) + dst_offset,
-                nrtemu__tensor_data(src) + src_offset, size);
+        const unsigned char *from = nrtemu__tensor_data(src) + src_offset;
+        memmove(nrtemu__tensor_data_for_write(dst, dst_offset, size), from,
+                size);
     }
     return NRT_SUCCESS;
 }
@@ -368,8 +369,8 @@ nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value,
         return st;
     }
     if (size > 0) {
-        memset(nrtemu__tensor_data(tensor) + offset, (unsigned char)value,
-               size);
+        memset(nrtemu__tensor_data_for_write(tensor, offset, size),
+               (unsigned char)value, size);
     }
     return NRT_SUCCESS;
 }
@@ -512,7 +513,8 @@ nrt_tensor_get_device_allocation_info(
     }
     /* The emulated HBM is host memory: its address stands for the
      * physical one.  Each vnc has its own emulated HBM. */
-    alloc_info->physical_address = (uint64_t)(uintptr_t)s->base;
+    alloc_info->physical_address =
+        (uint64_t)(uintptr_t)nrtemu__storage_data(tensor->storage);
     alloc_info->size = s->kind == NRTEMU_STORAGE_MAPPED ? s->mapped : s->size;
     alloc_info->hbm_index = tensor->vnc;
     return NRT_SUCCESS;

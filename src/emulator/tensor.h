@@ -31,10 +31,26 @@ struct nrt_tensor {
     char name[]; /* NUL-terminated, at most NRT_TENSOR_NAME_MAX - 1 chars */
 };
 
+/* The tensor's first byte (its storage filled first if need be). */
 static inline unsigned char *
 nrtemu__tensor_data(const struct nrt_tensor *t)
 {
-    return t->storage != NULL ? t->storage->base + t->offset : NULL;
+    return t->storage != NULL ? nrtemu__storage_data(t->storage) + t->offset
+                              : NULL;
+}
+
+/*
+ * The first byte of [offset, offset + size) of `t`, about to be
+ * overwritten: when that range is the whole storage, no fill happens.
+ */
+static inline unsigned char *
+nrtemu__tensor_data_for_write(const struct nrt_tensor *t, uint64_t offset,
+                              uint64_t size)
+{
+    if (t->offset == 0 && offset == 0 && size == t->storage->size) {
+        return nrtemu__storage_claim(t->storage);
+    }
+    return nrtemu__tensor_data(t) + offset;
 }
 
 /*
