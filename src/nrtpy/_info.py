@@ -39,8 +39,30 @@ def runtime_info() -> dict[str, Any]:
     Keys: ``library`` (path of the loaded libnrt.so.1), ``emulated`` (True on
     the nrtpy emulator), ``version``, ``version_detail``, ``instance`` (the
     emulated instance profile, None on hardware), ``visible_cores``,
-    ``total_cores``.
+    ``total_cores``; beside the device memory of a core (``hbm_per_core``,
+    bytes, None until the runtime has started), the host RAM that backs the
+    emulator's: ``host_memory`` and ``host_memory_available`` (bytes,
+    MemTotal and MemAvailable; None where unknown).
     """
+    from nrtpy import _singleton
+
     info = _nrtpy.library_info()
     info["visible_cores"] = _nrtpy.Nrtpy.get_visible_neuron_core_count()
+    info["hbm_per_core"] = (memory_stats(0).bytes_limit
+                            if _singleton._runtime is not None else None)
+    info["host_memory"] = _meminfo_bytes("MemTotal")
+    info["host_memory_available"] = _meminfo_bytes("MemAvailable")
     return info
+
+
+def _meminfo_bytes(key: str) -> int | None:
+    """A ``<key>: <n> kB`` line of /proc/meminfo, in bytes."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name == key:
+                    return int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

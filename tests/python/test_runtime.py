@@ -534,7 +534,8 @@ def test_runtime_info(rt):
     info = nrtpy.runtime_info()
     assert set(info) == {
         "library", "emulated", "version", "version_detail", "instance",
-        "visible_cores", "total_cores",
+        "visible_cores", "total_cores", "hbm_per_core", "host_memory",
+        "host_memory_available",
     }
     assert info["emulated"] is True
     assert info["library"].endswith("libnrt.so.1")

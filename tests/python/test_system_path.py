@@ -161,7 +161,10 @@ def test_runtime_info(stub_libnrt, tmp_path):
     """, STUB_NRT_CORES="3")
     info = run.result()
     assert os.path.realpath(info.pop("library")) == os.path.realpath(stub_libnrt)
+    # Host RAM is the host's, whatever the libnrt.
+    assert info.pop("host_memory") >= info.pop("host_memory_available") > 0
     assert info == {
+        "hbm_per_core": None,
         "emulated": False,
         "version": STUB_VERSION,
         "version_detail": STUB_VERSION_DETAIL,
