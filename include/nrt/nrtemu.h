@@ -12,8 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nrt/ndebug_stream.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
+#include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_profile.h"
 #include "nrt/nrt_sys_trace.h"

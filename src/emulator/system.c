@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "nrt/nrt.h"
+#include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrtemu.h"
 
@@ -193,4 +194,170 @@ nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback,
     async_callback.params = params;
     pthread_mutex_unlock(&async_callback.lock);
     return NRT_SUCCESS;
+}
+
+/* ------------------------------------------- point-to-point send/receive */
+
+#define NO_EFA_HINT "the emulated instance has no EFA network"
+
+/* An absolute host logical-core id of the instance. */
+static NRT_STATUS
+host_lnc_check(const char *func, int lnc, const char *what)
+{
+    struct nrtemu_config cfg;
+    NRT_STATUS st = nrtemu__runtime_config(func, &cfg);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (lnc < 0 || (uint32_t)lnc >= cfg.total_vnc) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "%s %d does not exist (%s has %u)", what, lnc,
+                              cfg.instance->name, cfg.total_vnc);
+    }
+    return NRT_SUCCESS;
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_get_max_num_communicators_per_lnc(int *num)
+{
+    if (num == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL count pointer");
+    }
+    return nrtemu__unsupported(__func__, "async send/receive", NO_EFA_HINT);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_get_max_num_pending_request(int *num)
+{
+    if (num == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL count pointer");
+    }
+    return nrtemu__unsupported(__func__, "async send/receive", NO_EFA_HINT);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_init(int lnc)
+{
+    NRT_STATUS st = host_lnc_check(__func__, lnc, "logical core");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    return nrtemu__unsupported(__func__, "async send/receive", NO_EFA_HINT);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_close(int lnc)
+{
+    NRT_STATUS st = host_lnc_check(__func__, lnc, "logical core");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    return nrtemu__unsupported(__func__, "async send/receive", NO_EFA_HINT);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_flush(int lnc)
+{
+    NRT_STATUS st = host_lnc_check(__func__, lnc, "logical core");
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    return nrtemu__unsupported(__func__, "async send/receive", NO_EFA_HINT);
+}
+
+static NRT_STATUS
+open_comm(const char *func, const char *peer_ip, int lnc,
+          nrt_async_sendrecv_comm_t **comm)
+{
+    NRT_STATUS st;
+
+    if (peer_ip == NULL || comm == NULL) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "NULL peer address or communicator pointer");
+    }
+    st = host_lnc_check(func, lnc, "logical core");
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    return nrtemu__unsupported(func, "async send/receive", NO_EFA_HINT);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_connect(const char *peer_ip, int peer_lnc, int lnc,
+                           nrt_async_sendrecv_comm_t **send_comm)
+{
+    (void)peer_lnc; /* the peer's instance is unknown here */
+    return open_comm(__func__, peer_ip, lnc, send_comm);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_accept(const char *peer_ip, int peer_lnc, int lnc,
+                          nrt_async_sendrecv_comm_t **recv_comm)
+{
+    (void)peer_lnc;
+    return open_comm(__func__, peer_ip, lnc, recv_comm);
+}
+
+/* No communicator or request is ever created: none can be valid. */
+static NRT_STATUS
+no_such_handle(const char *func, const void *handle, const void *out,
+               const char *what)
+{
+    if (handle == NULL || out == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL %s or result pointer",
+                              what);
+    }
+    return nrtemu__reject(NRT_INVALID, func,
+                          "not a %s of this runtime (async send/receive is "
+                          "not available in the nrtpy emulator: " NO_EFA_HINT
+                          ")",
+                          what);
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *done)
+{
+    return no_such_handle(__func__, comm, done, "communicator");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor, size_t offset,
+                               size_t length,
+                               nrt_async_sendrecv_comm_t *send_comm,
+                               nrt_async_sendrecv_request_t **request)
+{
+    (void)offset;
+    (void)length;
+    if (tensor == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL tensor");
+    }
+    return no_such_handle(__func__, send_comm, request, "communicator");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor, size_t offset,
+                               size_t length,
+                               nrt_async_sendrecv_comm_t *recv_comm,
+                               nrt_async_sendrecv_request_t **request)
+{
+    (void)offset;
+    (void)length;
+    if (tensor == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL tensor");
+    }
+    return no_such_handle(__func__, recv_comm, request, "communicator");
+}
+
+NRTEMU_EXPORT NRT_STATUS
+nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
+                                bool *done, size_t *size)
+{
+    if (size == NULL) {
+        return nrtemu__reject(NRT_INVALID, __func__, "NULL size pointer");
+    }
+    return no_such_handle(__func__, request, done, "request");
 }

@@ -437,6 +437,99 @@ test_system(void)
     ASSERT_STATUS(nrt_async_drain_queued_execs(-1), NRT_INVALID);
 }
 
+/* A client per vnc, pollable, and always empty: the emulated cores emit
+ * no debug events. */
+static void
+test_debug_stream(void)
+{
+    ndebug_stream_event_header_t header;
+    void *payload = NULL;
+    struct pollfd pfd;
+    int fd = -1, fd1 = -1, other = -1;
+
+    ASSERT_OK(nrt_debug_client_connect(0, &fd));
+    ASSERT_TRUE(fd >= 0);
+    ASSERT_STATUS(nrt_debug_client_connect(0, &other), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "already has a debug client");
+    ASSERT_EQ(other, -1);
+    ASSERT_OK(nrt_debug_client_connect(1, &fd1));
+    ASSERT_STATUS(nrt_debug_client_connect(2, &other), NRT_INVALID);
+    ASSERT_STATUS(nrt_debug_client_connect(-1, &other), NRT_INVALID);
+    ASSERT_STATUS(nrt_debug_client_connect(0, NULL), NRT_INVALID);
+    pfd.fd = fd;
+    pfd.events = POLLIN;
+    ASSERT_EQ(poll(&pfd, 1, 0), 0);
+    ASSERT_STATUS(nrt_debug_client_read_one_event(fd, &header, &payload),
+                  NRT_QUEUE_EMPTY);
+    ASSERT_NULL(payload);
+    ASSERT_STATUS(nrt_debug_client_read_one_event(fd, NULL, &payload),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_debug_client_read_one_event(-5, &header, &payload),
+                  NRT_INVALID);
+    nrt_debug_client_connect_close(fd);
+    nrt_debug_client_connect_close(-5); /* ignored */
+    ASSERT_STATUS(nrt_debug_client_read_one_event(fd, &header, &payload),
+                  NRT_INVALID);
+    /* Closed: the vnc takes a new client. */
+    ASSERT_OK(nrt_debug_client_connect(0, &fd));
+    nrt_debug_client_connect_close(fd);
+    nrt_debug_client_connect_close(fd1);
+}
+
+static void
+test_sendrecv(void)
+{
+    nrt_async_sendrecv_comm_t *comm = NULL;
+    nrt_async_sendrecv_request_t *req = NULL;
+    nrt_tensor_t *t = NULL;
+    bool done = false;
+    size_t size = 0;
+    int n = -1;
+
+    ASSERT_STATUS(nrt_async_sendrecv_get_max_num_communicators_per_lnc(&n),
+                  NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "EFA");
+    ASSERT_STATUS(nrt_async_sendrecv_get_max_num_communicators_per_lnc(NULL),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_get_max_num_pending_request(&n),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_get_max_num_pending_request(NULL),
+                  NRT_INVALID);
+    ASSERT_EQ(n, -1);
+    ASSERT_STATUS(nrt_async_sendrecv_init(0), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "not available");
+    ASSERT_STATUS(nrt_async_sendrecv_init(2), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "does not exist");
+    ASSERT_STATUS(nrt_async_sendrecv_close(0), NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_close(-1), NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_flush(0), NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_flush(99), NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_connect("10.0.0.1", 0, 0, &comm),
+                  NRT_INVALID);
+    ASSERT_NULL(comm);
+    ASSERT_STATUS(nrt_async_sendrecv_connect(NULL, 0, 0, &comm), NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_accept("10.0.0.1", 0, 0, &comm),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_accept("10.0.0.1", 0, 0, NULL),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_test_comm(NULL, &done), NRT_INVALID);
+    ASSERT_OK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 8, "t", &t));
+    ASSERT_STATUS(nrt_async_sendrecv_send_tensor(t, 0, 8, NULL, &req),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_send_tensor(NULL, 0, 8, NULL, &req),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_recv_tensor(t, 0, 8, NULL, &req),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_recv_tensor(NULL, 0, 8, NULL, &req),
+                  NRT_INVALID);
+    ASSERT_NULL(req);
+    ASSERT_STATUS(nrt_async_sendrecv_test_request(NULL, &done, &size),
+                  NRT_INVALID);
+    ASSERT_STATUS(nrt_async_sendrecv_test_request(NULL, &done, NULL),
+                  NRT_INVALID);
+    nrt_tensor_free(&t);
+}
+
 /* The emulator's own extras (nrt/nrtemu.h); test_neff.c and
  * test_convert.c test them in depth. */
 static void
@@ -829,6 +922,7 @@ test_after_close(void)
     nrta_error_tracker_t *tracker = NULL;
     nrta_seq_t seq;
     uint32_t n;
+    int fd;
 
     nrt_close(); /* a second close is accepted */
     ASSERT_STATUS(
@@ -838,6 +932,7 @@ test_after_close(void)
     ASSERT_STATUS(nrta_get_sequence(0, NRTA_XU_COMPUTE, 0, &seq), NRT_CLOSED);
     ASSERT_STATUS(nrt_async_drain_queued_execs(0), NRT_CLOSED);
     ASSERT_STATUS(nrt_inspect_stop(), NRT_CLOSED);
+    ASSERT_STATUS(nrt_debug_client_connect(0, &fd), NRT_CLOSED);
     /* Queries of the instance still answer, from the environment. */
     ASSERT_OK(nrt_get_visible_vnc_count(&n));
     ASSERT_UEQ(n, 2);
@@ -855,6 +950,8 @@ main(void)
     RUN_TEST(test_tensor_sets);
     RUN_TEST(test_models);
     RUN_TEST(test_system);
+    RUN_TEST(test_debug_stream);
+    RUN_TEST(test_sendrecv);
     RUN_TEST(test_continuous_profile);
     RUN_TEST(test_inspect);
     RUN_TEST(test_sys_trace);
