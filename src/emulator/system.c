@@ -4,9 +4,10 @@
  *
  * What the emulated instance has is answered faithfully (device ids, the
  * routing-id map).  What it lacks (mapped HBM regions, dma-buf export, EFA
- * NICs, pool-engine microcode, the runtime's internal API trace, the NCCL
- * network plugin) is refused with NRT_INVALID and a detail naming the
- * missing feature, as the runtime does on an instance without it.
+ * NICs and point-to-point transfers over them, pool-engine microcode, the
+ * runtime's internal API trace, the NCCL network plugin) is refused with
+ * NRT_INVALID and a detail naming the missing feature, as the runtime does
+ * on an instance without it.
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -24,6 +24,7 @@ from support import child_env, run_python
 TIMEOUT = 120
 
 HEADERS = ("nrt.h", "nrt_status.h", "nrt_experimental.h", "nrt_profile.h",
+           "nrt_async_sendrecv.h", "ndebug_stream.h",
            "nrt_sys_trace.h", "nrt_version.h", "nrt_async.h")
 
 
