@@ -186,21 +186,14 @@ nrta_error_tracker_create(uint32_t lnc_idx,
                           nrta_error_tracker_t **error_tracker)
 {
     nrta_error_tracker_t *t;
-    uint32_t visible;
     NRT_STATUS st;
 
     if (error_tracker == NULL) {
         return nrtemu__reject(NRT_INVALID, __func__, "NULL tracker pointer");
     }
-    st = nrtemu__runtime_check(__func__, 0);
+    st = nrtemu__vnc_check(__func__, lnc_idx);
     if (st != NRT_SUCCESS) {
         return st;
-    }
-    visible = nrtemu__runtime_visible_vnc();
-    if (lnc_idx >= visible) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %u is not visible (%u visible)", lnc_idx,
-                              visible);
     }
     t = calloc(1, sizeof *t);
     if (t == NULL) {
@@ -664,21 +657,15 @@ nrta_is_completed(nrta_seq_t seq, bool *is_completed)
 NRTEMU_EXPORT NRT_STATUS
 nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq)
 {
-    uint32_t visible, xu_id;
+    uint32_t xu_id;
     NRT_STATUS st;
 
     if (seq == NULL) {
         return nrtemu__reject(NRT_INVALID, __func__, "NULL sequence pointer");
     }
-    st = nrtemu__runtime_check(__func__, 0);
+    st = nrtemu__vnc_check(__func__, lnc);
     if (st != NRT_SUCCESS) {
         return st;
-    }
-    visible = nrtemu__runtime_visible_vnc();
-    if (lnc >= visible) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %u is not visible (%u visible)", lnc,
-                              visible);
     }
     if ((int)xu < 0 || xu >= NRTA_XU_TYPE_NUM) {
         return nrtemu__reject(NRT_INVALID, __func__, "invalid XU type %d",
@@ -760,17 +747,10 @@ NRTEMU_EXPORT NRT_STATUS
 nrt_async_drain_queued_execs(int32_t vnc)
 {
     struct worker *w;
-    uint32_t visible;
-    NRT_STATUS st = nrtemu__runtime_check(__func__, 0);
+    NRT_STATUS st = nrtemu__vnc_check(__func__, vnc);
 
     if (st != NRT_SUCCESS) {
         return st;
-    }
-    visible = nrtemu__runtime_visible_vnc();
-    if (vnc < 0 || (uint32_t)vnc >= visible) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %d is not visible (%u visible)", (int)vnc,
-                              visible);
     }
     w = &as.workers[vnc];
     pthread_mutex_lock(&as.lock);

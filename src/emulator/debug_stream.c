@@ -46,22 +46,16 @@ client_of_locked(int fd)
 NRTEMU_EXPORT NRT_STATUS
 nrt_debug_client_connect(int logical_nc_idx, int *stream_fd)
 {
-    uint32_t epoch, visible;
+    uint32_t epoch;
     int fd;
     NRT_STATUS st;
 
     if (stream_fd == NULL) {
         return nrtemu__reject(NRT_INVALID, __func__, "NULL fd pointer");
     }
-    st = nrtemu__runtime_check(__func__, 0);
+    st = nrtemu__vnc_check(__func__, logical_nc_idx);
     if (st != NRT_SUCCESS) {
         return st;
-    }
-    visible = nrtemu__runtime_visible_vnc();
-    if (logical_nc_idx < 0 || (uint32_t)logical_nc_idx >= visible) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %d is not visible (%u visible)",
-                              logical_nc_idx, visible);
     }
     pthread_mutex_lock(&ds.lock);
     epoch = nrtemu__runtime_epoch();

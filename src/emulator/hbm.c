@@ -62,9 +62,7 @@ nrtemu__hbm_charge(const char *func, int vnc, uint32_t epoch, size_t size)
     size_t used, limit;
 
     if (vnc < 0 || vnc >= NRTEMU_MAX_VNC) {
-        return nrtemu__reject(NRT_INVALID, func,
-                              "vnc %d is not visible (%u visible)", vnc,
-                              nrtemu__runtime_visible_vnc());
+        return nrtemu__vnc_reject(func, vnc);
     }
     pthread_once(&cores_once, cores_init);
     core = &cores[vnc];
@@ -75,9 +73,7 @@ nrtemu__hbm_charge(const char *func, int vnc, uint32_t epoch, size_t size)
         if (!nrtemu__runtime_epoch_open(epoch)) {
             return nrtemu__runtime_state_error(func, epoch);
         }
-        return nrtemu__reject(NRT_INVALID, func,
-                              "vnc %d is not visible (%u visible)", vnc,
-                              nrtemu__runtime_visible_vnc());
+        return nrtemu__vnc_reject(func, vnc);
     }
     if (size > core->limit - core->used) {
         used = core->used;

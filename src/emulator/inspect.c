@@ -135,20 +135,13 @@ NRTEMU_EXPORT NRT_STATUS
 nrt_profile_continuous_save(uint32_t vnc,
                             nrt_profile_continuous_options_t *options)
 {
-    uint32_t visible;
     NRT_STATUS st = continuous_check(__func__, options);
 
     if (st == NRT_SUCCESS) {
-        st = nrtemu__runtime_check(__func__, 0);
+        st = nrtemu__vnc_check(__func__, vnc);
     }
     if (st != NRT_SUCCESS) {
         return st;
-    }
-    visible = nrtemu__runtime_visible_vnc();
-    if (vnc >= visible) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %u is not visible (%u visible)", vnc,
-                              visible);
     }
     return nrtemu__unsupported(__func__, "continuous device profiling",
                                NO_DEVICE_PROFILE_HINT);

@@ -391,9 +391,7 @@ nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t *stats,
         if (!nrtemu__runtime_epoch_open(epoch)) {
             return nrtemu__runtime_state_error(__func__, 0);
         }
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "vnc %u is not visible (%u visible)", vnc,
-                              nrtemu__runtime_visible_vnc());
+        return nrtemu__vnc_reject(__func__, vnc);
     }
     n = stats_size_in < sizeof out ? stats_size_in : sizeof out;
     memcpy(stats, &out, n);
@@ -431,4 +429,26 @@ nrtemu__runtime_config(const char *func, struct nrtemu_config *cfg)
     bool open;
 
     return current_config(func, cfg, &open);
+}
+
+NRT_STATUS
+nrtemu__vnc_reject(const char *func, long long vnc)
+{
+    return nrtemu__reject(NRT_INVALID, func,
+                          "vnc %lld is not visible (%u visible)", vnc,
+                          nrtemu__runtime_visible_vnc());
+}
+
+NRT_STATUS
+nrtemu__vnc_check(const char *func, long long vnc)
+{
+    NRT_STATUS st = nrtemu__runtime_check(func, 0);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (vnc < 0 || vnc >= (long long)nrtemu__runtime_visible_vnc()) {
+        return nrtemu__vnc_reject(func, vnc);
+    }
+    return NRT_SUCCESS;
 }

@@ -49,6 +49,16 @@ nrtemu__runtime_check(const char *func, uint32_t epoch)
     return nrtemu__runtime_state_error(func, epoch);
 }
 
+/*
+ * NRT_SUCCESS when a runtime is open and `vnc` is one of its visible
+ * cores; else the state error (as nrtemu__runtime_check) or NRT_INVALID
+ * naming the vnc and how many are visible.
+ */
+NRT_STATUS nrtemu__vnc_check(const char *func, long long vnc);
+
+/* Record and return NRT_INVALID: `vnc` is not a visible core. */
+NRT_STATUS nrtemu__vnc_reject(const char *func, long long vnc);
+
 struct nrtemu_config;
 
 /*
