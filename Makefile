@@ -1,6 +1,10 @@
 # nrtpy: two commands do everything on a fresh machine.
 #   make demo   create .venv, build and install nrtpy, run the quickstart
 #   make test   same set-up, then the C tests of the emulator and pytest
+#   make test-sanitize   every C test under ThreadSanitizer and under
+#               ASan+UBSan, and the Python thread tests under ThreadSanitizer
+#               (tests/sanitize/run.sh; build/tsan, build/asan, build/tsan-py;
+#               CI runs it after make test)
 # Other targets: make bench, make test-fuzz, make format, make clean.
 
 PYTHON ?= python3
@@ -8,7 +12,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := build
 
-.PHONY: all demo test test-c test-python test-fuzz install deps bench format clean
+.PHONY: all demo test test-c test-python test-fuzz test-sanitize install deps bench format clean
 
 all: test
 
@@ -61,6 +65,12 @@ test-fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh
 
 test: test-c test-python test-fuzz
+
+# Any sanitizer report fails the target; nothing is suppressed.  The
+# emulator is built without the CPU dispatch for TSan (-Dcpu_dispatch=false).
+test-sanitize: deps
+	MESON=$(CURDIR)/$(VENV)/bin/meson PYTHON=$(CURDIR)/$(PY) \
+	    BUILD=$(BUILD) sh tests/sanitize/run.sh
 
 bench: install
 	$(PY) bench/bench_tensor_copy.py

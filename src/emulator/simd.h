@@ -8,12 +8,17 @@
  * kernel_math.h), x86-64-v3 (AVX2, FMA, F16C) and the baseline; the
  * dynamic loader picks the clone that the CPU runs (GNU ifunc).
  * Elsewhere the attribute is empty.
+ *
+ * NRTEMU_NO_CPU_DISPATCH (meson -Dcpu_dispatch=false) builds the baseline
+ * only, with no ifunc and no run-time CPU check: the ifunc resolvers run
+ * while the dynamic loader relocates the library, before
+ * ThreadSanitizer's runtime is initialised, and crash it at start-up.
  */
 #ifndef NRTEMU_SIMD_H
 #define NRTEMU_SIMD_H
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && \
-    !defined(__clang__) && __GNUC__ >= 12
+    !defined(__clang__) && __GNUC__ >= 12 && !defined(NRTEMU_NO_CPU_DISPATCH)
 #define NRTEMU_X86_CLONES 1
 #define NRTEMU_MULTIVERSION \
     __attribute__((         \
