@@ -80,10 +80,15 @@ t1 = NrtpyTensor.from_numpy(data, name="core1_input", core_id=1)
 print(f"core {t0.core_id}         {t0!r}")
 print(f"core {t1.core_id}         {t1!r}")
 
-# -- Errors carry the runtime's status --------------------------------------
+# -- Errors: a bad argument is Python's TypeError or ValueError, a runtime
+# failure an NrtError with the runtime's status ------------------------------
 section("Errors")
 try:
-    nrtpy.get_nrtpy_singleton().allocate_tensor(64, core_id=7)
+    NrtpyTensor.from_numpy(data, core_id=7)
+except ValueError as e:
+    print(f"ValueError     {e}")
+try:
+    nrtpy.get_nrtpy_singleton().load_model("no-such-model.neff")
 except nrtpy.NrtError as e:
     print(f"{type(e).__name__} status={e.status_code} ({e.status_name})")
     print(f"  {e}")

@@ -315,6 +315,21 @@ int parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
                PyObject *kwnames, const char *const *names, int nnames,
                int nrequired, PyObject **out);
 
+/*
+ * The one check of a NeuronCore index, for every entry point that takes
+ * one (C and, through Nrtpy._check_core_id, Python): a bool or a non-int
+ * (NumPy integers count as ints) raises TypeError; a negative index, or
+ * one of a core that does not exist, ValueError naming it.  Cores that
+ * exist: the visible ones (logical indices, what calls take), or with
+ * `physical` the instance's (indices as NEURON_RT_VISIBLE_CORES lists
+ * them; the messages then speak of list elements).  No bound is checked
+ * when libnrt cannot tell.  0 with *out set, or -1 with the exception.
+ */
+int core_id_check(PyObject *obj, const char *what, bool physical,
+                  uint32_t *out);
+/* The same as an O& converter for "core_id" (uint32_t *out). */
+int core_id_converter(PyObject *obj, void *out);
+
 /* ---------------------------------------------------------------- dtypes */
 
 /* The dtype name a libnrt code stands for ("unknown" for none); static. */

@@ -265,23 +265,9 @@ NrtpyTensor_from_numpy(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
     }
     PyObject *name = argv[1];
     uint32_t core_id = 0;
-    if (argv[2] != NULL) {
-        if (!PyLong_Check(argv[2])) {
-            PyErr_Format(PyExc_TypeError, "core_id must be an int, not %s",
-                         Py_TYPE(argv[2])->tp_name);
-            return NULL;
-        }
-        long v = PyLong_AsLong(argv[2]);
-        if (v == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (v < 0 || v > INT32_MAX) {
-            PyErr_Format(PyExc_ValueError,
-                         "core_id must be a non-negative int, got %R",
-                         argv[2]);
-            return NULL;
-        }
-        core_id = (uint32_t)v;
+    if (argv[2] != NULL &&
+        core_id_check(argv[2], "core_id", false, &core_id) < 0) {
+        return NULL;
     }
     if (name != Py_None && !PyUnicode_Check(name)) {
         PyErr_Format(PyExc_TypeError, "name must be a str or None, not %s",
@@ -338,6 +324,198 @@ done:
 
 /* ------------------------------------------------------ numpy / write */
 
+/*
+ * Which host arrays a tensor copies to and from.  The tensor's own dtype
+ * and shape, checked first with pointer compares (NumPy shares one
+ * descriptor per builtin type, and from_numpy keeps the array's); else,
+ * in match_slow():
+ *   - a plain byte view, by byte count alone: an array of uint8, int8 or
+ *     unstructured void (the documented way to copy raw bytes), or any
+ *     array into or out of a tensor of void dtype (one whose type the
+ *     NEFF does not say);
+ *   - a 1-byte ml_dtypes type (fp8) for an int8 tensor: libnrt reports
+ *     fp8 tensors as int8;
+ *   - the tensor's dtype in the other byte order: the values are
+ *     converted, not the bytes copied;
+ * and nothing else: a wrong dtype raises ValueError naming both.  Shapes
+ * (but for byte views) must be the same up to dimensions of size 1.
+ */
+enum { MATCH_EXACT, MATCH_BYTES, MATCH_SWAPPED };
+
+static inline bool
+match_fast(NrtpyTensorObject *self, PyArrayObject *arr)
+{
+    PyArray_Descr *d = PyArray_DESCR(arr);
+    if ((PyObject *)d != self->dtype &&
+        !PyArray_EquivTypes(d, (PyArray_Descr *)self->dtype)) {
+        return false;
+    }
+    int nd = PyArray_NDIM(arr);
+    if (nd != self->ndim) {
+        return false;
+    }
+    const npy_intp *dims = PyArray_DIMS(arr);
+    for (int i = 0; i < nd; i++) {
+        if (dims[i] != self->dims[i]) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Bytes without a type: an unstructured void dtype. */
+static bool
+is_untyped(PyArray_Descr *d)
+{
+    return d->type_num == NPY_VOID && !PyDataType_HASFIELDS(d) &&
+           !PyDataType_HASSUBARRAY(d);
+}
+
+/* An array of bytes: uint8, int8 or untyped. */
+static bool
+is_plain_bytes(PyArray_Descr *d)
+{
+    return d->type_num == NPY_UBYTE || d->type_num == NPY_BYTE ||
+           is_untyped(d);
+}
+
+/* The same shape up to dimensions of size 1: (10,) is (1, 10), whose
+ * elements lie in the same order, but (6,) is not (2, 3). */
+static bool
+same_dims(int na, const npy_intp *a, int nb, const Py_ssize_t *b)
+{
+    int i = 0, j = 0;
+    for (;;) {
+        while (i < na && a[i] == 1) {
+            i++;
+        }
+        while (j < nb && b[j] == 1) {
+            j++;
+        }
+        if (i == na || j == nb) {
+            return i == na && j == nb;
+        }
+        if (a[i++] != b[j++]) {
+            return false;
+        }
+    }
+}
+
+/* `role` is "source" (write_from_numpy) or "out" (numpy).  A MATCH_ kind,
+ * or -1 with ValueError. */
+static int
+match_slow(NrtpyTensorObject *self, PyArrayObject *arr, const char *role)
+{
+    PyArray_Descr *have = PyArray_DESCR(arr);
+    PyArray_Descr *want = (PyArray_Descr *)self->dtype;
+    size_t nbytes = (size_t)PyArray_NBYTES(arr);
+    int kind = -1;
+    if (PyDataType_REFCHK(have)) {
+        PyErr_Format(PyExc_TypeError,
+                     "arrays of dtype %R hold Python objects and cannot be "
+                     "copied to or from a device",
+                     (PyObject *)have);
+        return -1;
+    }
+    if (PyArray_EquivTypes(have, want)) {
+        kind = MATCH_EXACT;
+    } else if (is_plain_bytes(have) || is_untyped(want)) {
+        kind = MATCH_BYTES;
+    } else if (want->type_num == NPY_BYTE && have->type_num >= NPY_USERDEF &&
+               PyDataType_ELSIZE(have) == 1) {
+        kind = MATCH_EXACT;
+    } else {
+        PyArray_Descr *swapped = PyArray_DescrNewByteorder(have, NPY_SWAP);
+        if (swapped == NULL) {
+            return -1;
+        }
+        if (PyArray_EquivTypes(swapped, want)) {
+            kind = MATCH_SWAPPED;
+        }
+        Py_DECREF(swapped);
+    }
+    if (kind >= 0 && nbytes != self->nbytes) {
+        if (role[0] == 'o') {
+            PyErr_Format(PyExc_ValueError,
+                         "Size mismatch: out has %zu bytes, the tensor %zu "
+                         "bytes",
+                         nbytes, self->nbytes);
+        } else {
+            PyErr_Format(PyExc_ValueError,
+                         "Size mismatch: source %zu bytes, target %zu bytes",
+                         nbytes, self->nbytes);
+        }
+        return -1;
+    }
+    if (kind == MATCH_BYTES) {
+        return kind;
+    }
+    if (kind >= 0 && same_dims(PyArray_NDIM(arr), PyArray_DIMS(arr),
+                               self->ndim, self->dims)) {
+        return kind;
+    }
+    PyObject *shape = dims_tuple(PyArray_NDIM(arr), PyArray_DIMS(arr));
+    PyObject *tshape = nrtpy_tensor_shape(self);
+    if (shape != NULL && tshape != NULL) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s mismatch: %s array of dtype %S and shape %R, "
+                     "tensor of dtype %S and shape %R; convert the array "
+                     "(astype, reshape), or use a uint8 view to copy raw "
+                     "bytes",
+                     kind < 0 ? "Dtype" : "Shape", role, (PyObject *)have,
+                     shape, (PyObject *)want, tshape);
+    }
+    Py_XDECREF(shape);
+    return -1;
+}
+
+/* An ndarray for write_from_numpy's argument, checked against the
+ * tensor: C-contiguous, in the tensor's byte order.  New reference, or
+ * NULL with an exception. */
+static PyArrayObject *
+write_source(NrtpyTensorObject *self, PyObject *obj)
+{
+    if (PyObject_TypeCheck(obj, ext_state->NrtpyTensor_Type) ||
+        Py_IS_TYPE(obj, ext_state->NrtTensor_Type)) {
+        PyErr_Format(PyExc_TypeError,
+                     "write_from_numpy() takes a NumPy array, not an %s: "
+                     "copy through the host, t.write_from_numpy(other."
+                     "numpy())",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *arr;
+    if (PyArray_Check(obj)) {
+        arr = as_contiguous_array(obj);
+    } else if (PyBytes_Check(obj) || PyByteArray_Check(obj)) {
+        /* bytes hold bytes: a plain byte view */
+        arr = (PyArrayObject *)PyArray_FromBuffer(
+            obj, PyArray_DescrFromType(NPY_UBYTE), -1, 0);
+    } else {
+        /* sequences and scalars become NumPy's array of them */
+        arr = as_contiguous_array(obj);
+        if (arr != NULL && PyDataType_REFCHK(PyArray_DESCR(arr))) {
+            PyErr_Format(PyExc_TypeError,
+                         "write_from_numpy() takes a NumPy array (or "
+                         "numbers), not %.200R",
+                         obj);
+            Py_CLEAR(arr);
+        }
+    }
+    if (arr == NULL || match_fast(self, arr)) {
+        return arr;
+    }
+    int kind = match_slow(self, arr, "source");
+    if (kind == MATCH_SWAPPED) {
+        Py_INCREF(self->dtype); /* stolen */
+        Py_SETREF(arr, (PyArrayObject *)PyArray_CastToType(
+                           arr, (PyArray_Descr *)self->dtype, 0));
+    } else if (kind < 0) {
+        Py_CLEAR(arr);
+    }
+    return arr;
+}
+
 static PyObject *
 NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                   PyObject *kwnames)
@@ -358,6 +536,7 @@ NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
                                  "check the lifetime of the tensor.");
     }
     PyObject *out = argv[0];
+    int kind = MATCH_EXACT;
     if (out == NULL || out == Py_None) {
         PyArray_Descr *descr = (PyArray_Descr *)self->dtype;
         Py_INCREF(descr); /* stolen by NewFromDescr */
@@ -367,6 +546,11 @@ NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     } else {
+        /* Another object with the buffer protocol is bytes to fill. */
+        if (PyArray_Check(out) && !match_fast(self, (PyArrayObject *)out) &&
+            (kind = match_slow(self, (PyArrayObject *)out, "out")) < 0) {
+            return NULL;
+        }
         Py_INCREF(out);
     }
     host_memory mem;
@@ -383,6 +567,15 @@ NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
         rc = tensor_read_bytes(ref, mem.buf, 0, mem.len);
     }
     host_memory_release(&mem);
+    if (rc == 0 && kind == MATCH_SWAPPED) {
+        /* The tensor's byte order read into an array of the other one:
+         * swap in place, which converts the values. */
+        PyObject *same = PyArray_Byteswap((PyArrayObject *)out, NPY_TRUE);
+        if (same == NULL) {
+            rc = -1;
+        }
+        Py_XDECREF(same);
+    }
     if (rc < 0) {
         Py_DECREF(out);
         return NULL;
@@ -402,7 +595,7 @@ NrtpyTensor_write_from_numpy(PyObject *op, PyObject *array)
         return raise_nrtpy_error("Unable to write to a freed tensor. Please "
                                  "check the lifetime of the tensor.");
     }
-    PyArrayObject *arr = as_contiguous_array(array);
+    PyArrayObject *arr = write_source(self, array);
     if (arr == NULL) {
         return NULL;
     }

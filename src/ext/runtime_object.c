@@ -56,19 +56,105 @@ size_converter(PyObject *obj, void *out)
     return 1;
 }
 
-static int
-core_converter(PyObject *obj, void *out)
+/* ------------------------------------------------------------ core ids */
+
+/* How many NeuronCores an index may name: the visible ones (logical
+ * indices, what calls take), or with `physical` the instance's (what
+ * NEURON_RT_VISIBLE_CORES lists).  0 when libnrt cannot say: then only
+ * the type and sign are checked, and the runtime refuses the rest. */
+static uint32_t
+core_count(bool physical)
 {
-    size_t v;
-    if (!size_converter(obj, &v)) {
-        return 0;
+    uint32_t n = 0;
+    NRT_STATUS st = NRT_FAILURE;
+    if (!physical) {
+        st = libnrt.nrt_get_visible_nc_count(&n);
+    } else if (libnrt.nrt_get_total_nc_count != NULL) {
+        st = libnrt.nrt_get_total_nc_count(&n);
     }
-    if (v > INT32_MAX) {
-        PyErr_Format(PyExc_ValueError, "core_id %zu is out of range", v);
-        return 0;
+    return st == NRT_SUCCESS ? n : 0;
+}
+
+int
+core_id_check(PyObject *obj, const char *what, bool physical, uint32_t *out)
+{
+    /* bool is an int to Python, never a core to us; NumPy integers are
+     * ints (__index__), as everywhere else in NumPy. */
+    PyObject *index = NULL;
+    if (PyLong_CheckExact(obj)) {
+        index = Py_NewRef(obj);
+    } else if (!PyBool_Check(obj) && PyIndex_Check(obj)) {
+        index = PyNumber_Index(obj);
+        if (index == NULL) {
+            return -1;
+        }
     }
-    *(uint32_t *)out = (uint32_t)v;
-    return 1;
+    if (index == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s must %s, got %R: %.200R", what,
+                     physical ? "contain integers" : "be an int",
+                     (PyObject *)Py_TYPE(obj), obj);
+        return -1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow < 0 || (overflow == 0 && v < 0)) {
+        PyErr_Format(PyExc_ValueError, "%s must be non-negative, got %.200R",
+                     physical ? "Core ID" : what, obj);
+        return -1;
+    }
+    /* Core 0 exists whenever a runtime can run at all: the common call
+     * asks libnrt nothing. */
+    uint32_t count = overflow == 0 && v == 0 ? 1 : core_count(physical);
+    if (overflow > 0 || v > INT32_MAX || (count > 0 && v >= count)) {
+        if (count == 0) {
+            PyErr_Format(PyExc_ValueError, "%s %.200R is out of range", what,
+                         obj);
+        } else if (physical) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: core %.200R does not exist; the instance's "
+                         "NeuronCores are 0 to %u",
+                         what, obj, (unsigned)count - 1);
+        } else {
+            PyErr_Format(PyExc_ValueError,
+                         "%s %.200R does not exist; the visible NeuronCores "
+                         "are %s 0 to %u",
+                         what, obj, what, (unsigned)count - 1);
+        }
+        return -1;
+    }
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int
+core_id_converter(PyObject *obj, void *out)
+{
+    return core_id_check(obj, "core_id", false, out) == 0;
+}
+
+/* Nrtpy._check_core_id(value, what="core_id", physical=False) -> int: the
+ * same check for the Python entry points (configure, memory_stats). */
+static PyObject *
+Nrtpy_check_core_id(PyObject *cls, PyObject *args, PyObject *kwargs)
+{
+    (void)cls;
+    static char *kwlist[] = {"value", "what", "physical", NULL};
+    PyObject *value;
+    const char *what = "core_id";
+    int physical = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|sp:_check_core_id",
+                                     kwlist, &value, &what, &physical)) {
+        return NULL;
+    }
+    uint32_t core;
+    if (core_id_check(value, what, physical != 0, &core) < 0) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLong(core);
 }
 
 static PyObject *
@@ -182,7 +268,7 @@ Nrtpy_allocate_tensor(PyObject *op, PyObject *args, PyObject *kwargs)
     PyObject *name = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|O&O:allocate_tensor",
                                      kwlist, size_converter, &size,
-                                     core_converter, &core_id, &name)) {
+                                     core_id_converter, &core_id, &name)) {
         return NULL;
     }
     return (PyObject *)tensor_allocate((NrtpyObject *)op, size, core_id, name,
@@ -306,15 +392,24 @@ Nrtpy_tensor_read(PyObject *op, PyObject *args, PyObject *kwargs)
     return out;
 }
 
-/* Raise RuntimeError(msg) with the buffer error as its __context__, as
- * the nrtpy contract specifies for buffer-protocol failures. */
+/* Raise RuntimeError("<msg>: <reason>") with the buffer error as its
+ * __context__, as the nrtpy contract specifies for buffer-protocol
+ * failures; the reason is in the message too, where users read it. */
 static PyObject *
 chain_buffer_error(const char *msg)
 {
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
-    PyErr_SetString(PyExc_RuntimeError, msg);
+    PyObject *reason = value != NULL ? PyObject_Str(value) : NULL;
+    if (reason == NULL) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_RuntimeError, msg);
+    } else {
+        PyErr_Format(PyExc_RuntimeError, "%s: %s: %U", msg,
+                     _PyType_Name((PyTypeObject *)type), reason);
+        Py_DECREF(reason);
+    }
     if (value != NULL) {
         PyObject *t2, *v2, *tb2;
         PyErr_Fetch(&t2, &v2, &tb2);
@@ -445,7 +540,7 @@ runtime_load_model(NrtpyObject *rt, PyObject *args, PyObject *kwargs)
     bool cc = false;
     if (!PyArg_ParseTupleAndKeywords(
             args, kwargs, "O|O&O&O&O&:load_model", kwlist, &path_obj,
-            u32_converter, &core_id, bool_converter, &cc, u32_converter,
+            core_id_converter, &core_id, bool_converter, &cc, u32_converter,
             &rank_id, u32_converter, &world_size)) {
         return NULL;
     }
@@ -769,6 +864,12 @@ Nrtpy_execute(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
 }
 
 static PyMethodDef Nrtpy_methods[] = {
+    {"_check_core_id", (PyCFunction)(void (*)(void))Nrtpy_check_core_id,
+     METH_VARARGS | METH_KEYWORDS | METH_STATIC,
+     "_check_core_id(value, what='core_id', physical=False)\n--\n\n"
+     "The NeuronCore index `value` as an int: TypeError for a bool or a "
+     "non-int,\nValueError when negative or past the visible cores (with "
+     "`physical`, the\ninstance's cores; `what` names the argument)."},
     {"get_visible_neuron_core_count", Nrtpy_get_visible_neuron_core_count,
      METH_NOARGS | METH_STATIC,
      "get_visible_neuron_core_count()\n--\n\n"

@@ -62,18 +62,16 @@ SystemTraceSession_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     uint32_t core_id = 0;
-    if (core != Py_None) {
-        long v = PyLong_Check(core) ? PyLong_AsLong(core) : -2;
-        if (v == -1 && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (v < 0 || v > INT32_MAX) {
-            PyErr_Format(PyExc_TypeError,
-                         "core_id must be a non-negative int or None, got %R",
-                         core);
-            return NULL;
-        }
-        core_id = (uint32_t)v;
+    if (core != Py_None &&
+        core_id_check(core, "core_id", false, &core_id) < 0) {
+        return NULL;
+    }
+    /* libnrt's own answer without a runtime speaks of nrt_init, which a
+     * Python user never calls. */
+    if (ext_state->live_runtime == NULL) {
+        return raise_nrtpy_error(
+            "SystemTraceSession needs a running runtime: start one first, "
+            "e.g. with nrtpy.get_nrtpy_singleton() or by loading a model.");
     }
     if (trace_functions_present() < 0) {
         return NULL;

@@ -1,7 +1,7 @@
 """Type stubs of the native module nrtpy._nrtpy (kept in sync by a test)."""
 
 from collections.abc import Mapping
-from typing import Any, TypedDict, TypeVar
+from typing import Any, SupportsIndex, TypedDict, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -60,6 +60,10 @@ class Nrtpy:
     def __init__(self, verbose_level: int = 0) -> None: ...
     @staticmethod
     def get_visible_neuron_core_count() -> int: ...
+    @staticmethod
+    def _check_core_id(
+        value: SupportsIndex, what: str = "core_id", physical: bool = False
+    ) -> int: ...
     @property
     def is_closed(self) -> bool: ...
     def close(self) -> int: ...

@@ -43,7 +43,8 @@ def test_quickstart(tmp_path):
     out = run_example("quickstart.py", tmp_path)
     assert out.rstrip().endswith("quickstart OK")
     assert "emulated       True" in out
-    assert "NrtError status=" in out
+    assert "NrtError status=1 (NRT_FAILURE)" in out
+    assert "ValueError     core_id 7 does not exist" in out
     assert "NrtpyError     Nrtpy Error:" in out
     for dt in ("float16", "bfloat16", "float8_e4m3", "int64"):
         assert f"\n{dt:14s} -> {dt:14s}" in out
