@@ -32,6 +32,21 @@ from nrtpy.model import BenchmarkResult, NrtpyModel
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    # nrtpy.neff after a plain "import nrtpy", as numpy.linalg after
+    # "import numpy"; imported on first use, since most programs never
+    # compile a NEFF and its tracer is the bulk of the package.
+    if name == "neff":
+        import importlib
+
+        return importlib.import_module("nrtpy.neff")
+    raise AttributeError(f"module 'nrtpy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), "neff"])
+
 __all__ = [
     "BenchmarkResult",
     "MemoryStats",

@@ -18,16 +18,15 @@ class MemoryStats(NamedTuple):
 def memory_stats(core_id: int = 0) -> MemoryStats:
     """Bytes of device memory in use on ``core_id`` and the core's limit.
 
-    Starts the runtime if it is not running.
+    Starts the runtime if it is not running.  A ``core_id`` that is not an
+    int (a bool included) raises TypeError; a negative one, or one past the
+    visible cores, ValueError.
 
     >>> import nrtpy
     >>> nrtpy.memory_stats(0).bytes_limit > 0
     True
     """
-    if isinstance(core_id, bool) or not isinstance(core_id, int):
-        raise TypeError(f"core_id must be an int, got {type(core_id).__name__}")
-    if core_id < 0:
-        raise ValueError(f"core_id must be non-negative, got {core_id}")
+    core_id = _nrtpy.Nrtpy._check_core_id(core_id)
     get_nrtpy_singleton()
     stats = _nrtpy.memory_stats(core_id)
     return MemoryStats(stats["bytes_used"], stats["bytes_limit"])

@@ -42,14 +42,19 @@ def _start() -> Nrtpy:
 def configure(visible_cores: Iterable[int] | None = None) -> None:
     """Choose the NeuronCores the runtime will claim when it starts.
 
-    ``visible_cores`` is an iterable of non-negative core indices, written to
-    ``NEURON_RT_VISIBLE_CORES``; inside the process they are numbered from 0.
-    Must be called before the runtime starts (or after :func:`reset`).
+    ``visible_cores`` is an iterable of core indices of this instance, one
+    increasing range (``[2, 3]``, ``range(4)``), written to
+    ``NEURON_RT_VISIBLE_CORES``; inside the process
+    they are numbered from 0.  ``None`` leaves the choice as it is.  Must
+    be called before the runtime starts (or after :func:`reset`).
 
     Raises:
         NrtpyError: the runtime is already active.
-        TypeError: ``visible_cores`` is an int or holds non-integers.
-        ValueError: a core index is negative.
+        TypeError: ``visible_cores`` is an int, a str or bytes, or holds
+            something that is not an int (bools included).
+        ValueError: ``visible_cores`` is empty, a core index is negative,
+            repeated, or past the instance's cores, or the cores are not
+            one increasing range (as the runtime requires).
     """
     with _lock:
         if _runtime is not None and not _runtime.is_closed:
@@ -65,19 +70,36 @@ def configure(visible_cores: Iterable[int] | None = None) -> None:
             f"visible_cores must be an iterable, not int. Use "
             f"[{visible_cores}] or ({visible_cores},)"
         )
-    cores = list(visible_cores)
+    if isinstance(visible_cores, (str, bytes, bytearray)):
+        # Iterating would see characters (or byte values: b"0" is 48).
+        raise TypeError(
+            f"visible_cores must be an iterable of ints, not "
+            f"{type(visible_cores).__name__}: {visible_cores!r:.200}. "
+            f"Use a list, e.g. [0, 1]"
+        )
+    # The one core-id check of the extension, against the instance's
+    # cores (the runtime would refuse the rest only when it starts).
+    cores = [Nrtpy._check_core_id(core, "visible_cores", True)
+             for core in visible_cores]
+    if not cores:
+        raise ValueError(
+            "visible_cores is empty: give at least one core, or None to "
+            "leave the choice as it is"
+        )
+    seen: set[int] = set()
     for core in cores:
-        if isinstance(core, bool) or not isinstance(core, int):
-            raise TypeError(
-                f"visible_cores must contain integers, got {type(core)}: "
-                f"{core!r}"
-            )
-        if core < 0:
-            raise ValueError(f"Core ID must be non-negative, got {core}")
-    if cores:
-        value = ",".join(map(str, cores))
-        os.environ["NEURON_RT_VISIBLE_CORES"] = value
-        logger.info("Set NEURON_RT_VISIBLE_CORES to %s", value)
+        if core in seen:
+            raise ValueError(f"visible_cores lists core {core} twice: "
+                             f"{cores!r:.200}")
+        seen.add(core)
+    # The runtime claims one range of cores, and refuses anything else
+    # only when it starts.
+    if cores != list(range(cores[0], cores[0] + len(cores))):
+        raise ValueError(f"visible_cores must be increasing and contiguous "
+                         f"(one range of cores), got {cores!r:.200}")
+    value = ",".join(map(str, cores))
+    os.environ["NEURON_RT_VISIBLE_CORES"] = value
+    logger.info("Set NEURON_RT_VISIBLE_CORES to %s", value)
 
 
 def reset() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import operator
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,32 @@ def _make_benchmark_result(durations: list[float], warmup: int,
                            p99_ms=p99, mode=mode)
 
 
+def _count(name: str, value: Any, least: int) -> int:
+    """An iteration count: an int (NumPy's too, through __index__), not a
+    bool; TypeError otherwise, ValueError below `least`."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be an int, got "
+                        f"{type(value).__name__}: {value!r}")
+    count = operator.index(value)
+    if count < least:
+        need = "a non-negative int" if least == 0 else f"at least {least}"
+        raise ValueError(f"{name} must be {need}, got {count}")
+    return count
+
+
+def _check_mapping(label: str, given: Any) -> None:
+    """inputs/outputs are dicts of name -> tensor: say so, rather than
+    fail on a method a list or None does not have."""
+    if not isinstance(given, Mapping):
+        raise TypeError(f"{label} must be a dict of tensor name to "
+                        f"NrtpyTensor, got {type(given).__name__}: "
+                        f"{given!r:.200}")
+    for key in given:
+        if not isinstance(key, str):
+            raise TypeError(f"{label} keys must be tensor names (str), got "
+                            f"{type(key).__name__}: {key!r:.200}")
+
+
 def _parse_trace_durations(events_json: str) -> list[float]:
     """Durations (ms) of nc_exec_running start/stop pairs, in stop order."""
     if not events_json:
@@ -133,12 +160,17 @@ class NrtpyModel:
         """Load the NEFF at ``neff_path`` on ``core_id``.
 
         Raises:
+            TypeError: ``name`` is not a str, ``core_id`` not an int.
+            ValueError: ``core_id`` is negative or no such core is visible.
             NrtError: the file cannot be read (NRT_FAILURE) or the runtime
                 refuses the NEFF (NRT_INVALID, NRT_UNSUPPORTED_NEFF_VERSION).
         """
         neff_path = Path(neff_path)
         if name is None:
             name = neff_path.stem
+        elif not isinstance(name, str):
+            raise TypeError(f"name must be a str or None, got "
+                            f"{type(name).__name__}: {name!r:.200}")
         logger.info("Loading model from: %s", neff_path)
         model_ref = get_nrtpy_singleton().load_model(
             str(neff_path), core_id, cc_enabled, rank_id, world_size)
@@ -270,7 +302,10 @@ class NrtpyModel:
         """__call__ in full: every check, with messages that say what is
         wrong, automatic outputs, tracing and logging."""
         self._check_loaded()
+        _check_mapping("inputs", inputs)
         auto = outputs is None
+        if outputs is not None:
+            _check_mapping("outputs", outputs)
         if outputs is None:
             outputs = self._auto_outputs(inputs)
         self._validate_io(inputs, outputs)
@@ -294,18 +329,20 @@ class NrtpyModel:
         with ``time.perf_counter``.
 
         Raises:
-            ValueError: unknown mode, or ``benchmark_iter < 1``.
+            TypeError: an iteration count that is not an int (a bool, a
+                float), or inputs/outputs that are not dicts.
+            ValueError: unknown mode, ``benchmark_iter < 1`` or
+                ``warmup_iter < 0``.
             NrtpyError: the model is unloaded, or a tensor is freed.
         """
         if mode not in ("device", "host"):
             raise ValueError(f"Invalid benchmark mode '{mode}'. Use 'device' or 'host'.")
-        if isinstance(benchmark_iter, bool) or not isinstance(benchmark_iter, int) \
-                or benchmark_iter < 1:
-            raise ValueError(f"benchmark_iter must be at least 1, got {benchmark_iter!r}")
-        if isinstance(warmup_iter, bool) or not isinstance(warmup_iter, int) \
-                or warmup_iter < 0:
-            raise ValueError(f"warmup_iter must be a non-negative int, got {warmup_iter!r}")
+        benchmark_iter = _count("benchmark_iter", benchmark_iter, 1)
+        warmup_iter = _count("warmup_iter", warmup_iter, 0)
         self._check_loaded()
+        _check_mapping("inputs", inputs)
+        if outputs is not None:
+            _check_mapping("outputs", outputs)
         if outputs is None:
             outputs = self._auto_outputs(inputs)
         self._validate_io(inputs, outputs)

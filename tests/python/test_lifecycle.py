@@ -123,7 +123,8 @@ def test_configure_iterables(fresh_runtime):
 
 def test_configure_empty_and_none_change_nothing(fresh_runtime):
     fresh_runtime.setenv("NEURON_RT_VISIBLE_CORES", "0")
-    nrtpy.configure([])
+    with pytest.raises(ValueError, match="visible_cores is empty"):
+        nrtpy.configure([])
     nrtpy.configure(None)
     nrtpy.configure()
     assert os.environ["NEURON_RT_VISIBLE_CORES"] == "0"
@@ -139,9 +140,14 @@ def test_configure_after_reset(fresh_runtime):
     assert nrtpy.runtime_info()["visible_cores"] == 1
 
 
-def test_configure_non_contiguous_cores_refused_at_start(fresh_runtime):
+def test_configure_non_contiguous_cores_refused(fresh_runtime):
     fresh_runtime.setenv("NRTPY_EMU_INSTANCE", "trn1.32xlarge")
-    nrtpy.configure([0, 2])
+    # configure() says so at once ...
+    with pytest.raises(ValueError, match=r"increasing and contiguous .*got \[0, 2\]"):
+        nrtpy.configure([0, 2])
+    assert "NEURON_RT_VISIBLE_CORES" not in os.environ
+    # ... and the runtime refuses the same list set in the environment.
+    fresh_runtime.setenv("NEURON_RT_VISIBLE_CORES", "0,2")
     with pytest.raises(NrtError) as ei:
         nrtpy.get_nrtpy_singleton()
     assert ei.value.status_code == 2

@@ -1110,8 +1110,11 @@ def test_benchmark_errors(add_model):
     ins = tensors(a_input=np.ones((2, 3), np.float32), b_input=np.ones((2, 3), np.float32))
     with pytest.raises(ValueError, match=r"^Invalid benchmark mode 'gpu'. Use 'device' or 'host'.$"):
         add_model.benchmark(inputs=ins, mode="gpu")
-    for bad in (0, -1, 2.0, True):
+    for bad in (0, -1):
         with pytest.raises(ValueError, match="benchmark_iter must be at least 1"):
+            add_model.benchmark(inputs=ins, benchmark_iter=bad)
+    for bad in (2.0, True, "5"):
+        with pytest.raises(TypeError, match="benchmark_iter must be an int"):
             add_model.benchmark(inputs=ins, benchmark_iter=bad)
     with pytest.raises(ValueError, match="warmup_iter must be a non-negative int"):
         add_model.benchmark(inputs=ins, warmup_iter=-1)

@@ -201,10 +201,17 @@ def test_output_names(tmp_path):
     ([""], "non-empty"),
     (["x"], "distinct from the inputs"),
     (["out.0"], "without '.'"),
-    ([3], "must be a non-empty str"),
 ])
 def test_bad_output_names(tmp_path, names, match):
     with pytest.raises(ValueError, match=match):
+        nrtpy.neff.compile(lambda x: x + 1, np.ones(2, np.float32),
+                           path=tmp_path / "b.neff", output_names=names)
+    assert not (tmp_path / "b.neff").exists()
+
+
+@pytest.mark.parametrize("names", [[3], "ab", 5])
+def test_output_names_of_the_wrong_type(tmp_path, names):
+    with pytest.raises(TypeError, match="must be a (str|sequence of str)"):
         nrtpy.neff.compile(lambda x: x + 1, np.ones(2, np.float32),
                            path=tmp_path / "b.neff", output_names=names)
     assert not (tmp_path / "b.neff").exists()

@@ -28,6 +28,7 @@ with ``axis=`` and ``keepdims=``, ``np.matmul``, ``np.take``,
 
 from __future__ import annotations
 
+import errno
 import inspect as _inspect
 import io
 import json
@@ -87,9 +88,42 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
         ``path``, as a ``Path``.
 
     Raises:
-        TypeError: ``fn`` uses an operation the emulator does not support.
-        ValueError: an input or output has no elements.
+        TypeError: ``fn`` uses an operation the emulator does not support,
+            or an argument has the wrong type (``fn`` not callable, ``path``
+            not a path, ``name`` or an output name not a str).
+        ValueError: ``fn`` returns no outputs, an input or output has no
+            elements, or the output names do not fit.
+        IsADirectoryError: ``path`` is a directory.
+        FileNotFoundError: the folder of ``path`` does not exist.
     """
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}: "
+                        f"{fn!r:.200}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got "
+                        f"{type(path).__name__}: {path!r:.200}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"name must be a str or None, got "
+                        f"{type(name).__name__}: {name!r:.200}")
+    if output_names is not None:
+        if isinstance(output_names, (str, bytes)) or \
+                not isinstance(output_names, Sequence):
+            raise TypeError(f"output_names must be a sequence of str, got "
+                            f"{type(output_names).__name__}: "
+                            f"{output_names!r:.200}")
+        for out_name in output_names:
+            if not isinstance(out_name, str):
+                raise TypeError(f"output name {out_name!r:.200} must be a "
+                                f"str, not {type(out_name).__name__}")
+    # Found before tracing, and said of the path given (the writer's own
+    # errors would name its temporary file).
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "path is a directory, not a "
+                                "NEFF file to write", os.fspath(path))
+    folder = os.path.dirname(os.fspath(path)) or os.curdir
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, "the folder of path does not "
+                                "exist", os.fspath(path))
     program = Program()
     names = _input_names(fn, len(example_inputs))
     inputs = []
@@ -103,6 +137,10 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
 
     result = fn(*inputs)
     results = result if isinstance(result, tuple) else (result,)
+    if not results:
+        raise ValueError(f"{getattr(fn, '__name__', 'fn')}() returned no "
+                         f"outputs (an empty tuple); a NEFF needs at least "
+                         f"one")
     if output_names is None:
         output_names = [f"output_{i}" for i in range(len(results))]
     output_names = list(output_names)
