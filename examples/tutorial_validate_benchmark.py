@@ -80,14 +80,33 @@ print(f"  Mean:    {host_stats.mean_ms:.4f} ms")
 print(f"  Min:     {host_stats.min_ms:.4f} ms")
 print(f"  Overhead vs device: {host_stats.mean_ms - device_stats.mean_ms:.4f} ms")
 
-# Step 4: a regression check against a saved baseline.
+# Step 4: a regression check against a saved baseline.  One execution takes
+# well under a microsecond here, so a single mean moves by more than 10%
+# with whatever else the machine does.  Measure in blocks and keep a low
+# percentile of each (noise only ever adds time); call it a regression only
+# when even the fastest block of the new run is more than 10% slower than
+# the slowest block of the baseline: a real slowdown, never noise.
+BLOCKS, PER_BLOCK, THRESHOLD = 10, 200, 1.10
+
+
+def block_times(mode="device"):
+    """The 10th percentile (ms) of each block of executions."""
+    ins = {"a_input": a_tensor, "b_input": b_tensor}
+    return [float(np.percentile(model.benchmark(
+        inputs=ins, warmup_iter=10, benchmark_iter=PER_BLOCK,
+        mode=mode).durations_ms, 10)) for _ in range(BLOCKS)]
+
+
 baseline_path = work / "baseline_perf.json"
-baseline_path.write_text(json.dumps({"mean_ms": device_stats.mean_ms}))
-new_stats = model.benchmark(inputs={"a_input": a_tensor, "b_input": b_tensor},
-                            warmup_iter=10, benchmark_iter=100, mode="device")
-ratio = new_stats.mean_ms / json.loads(baseline_path.read_text())["mean_ms"]
-print(f"\n{'REGRESSION' if ratio > 1.10 else 'OK'}: {ratio:.2f}x of baseline "
-      f"({new_stats.mean_ms:.4f} ms)")
+baseline_path.write_text(json.dumps({"block_p10_ms": block_times()}))
+base = json.loads(baseline_path.read_text())["block_p10_ms"]
+new = block_times()
+ratio = float(np.median(new) / np.median(base))
+bound = min(new) / max(base)  # the smallest slowdown the blocks allow
+verdict = "REGRESSION" if bound > THRESHOLD else "OK"
+print(f"\n{verdict}: {ratio:.2f}x of baseline (median of {BLOCKS} blocks "
+      f"of {PER_BLOCK}: {np.median(new):.5f} ms; at least {bound:.2f}x, "
+      f"threshold {THRESHOLD:.2f}x)")
 
 # Step 5: capture a trace of one execution (Chrome trace-event JSON on the
 # emulator: open it in https://ui.perfetto.dev or chrome://tracing).
