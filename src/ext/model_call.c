@@ -112,7 +112,10 @@ model_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         0) {
         return NULL;
     }
-    if (argv[2] == Py_False) {
+    /* (an ntff_name of the wrong type goes to the Python path, which
+     * refuses it even when there is no trace to write) */
+    if (argv[2] == Py_False &&
+        (argv[3] == Py_None || PyUnicode_Check(argv[3]))) {
         int info = logging_info();
         if (info < 0) {
             return NULL;
