@@ -869,12 +869,17 @@ static PyMethodDef NrtpyTensor_methods[] = {
      METH_FASTCALL | METH_KEYWORDS,
      "numpy(out=None)\n--\n\n"
      "Read the tensor into a new array of its shape and dtype, or into "
-     "`out`,\na writable C-contiguous array of the same byte size, which "
-     "is returned."},
+     "`out`,\na writable C-contiguous array of its dtype (either byte "
+     "order) and shape\n(dimensions of size 1 aside), or a uint8/int8/void "
+     "array or buffer of its\nbyte size; `out` is returned.  ValueError "
+     "for another dtype, shape or size."},
     {"write_from_numpy", NrtpyTensor_write_from_numpy, METH_O,
      "write_from_numpy(array)\n--\n\n"
-     "Overwrite the tensor with `array` (made contiguous first), which must "
-     "have\nthe tensor's byte size."},
+     "Overwrite the tensor with `array` (made contiguous first): an array "
+     "of the\ntensor's dtype (the other byte order is converted) and shape "
+     "(dimensions\nof size 1 aside), or a uint8/int8/void array, bytes or "
+     "bytearray of its\nbyte size.  ValueError for another dtype, shape or "
+     "size."},
     {NULL, NULL, 0, NULL},
 };
 
