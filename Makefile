@@ -75,6 +75,8 @@ test-sanitize: deps
 bench: install
 	$(PY) bench/bench_tensor_copy.py
 	$(PY) bench/bench_models.py
+	$(PY) bench/bench_call_path.py
+	$(PY) bench/bench_neff_load.py
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c

@@ -501,7 +501,8 @@ set_check(const char *func, const struct nrtemu_tensor_set *set,
 static NRT_STATUS
 bind_io_locked(const char *func, const nrt_model_t *model,
                const struct nrtemu_tensor_set *in,
-               const struct nrtemu_tensor_set *out, void **io_data)
+               const struct nrtemu_tensor_set *out, void **io_data,
+               nrt_tensor_t **io_tensors)
 {
     const struct nrtemu_neff *neff = model->neff;
 
@@ -545,6 +546,7 @@ bind_io_locked(const char *func, const nrt_model_t *model,
                                   model->vnc);
         }
         io_data[i] = nrtemu__tensor_data(t);
+        io_tensors[i] = t;
     }
     return NRT_SUCCESS;
 }
@@ -557,7 +559,8 @@ bind_io_locked(const char *func, const nrt_model_t *model,
 static NRT_STATUS
 bind_io(const char *func, const nrt_model_t *model,
         const struct nrtemu_tensor_set *in,
-        const struct nrtemu_tensor_set *out, void **io_data)
+        const struct nrtemu_tensor_set *out, void **io_data,
+        nrt_tensor_t **io_tensors)
 {
     struct nrtemu_tensor_set *first = (struct nrtemu_tensor_set *)in;
     struct nrtemu_tensor_set *second = (struct nrtemu_tensor_set *)out;
@@ -572,7 +575,7 @@ bind_io(const char *func, const nrt_model_t *model,
     if (second != first) {
         pthread_mutex_lock(&second->lock);
     }
-    st = bind_io_locked(func, model, in, out, io_data);
+    st = bind_io_locked(func, model, in, out, io_data, io_tensors);
     if (second != first) {
         pthread_mutex_unlock(&second->lock);
     }
@@ -614,16 +617,15 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
 
 #define IO_ON_STACK 32
 
-/* One more completed execution for each output tensor of the model. */
+/* One more completed execution for each output tensor of the model (as
+ * bound: the sets are not searched again). */
 static void
 count_output_completions(const nrt_model_t *model,
-                         const struct nrtemu_tensor_set *out)
+                         nrt_tensor_t *const *io_tensors)
 {
     for (size_t i = 0; i < model->neff->io_count; i++) {
-        const struct nrtemu_neff_io *io = &model->neff->io[i];
-        if (io->usage == NRT_TENSOR_USAGE_OUTPUT) {
-            nrtemu__tensor_count_completion(
-                nrtemu__tensor_set_lookup(out, io->name));
+        if (model->neff->io[i].usage == NRT_TENSOR_USAGE_OUTPUT) {
+            nrtemu__tensor_count_completion(io_tensors[i]);
         }
     }
 }
@@ -634,7 +636,9 @@ execute(const char *func, nrt_model_t *model,
         int repeat_count)
 {
     void *io_stack[IO_ON_STACK];
+    nrt_tensor_t *tensor_stack[IO_ON_STACK];
     void **io_data = NULL;
+    nrt_tensor_t **io_tensors = NULL;
     NRT_STATUS st = nrtemu__model_check(func, model);
 
     if (st == NRT_SUCCESS) {
@@ -651,13 +655,19 @@ execute(const char *func, nrt_model_t *model,
     }
     /* Small models (nearly all) bind on the stack: no allocation per
      * execution. */
-    io_data = model->neff->io_count <= IO_ON_STACK
-                  ? io_stack
-                  : calloc(model->neff->io_count, sizeof *io_data);
-    if (io_data == NULL) {
+    if (model->neff->io_count <= IO_ON_STACK) {
+        io_data = io_stack;
+        io_tensors = tensor_stack;
+    } else {
+        io_data = calloc(model->neff->io_count, sizeof *io_data);
+        io_tensors = calloc(model->neff->io_count, sizeof *io_tensors);
+    }
+    if (io_data == NULL || io_tensors == NULL) {
+        free(io_data);
+        free(io_tensors);
         return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
     }
-    st = bind_io(func, model, input_set, output_set, io_data);
+    st = bind_io(func, model, input_set, output_set, io_data, io_tensors);
     if (st != NRT_SUCCESS) {
         goto done;
     }
@@ -697,12 +707,13 @@ execute(const char *func, nrt_model_t *model,
         nrtemu__sys_trace_end(NRTEMU_TRACE_NRT_EXECUTE, model->vnc, tracking,
                               exec_id, model->name, st);
         if (st == NRT_SUCCESS) {
-            count_output_completions(model, output_set);
+            count_output_completions(model, io_tensors);
         }
     }
 done:
     if (io_data != io_stack) {
         free(io_data);
+        free(io_tensors);
     }
     return st;
 }
