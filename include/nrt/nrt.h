@@ -210,6 +210,19 @@ NRT_STATIC_ASSERT_(sizeof(nrt_tensor_list_t) == 16, "nrt_tensor_list_t");
 
 /* ------------------------------------------------- init, close, queries */
 
+/*
+ * fork(): a runtime belongs to the process that initialised it.  In a child
+ * forked while a runtime was open, that runtime is closed (even if another
+ * thread was executing at the moment of the fork: the child never waits for
+ * it): every tensor, model and call of it fails with NRT_CLOSED, with a
+ * detail naming fork and the parent's PID; the cores stay the parent's.
+ * nrt_close() in the child does nothing, and nrt_init() there claims cores
+ * of the child's own, as any process does (a core the parent holds is busy,
+ * naming the parent's PID).  Tensor sets and error trackers are host
+ * objects and stay usable; freeing inherited tensors and models frees the
+ * child's copies of them only.
+ */
+
 /**
  * Initialise the runtime and claim the visible NeuronCores for this process.
  * Reads NEURON_RT_VISIBLE_CORES, NEURON_RT_NUM_CORES and the log settings.

@@ -26,6 +26,7 @@
 #include "async.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "model.h"
 #include "runtime.h"
@@ -426,6 +427,45 @@ nrtemu__async_close(void)
         w->started = false;
         pthread_mutex_unlock(&as.lock);
     }
+}
+
+void
+nrtemu__async_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&as.lock, phase);
+    if (phase != NRTEMU_FORK_CHILD) {
+        return;
+    }
+    /* The workers are threads of the parent: none exists here.  Their
+     * queued requests are for the parent's runtime, so they are dropped,
+     * never run nor completed: the completion eventfds are shared with the
+     * parent, whose waiters must not be woken by us, so only our copies
+     * are closed. */
+    pthread_cond_init(&as.idle, NULL);
+    for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
+        struct worker *w = &as.workers[i];
+        while (w->head != NULL) {
+            struct job *job = w->head;
+            w->head = job->next;
+            tracker_release_locked(job->tracker);
+            free(job);
+        }
+        w->tail = NULL;
+        w->started = false;
+        w->stopping = false;
+        w->busy = false;
+        pthread_cond_init(&w->wake, NULL);
+    }
+    for (size_t i = 0; i < sizeof as.streams / sizeof as.streams[0]; i++) {
+        while (as.streams[i].fds != NULL) {
+            struct completion_fd *c = as.streams[i].fds;
+            as.streams[i].fds = c->next;
+            close(c->fd);
+            free(c);
+        }
+    }
+    memset(as.streams, 0, sizeof as.streams);
+    as.epoch = 0;
 }
 
 /* ------------------------------------------------------------- requests */

@@ -392,6 +392,20 @@ fail_error:
 }
 
 void
+nrtemu__core_locks_forget(struct nrtemu_core_locks *locks)
+{
+    for (uint32_t p = 0; p < NRTEMU_MAX_PHYSICAL_CORES; p++) {
+        /* Closing our descriptor leaves the lock to the other descriptors
+         * of its open file description (the parent's); truncating the file
+         * would erase the parent's PID from it. */
+        if (locks->fds[p] >= 0) {
+            close(locks->fds[p]);
+            locks->fds[p] = -1;
+        }
+    }
+}
+
+void
 nrtemu__core_locks_release(struct nrtemu_core_locks *locks)
 {
     for (uint32_t p = 0; p < NRTEMU_MAX_PHYSICAL_CORES; p++) {

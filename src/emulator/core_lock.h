@@ -49,6 +49,12 @@ NRT_STATUS nrtemu__core_locks_acquire_any(const char *func,
                                           uint32_t count, uint32_t *first,
                                           struct nrtemu_core_locks *locks);
 
+/*
+ * In a forked child: close the descriptors inherited from the parent,
+ * which keeps the cores and its PID in their files.  Async-signal-safe.
+ */
+void nrtemu__core_locks_forget(struct nrtemu_core_locks *locks);
+
 /* Release every core held. */
 void nrtemu__core_locks_release(struct nrtemu_core_locks *locks);
 

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "runtime.h"
 
@@ -41,6 +42,12 @@ client_of_locked(int fd)
         }
     }
     return -1;
+}
+
+void
+nrtemu__debug_stream_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&ds.lock, phase);
 }
 
 NRTEMU_EXPORT NRT_STATUS

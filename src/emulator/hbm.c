@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "error.h"
+#include "fork.h"
 #include "hbm.h"
 #include "instance.h"
 #include "runtime.h"
@@ -27,6 +28,17 @@ cores_init(void)
 {
     for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
         pthread_mutex_init(&cores[i].lock, NULL);
+    }
+}
+
+void
+nrtemu__hbm_atfork(enum nrtemu_fork_phase phase)
+{
+    /* Not held across fork(): the child closes the table (runtime.c), so
+     * a count being updated at that moment does not matter, and waiting
+     * here could stall fork() behind a busy core. */
+    if (phase == NRTEMU_FORK_CHILD) {
+        cores_init();
     }
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "fork.h"
 #include "host_memory.h"
 
 #define HUGE_PAGE ((size_t)2 << 20)
@@ -229,6 +230,15 @@ static void
 uncommit(size_t size)
 {
     atomic_fetch_sub(&committed, size);
+}
+
+void
+nrtemu__host_memory_atfork(enum nrtemu_fork_phase phase)
+{
+    /* The child keeps the cache and the accounting (its copies of the
+     * blocks are its own memory), so both are copied consistent. */
+    nrtemu__fork_leaf_lock(&cache_lock, phase);
+    nrtemu__fork_leaf_lock(&budget_lock, phase);
 }
 
 void *

@@ -25,6 +25,7 @@
 #include "env_parse.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "model.h"
 #include "profile.h"
@@ -44,6 +45,17 @@ exec_locks_init(void)
 {
     for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
         pthread_mutex_init(&exec_locks[i], NULL);
+    }
+}
+
+void
+nrtemu__model_atfork(enum nrtemu_fork_phase phase)
+{
+    /* Not held across fork(): an execution can last minutes.  In the
+     * child the executing threads are gone, and their models belong to
+     * the parent's runtime, so the locks are simply made free again. */
+    if (phase == NRTEMU_FORK_CHILD) {
+        exec_locks_init();
     }
 }
 
@@ -463,11 +475,17 @@ nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info,
 static NRT_STATUS
 model_runtime_check(const char *func, const nrt_model_t *model)
 {
+    NRT_STATUS st;
+
     if (nrtemu__runtime_epoch_open(model->epoch)) {
         return NRT_SUCCESS;
     }
+    st = nrtemu__runtime_fork_error(func, model->epoch);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
     if (nrtemu__runtime_epoch() == 0) {
-        NRT_STATUS st = nrtemu__runtime_state_error(func, 0);
+        st = nrtemu__runtime_state_error(func, 0);
         if (st != NRT_SUCCESS) {
             return st;
         }
@@ -525,6 +543,10 @@ bind_io_locked(const char *func, const nrt_model_t *model,
                                   what, io->name);
         }
         if (!nrtemu__runtime_epoch_open(t->epoch)) {
+            NRT_STATUS st = nrtemu__runtime_fork_error(func, t->epoch);
+            if (st != NRT_SUCCESS) {
+                return st;
+            }
             return nrtemu__reject(NRT_INVALID, func,
                                   "%s '%s' belongs to a closed runtime", what,
                                   io->name);

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "model.h"
 #include "profile.h"
@@ -90,6 +91,12 @@ grow(void **items, size_t *capacity, size_t count, size_t size)
 }
 
 /* ------------------------------------------------------- execution side */
+
+void
+nrtemu__profile_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&prof.lock, phase);
+}
 
 bool
 nrtemu__profile_watching(const nrt_model_t *model)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "nrt/nrtemu.h"
 
@@ -15,6 +16,7 @@
 #include "env_parse.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "hbm.h"
 #include "host_memory.h"
 #include "instance.h"
@@ -37,20 +39,60 @@ static struct {
     uint32_t first_vnc;       /* instance-global index of our vnc 0 */
     uint32_t num_vnc;
     struct nrtemu_core_locks locks;
+    long pid; /* the process that opened the runtime */
+    /* Set in a forked child whose parent had a runtime open: the parent's
+     * PID and that runtime's epoch, whose handles fail with NRT_CLOSED
+     * here for good (fork.h). */
+    long forked_from;
+    uint32_t forked_epoch;
 } rt = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
+/* The detail of a handle inherited through fork(); with rt.lock held. */
+static NRT_STATUS
+fork_error_locked(const char *func)
+{
+    return nrtemu__reject(NRT_CLOSED, func,
+                          "the runtime belongs to process %ld: this process "
+                          "(%ld) was forked from it, and a runtime is not "
+                          "shared across fork() (nrt_init starts one of "
+                          "this process's own on free cores)",
+                          rt.forked_from, (long)getpid());
+}
+
+NRT_STATUS
+nrtemu__runtime_fork_error(const char *func, uint32_t epoch)
+{
+    NRT_STATUS st = NRT_SUCCESS;
+
+    pthread_mutex_lock(&rt.lock);
+    if (rt.forked_from != 0 && epoch != 0 && epoch == rt.forked_epoch) {
+        st = fork_error_locked(func);
+    }
+    pthread_mutex_unlock(&rt.lock);
+    return st;
+}
+
 NRT_STATUS
 nrtemu__runtime_state_error(const char *func, uint32_t epoch)
 {
-    bool ever_opened, open;
+    bool ever_opened, open, inherited;
     uint32_t current;
+    NRT_STATUS st;
 
     pthread_mutex_lock(&rt.lock);
     ever_opened = rt.ever_opened;
     open = rt.open;
     current = rt.last_epoch;
+    /* No runtime opened since the fork: the parent's is the last one. */
+    inherited = rt.forked_from != 0 && rt.last_epoch == rt.forked_epoch;
+    if (rt.forked_from != 0 &&
+        ((epoch != 0 && epoch == rt.forked_epoch) || (!open && inherited))) {
+        st = fork_error_locked(func);
+        pthread_mutex_unlock(&rt.lock);
+        return st;
+    }
     pthread_mutex_unlock(&rt.lock);
 
     if (!ever_opened) {
@@ -165,6 +207,7 @@ nrt_init(nrt_framework_type_t framework, const char *fw_version,
     (void)fw_version;
     (void)fal_version;
     nrtemu__log_configure();
+    nrtemu__fork_handlers_install();
     if (framework < NRT_FRAMEWORK_TYPE_NO_FW ||
         framework > NRT_FRAMEWORK_TYPE_PRECHECK) {
         return nrtemu__fail(NRT_INVALID, __func__, "invalid framework type %d",
@@ -203,6 +246,7 @@ nrt_init(nrt_framework_type_t framework, const char *fw_version,
     rt.cfg = cfg;
     rt.first_vnc = req.first;
     rt.num_vnc = req.count;
+    rt.pid = (long)getpid();
     rt.last_epoch = epoch;
     rt.ever_opened = true;
     rt.open = true;
@@ -239,6 +283,38 @@ nrt_close(void)
      * take rt.lock to say so, hence after the unlock. */
     nrtemu__async_close();
     nrtemu__log(NRTEMU_LOG_INFO, __func__, "runtime closed");
+}
+
+void
+nrtemu__runtime_atfork(enum nrtemu_fork_phase phase)
+{
+    switch (phase) {
+    case NRTEMU_FORK_PREPARE:
+        /* First of all locks: the state is copied whole, never halfway
+         * through nrt_init or nrt_close. */
+        pthread_mutex_lock(&rt.lock);
+        return;
+    case NRTEMU_FORK_PARENT:
+        pthread_mutex_unlock(&rt.lock);
+        return;
+    case NRTEMU_FORK_CHILD:
+        break;
+    }
+    pthread_mutex_init(&rt.lock, NULL);
+    if (!rt.open) {
+        return;
+    }
+    /* The runtime, its cores and its device memory are the parent's.  Close
+     * our copy without giving anything back: the core locks are
+     * open-file-description locks shared with the parent, which keeps
+     * them, and the PIDs in their files stay the parent's.  (The hooks of
+     * hbm.c and the others have already run: fork.c runs them in reverse.) */
+    atomic_store_explicit(&nrtemu__open_epoch, 0, memory_order_release);
+    rt.open = false;
+    rt.forked_from = rt.pid;
+    rt.forked_epoch = rt.last_epoch;
+    nrtemu__hbm_close();
+    nrtemu__core_locks_forget(&rt.locks);
 }
 
 NRTEMU_EXPORT NRT_STATUS

@@ -33,11 +33,19 @@ nrtemu__runtime_epoch_open(uint32_t epoch)
 
 /*
  * Record why `epoch` cannot be used: NRT_UNINITIALIZED before the first
- * nrt_init(), NRT_CLOSED while no runtime is open, NRT_INVALID when a newer
- * runtime has replaced the one of `epoch`.  Pass epoch 0 when the call
+ * nrt_init(), NRT_CLOSED while no runtime is open or when `epoch` is the
+ * runtime inherited through fork() (a detail naming fork), NRT_INVALID when a
+ * newer runtime has replaced the one of `epoch`.  Pass epoch 0 when the call
  * needs an open runtime but no particular one.
  */
 NRT_STATUS nrtemu__runtime_state_error(const char *func, uint32_t epoch);
+
+/*
+ * NRT_CLOSED, recorded with a detail naming fork() and the parent's PID,
+ * when `epoch` is the runtime this process inherited from its parent
+ * through fork(); else NRT_SUCCESS, recording nothing.  Thread-safe.
+ */
+NRT_STATUS nrtemu__runtime_fork_error(const char *func, uint32_t epoch);
 
 /* NRT_SUCCESS when `epoch` is open, else as nrtemu__runtime_state_error(). */
 static inline NRT_STATUS

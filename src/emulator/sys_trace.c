@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "runtime.h"
 #include "strbuf.h"
@@ -193,6 +194,12 @@ record_locked(const struct trace_event *ev, uint32_t vnc,
     }
     *slot = *ev;
     slot->model_name = intern_locked(model_name);
+}
+
+void
+nrtemu__sys_trace_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&tr.lock, phase);
 }
 
 uint64_t

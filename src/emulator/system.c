@@ -19,6 +19,7 @@
 
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "instance.h"
 #include "runtime.h"
 
@@ -185,6 +186,12 @@ static struct {
     NRT_ASYNC_EXEC_STATUS_CALLBACK callback;
     void *params;
 } async_callback = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+void
+nrtemu__system_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&async_callback.lock, phase);
+}
 
 NRTEMU_EXPORT NRT_STATUS
 nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback,

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "runtime.h"
 #include "storage.h"
 #include "tensor.h"
@@ -541,6 +542,18 @@ completion_init(void)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&completion_cond, &attr);
     pthread_condattr_destroy(&attr);
+}
+
+void
+nrtemu__tensor_atfork(enum nrtemu_fork_phase phase)
+{
+    nrtemu__fork_leaf_lock(&completion_lock, phase);
+    if (phase == NRTEMU_FORK_CHILD) {
+        /* Waiters of the parent do not exist here; a condition variable
+         * that still counted them could block the next broadcast. */
+        atomic_store(&completion_waiters, 0);
+        completion_init();
+    }
 }
 
 void
