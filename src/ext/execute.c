@@ -58,10 +58,11 @@ io_list_push(io_list *list, PyObject *key, PyObject *value, const char *what)
         return -1;
     }
     if (tensor_is_freed(t)) {
-        raise_nrtpy_error("Tensor '%U' is freed. Unable to add it into the "
-                          "tensor set. Please check the lifetime of the "
-                          "tensor.",
-                          key);
+        raise_handle_error(t->token,
+                           "Tensor '%U' is freed. Unable to add it into the "
+                           "tensor set. Please check the lifetime of the "
+                           "tensor.",
+                           key);
         return -1;
     }
     if (t->handle == NULL) {
@@ -277,8 +278,9 @@ static int
 execute_pinned(NrtModelObject *m, io_list *in, io_list *out, const char *ntff)
 {
     if (model_is_unloaded(m)) {
-        raise_nrtpy_error("Unable to execute an unloaded model. Please check "
-                          "the lifetime of the model.");
+        raise_handle_error(m->token,
+                           "Unable to execute an unloaded model. Please "
+                           "check the lifetime of the model.");
         return -1;
     }
     bool use_cache = !m->sets_busy;

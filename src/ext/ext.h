@@ -161,16 +161,45 @@ PyObject *raise_nrtpy_error(const char *fmt, ...);
  * `closed` turns true before nrt_close() and never back.  `busy` counts
  * operations running with the GIL released; close() waits for it to reach
  * zero.  Both are set under the GIL; `busy` is decremented outside it.
+ * `forked` turns true (with `closed`) in a process forked from `pid`, the
+ * one that created the token: the runtime is that process's (fork.c).
  */
 typedef struct runtime_token {
     atomic_long refcnt;
     atomic_bool closed;
     atomic_long busy;
+    atomic_bool forked;
+    long pid;
 } runtime_token;
 
 runtime_token *token_create(void);
 void token_incref(runtime_token *token);
 void token_decref(runtime_token *token);
+
+/*
+ * Whether the token's handles may still be given to libnrt to release
+ * them: while the runtime is open; after nrt_close() on the emulator only
+ * (it documents that handles keep host memory until freed); never when
+ * the runtime is a parent's, inherited through fork().
+ */
+static inline bool
+token_may_release(runtime_token *token)
+{
+    return !atomic_load(&token->closed) ||
+           (libnrt.emulated && !atomic_load(&token->forked));
+}
+
+/* ------------------------------------------------------------------ fork */
+
+/*
+ * Raise NrtpyError for an unusable handle of `token`: the fork message
+ * when its runtime was inherited through fork(), else "Nrtpy Error: " and
+ * the formatted text (PyUnicode_FromFormat).  Returns NULL.
+ */
+PyObject *raise_handle_error(const runtime_token *token, const char *fmt, ...);
+
+/* Register the after-fork hook and _raise_if_forked (fork.c).  0 or -1. */
+int fork_support_init(PyObject *module);
 
 /* ---------------------------------------------------------------- types */
 

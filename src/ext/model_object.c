@@ -21,7 +21,7 @@ model_release_handle(NrtModelObject *m)
     m->handle = NULL;
     /* As for tensors: never call the real libnrt after nrt_close(), but
      * let the emulator release the model's host memory. */
-    if (!atomic_load(&m->token->closed) || libnrt.emulated) {
+    if (token_may_release(m->token)) {
         model_sets_clear(m);
         if (h != NULL) {
             (void)libnrt.nrt_unload(h);
@@ -211,8 +211,9 @@ int
 model_execute_checked(NrtModelObject *m, PyObject *inputs, PyObject *outputs)
 {
     if (model_is_unloaded(m)) {
-        raise_nrtpy_error("Unable to execute an unloaded model. Please check "
-                          "the lifetime of the model.");
+        raise_handle_error(m->token,
+                           "Unable to execute an unloaded model. Please "
+                           "check the lifetime of the model.");
         return -1;
     }
     int ok = m->specs != NULL

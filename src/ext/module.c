@@ -201,7 +201,8 @@ module_exec(PyObject *module)
         tensor_metadata_type_init(module) < 0 ||
         model_tensor_info_type_init(module) < 0 ||
         sys_trace_type_init(module) < 0 || dtypes_add_to_module(module) < 0 ||
-        neff_constants_add_to_module(module) < 0) {
+        neff_constants_add_to_module(module) < 0 ||
+        fork_support_init(module) < 0) {
         goto fail;
     }
     return 0;

@@ -532,8 +532,9 @@ NrtpyTensor_numpy(PyObject *op, PyObject *const *args, Py_ssize_t nargs,
     }
     /* Check first: an old tensor must fail without touching any runtime. */
     if (tensor_is_freed(ref)) {
-        return raise_nrtpy_error("Unable to read from a freed tensor. Please "
-                                 "check the lifetime of the tensor.");
+        return raise_handle_error(ref->token,
+                                  "Unable to read from a freed tensor. Please "
+                                  "check the lifetime of the tensor.");
     }
     PyObject *out = argv[0];
     int kind = MATCH_EXACT;
@@ -592,8 +593,9 @@ NrtpyTensor_write_from_numpy(PyObject *op, PyObject *array)
         return NULL;
     }
     if (tensor_is_freed(ref)) {
-        return raise_nrtpy_error("Unable to write to a freed tensor. Please "
-                                 "check the lifetime of the tensor.");
+        return raise_handle_error(ref->token,
+                                  "Unable to write to a freed tensor. Please "
+                                  "check the lifetime of the tensor.");
     }
     PyArrayObject *arr = write_source(self, array);
     if (arr == NULL) {

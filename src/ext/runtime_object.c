@@ -24,8 +24,9 @@ int
 runtime_check_open(NrtpyObject *rt)
 {
     if (atomic_load(&rt->token->closed)) {
-        raise_nrtpy_error("The runtime is closed. Create a new one, or use "
-                          "nrtpy.get_nrtpy_singleton().");
+        raise_handle_error(rt->token,
+                           "The runtime is closed. Create a new one, or use "
+                           "nrtpy.get_nrtpy_singleton().");
         return -1;
     }
     return 0;
@@ -371,8 +372,9 @@ Nrtpy_tensor_read(PyObject *op, PyObject *args, PyObject *kwargs)
     }
     if (tensor_is_freed(t)) {
         /* Report the freed tensor before allocating the result. */
-        return raise_nrtpy_error("Unable to read from a freed tensor. Please "
-                                 "check the lifetime of the tensor.");
+        return raise_handle_error(t->token,
+                                  "Unable to read from a freed tensor. Please "
+                                  "check the lifetime of the tensor.");
     }
     if (offset > t->size || size > t->size - offset) {
         return raise_nrtpy_error(
@@ -716,9 +718,10 @@ runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
     }
     NrtModelObject *m = (NrtModelObject *)arg;
     if (model_is_unloaded(m)) {
-        return raise_nrtpy_error("Unable to get model tensor info from an "
-                                 "unloaded model. Please check the lifetime "
-                                 "of the model.");
+        return raise_handle_error(m->token,
+                                  "Unable to get model tensor info from an "
+                                  "unloaded model. Please check the lifetime "
+                                  "of the model.");
     }
     if (LIBNRT_REQUIRE(nrt_get_model_tensor_info) < 0 ||
         LIBNRT_REQUIRE(nrt_free_model_tensor_info) < 0) {

@@ -5,6 +5,7 @@
 #include "ext.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 /* --------------------------------------------------------------- token */
 
@@ -19,6 +20,8 @@ token_create(void)
     atomic_init(&token->refcnt, 1);
     atomic_init(&token->closed, false);
     atomic_init(&token->busy, 0);
+    atomic_init(&token->forked, false);
+    token->pid = (long)getpid();
     return token;
 }
 
@@ -63,7 +66,7 @@ tensor_release_handle(NrtTensorObject *t)
      * released what the handle referred to.  The emulator documents that a
      * tensor outliving its runtime keeps its host memory until freed, so
      * there the handle is still freed. */
-    if (!atomic_load(&t->token->closed) || libnrt.emulated) {
+    if (token_may_release(t->token)) {
         libnrt.nrt_tensor_free(&h);
     }
     if (t->parent != NULL) {
@@ -115,8 +118,9 @@ tensor_write_bytes(NrtTensorObject *t, const void *buf, size_t offset,
                    size_t size)
 {
     if (tensor_is_freed(t)) {
-        raise_nrtpy_error("Unable to write to a freed tensor. Please check "
-                          "the lifetime of the tensor.");
+        raise_handle_error(t->token,
+                           "Unable to write to a freed tensor. Please check "
+                           "the lifetime of the tensor.");
         return -1;
     }
     if (offset > t->size || size > t->size - offset) {
@@ -147,8 +151,9 @@ int
 tensor_read_bytes(NrtTensorObject *t, void *buf, size_t offset, size_t size)
 {
     if (tensor_is_freed(t)) {
-        raise_nrtpy_error("Unable to read from a freed tensor. Please check "
-                          "the lifetime of the tensor.");
+        raise_handle_error(t->token,
+                           "Unable to read from a freed tensor. Please check "
+                           "the lifetime of the tensor.");
         return -1;
     }
     if (offset > t->size || size > t->size - offset) {
@@ -255,7 +260,8 @@ tensor_slice(NrtTensorObject *src, size_t offset, size_t size, PyObject *name)
         name = ext_state->str_unnamed;
     }
     if (tensor_is_freed(src)) {
-        return (NrtTensorObject *)raise_nrtpy_error(
+        return (NrtTensorObject *)raise_handle_error(
+            src->token,
             "Unable to allocate tensor slice from a source tensor that is "
             "freed. Please check the lifetime of the source tensor.");
     }

@@ -4,6 +4,10 @@ libnrt allows one runtime per process, so nrtpy keeps one, created on first
 use.  configure() chooses the visible NeuronCores before it starts; reset()
 closes it, after which tensors and models made before are unusable (they
 raise NrtpyError) and the next use starts a fresh runtime.
+
+After fork() the child's copy of the runtime is the parent's: the extension
+closes it in the child, whose old objects then raise NrtpyError naming
+fork, and nothing starts a new runtime until the child calls reset().
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import warnings
 from collections.abc import Iterable
 
 from nrtpy._logging import logger
-from nrtpy._nrtpy import Nrtpy, NrtpyError
+from nrtpy._nrtpy import Nrtpy, NrtpyError, _raise_if_forked
 
 _runtime: Nrtpy | None = None
 _lock = threading.Lock()
@@ -32,6 +36,10 @@ def get_nrtpy_singleton() -> Nrtpy:
 def _start() -> Nrtpy:
     global _runtime
     with _lock:
+        if _runtime is not None:
+            # The parent's runtime, closed by fork: reset() first, so that
+            # no old object silently finds a new runtime.
+            _raise_if_forked(_runtime)
         if _runtime is None or _runtime.is_closed:
             logger.info("Initializing Nrtpy Runtime")
             _runtime = Nrtpy()
@@ -106,7 +114,9 @@ def reset() -> None:
     """Close the runtime.  Objects created before become unusable.
 
     Using an old tensor or model afterwards raises NrtpyError; it never
-    starts a new runtime.  A no-op when no runtime is active.
+    starts a new runtime.  A no-op when no runtime is active.  In a process
+    forked from one with a runtime, drops the parent's (without closing
+    it: it is the parent's) so that a new one may start.
     """
     global _runtime
     with _lock:
@@ -121,6 +131,16 @@ def reset() -> None:
         )
         rt.close()
         logger.info("Nrtpy Runtime closed")
+
+
+def _after_fork_in_child() -> None:
+    # Another thread of the parent may have held the lock at the fork; it
+    # does not exist here.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register

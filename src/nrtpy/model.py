@@ -27,6 +27,7 @@ from nrtpy._nrtpy import (
     SystemTraceSession,
     TensorMetadata,
     _model_call_method,
+    _raise_if_forked,
 )
 from nrtpy._singleton import get_nrtpy_singleton
 
@@ -180,6 +181,7 @@ class NrtpyModel:
         """Fail before touching the runtime: after nrtpy.reset(), getting
         the singleton would silently start a new runtime."""
         if self.model_ref.is_unloaded:
+            _raise_if_forked(self.model_ref)
             raise NrtpyError("Nrtpy Error: Unable to execute an unloaded model. "
                              "Please check the lifetime of the model.")
 
