@@ -7,7 +7,8 @@
  * hang into SIGALRM, which fails the test), must see NRT_CLOSED naming
  * fork and the parent's PID on every inherited handle, must find the
  * parent's cores busy under the parent's PID, and must run a runtime of
- * its own on nc2-nc3.  Afterwards the parent still owns its cores under
+ * its own on nc2-nc3, async requests included (the parent's worker thread
+ * is not the child's).  Afterwards the parent still owns its cores under
  * its own PID and still computes.
  */
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "neff_image.h"
+#include "nrt/nrt_async.h"
 #include "test.h"
 
 #define CHILD_ALARM_S 60
@@ -191,19 +193,12 @@ child_main(pid_t parent, struct add *inherited)
     _exit(0);
 }
 
-/* Fork a child that runs child_main; 0 when it passed. */
+/* Wait for a child; a test failure unless it exited with 0. */
 static void
-fork_and_check_child(struct add *inherited)
+child_wait(pid_t pid)
 {
-    pid_t parent = getpid(), pid;
     int wstatus = 0;
 
-    fflush(stderr);
-    pid = fork();
-    ASSERT_TRUE(pid >= 0);
-    if (pid == 0) {
-        child_main(parent, inherited);
-    }
     ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
     if (WIFSIGNALED(wstatus)) {
         TEST_FAIL_("the child died of signal %d%s", WTERMSIG(wstatus),
@@ -213,13 +208,27 @@ fork_and_check_child(struct add *inherited)
     ASSERT_EQ(WEXITSTATUS(wstatus), 0);
 }
 
+/* Fork a child that runs child_main, and check that it passed. */
+static void
+fork_and_check_child(struct add *inherited)
+{
+    pid_t parent = getpid(), pid;
+
+    fflush(stderr);
+    pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        child_main(parent, inherited);
+    }
+    child_wait(pid);
+}
+
 /* After a child came and went, the parent still owns its cores under its
  * own PID (another child, which inherits nothing usable, probes them). */
 static void
 parent_still_owns_cores(void)
 {
     pid_t parent = getpid(), pid;
-    int wstatus = 0;
 
     fflush(stderr);
     pid = fork();
@@ -229,8 +238,7 @@ parent_still_owns_cores(void)
         assert_cores_held_by(parent);
         _exit(0);
     }
-    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-    ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    child_wait(pid);
 }
 
 static void
@@ -364,12 +372,67 @@ test_fork_during_execution(void)
     nrt_close();
 }
 
+/* Write `data` to `t` through vnc 0's async worker and wait for it. */
+static void
+async_write(nrt_tensor_t *t, const float data[4])
+{
+    nrta_seq_t seq;
+    bool done = false;
+
+    ASSERT_OK(nrta_tensor_write(t, data, 0, 4 * sizeof *data, 0, NULL, &seq));
+    while (!done) {
+        ASSERT_OK(nrta_is_completed(seq, &done));
+        if (!done) {
+            usleep(1000);
+        }
+    }
+}
+
+/* The parent's async worker is a thread the child does not have: the
+ * child's requests must get a worker of their own. */
+static void
+test_fork_with_async_worker(void)
+{
+    static const float one[4] = {1, 1, 1, 1}, two[4] = {2, 2, 2, 2};
+    nrt_tensor_t *t, *own;
+    pid_t parent = getpid(), pid;
+    float out[4];
+    nrta_seq_t seq;
+
+    parent_setup();
+    t = tensor_f32(0, sizeof one, "t");
+    async_write(t, one);
+    fflush(stderr);
+    pid = fork();
+    ASSERT_TRUE(pid >= 0);
+    if (pid == 0) {
+        alarm(CHILD_ALARM_S);
+        assert_forked(nrta_tensor_write(t, two, 0, sizeof two, 0, NULL, &seq),
+                      parent);
+        setenv("NEURON_RT_VISIBLE_CORES", "2-3", 1);
+        ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+        own = tensor_f32(0, sizeof two, "own");
+        async_write(own, two);
+        ASSERT_OK(nrt_tensor_read(own, out, 0, sizeof out));
+        ASSERT_TRUE(memcmp(out, two, sizeof out) == 0);
+        nrt_tensor_free(&own);
+        nrt_close();
+        _exit(0);
+    }
+    child_wait(pid);
+    /* The parent's worker carries on. */
+    async_write(t, two);
+    ASSERT_OK(nrt_tensor_read(t, out, 0, sizeof out));
+    ASSERT_TRUE(memcmp(out, two, sizeof out) == 0);
+    nrt_tensor_free(&t);
+    nrt_close();
+}
+
 /* A child forked with no runtime open has nothing inherited to refuse. */
 static void
 test_fork_without_runtime(void)
 {
     pid_t pid;
-    int wstatus = 0;
 
     parent_setup();
     nrt_close();
@@ -387,8 +450,7 @@ test_fork_without_runtime(void)
         nrt_close();
         _exit(0);
     }
-    ASSERT_EQ(waitpid(pid, &wstatus, 0), pid);
-    ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    child_wait(pid);
 }
 
 int
@@ -397,6 +459,7 @@ main(void)
     test_begin("fork");
     RUN_TEST(test_fork_idle);
     RUN_TEST(test_fork_during_execution);
+    RUN_TEST(test_fork_with_async_worker);
     RUN_TEST(test_fork_without_runtime);
     return 0;
 }
