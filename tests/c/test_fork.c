@@ -22,6 +22,18 @@
 
 #define CHILD_ALARM_S 60
 
+/*
+ * ThreadSanitizer cannot follow a child that starts a thread after a fork
+ * from a multi-threaded parent: it still counts the parent's threads, and
+ * dies when glibc hands their stacks to new ones.  Under it, the child of
+ * the async test checks all but its own worker.
+ */
+#ifdef __SANITIZE_THREAD__
+#define CHILD_MAY_START_THREADS 0
+#else
+#define CHILD_MAY_START_THREADS 1
+#endif
+
 #define ADD_DEF                                                           \
     "{\"var\": {"                                                         \
     "\"a\": {\"type\": \"input\", \"size\": 16, \"shape\": [4], "         \
@@ -412,9 +424,11 @@ test_fork_with_async_worker(void)
         setenv("NEURON_RT_VISIBLE_CORES", "2-3", 1);
         ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
         own = tensor_f32(0, sizeof two, "own");
-        async_write(own, two);
-        ASSERT_OK(nrt_tensor_read(own, out, 0, sizeof out));
-        ASSERT_TRUE(memcmp(out, two, sizeof out) == 0);
+        if (CHILD_MAY_START_THREADS) {
+            async_write(own, two);
+            ASSERT_OK(nrt_tensor_read(own, out, 0, sizeof out));
+            ASSERT_TRUE(memcmp(out, two, sizeof out) == 0);
+        }
         nrt_tensor_free(&own);
         nrt_close();
         _exit(0);
