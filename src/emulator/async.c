@@ -442,8 +442,13 @@ nrtemu__async_atfork(enum nrtemu_fork_phase phase)
      * parent, whose waiters must not be woken by us, so only our copies
      * are closed. */
     pthread_cond_init(&as.idle, NULL);
+    /* (what was never used is left alone: every page written here is a
+     * copy-on-write fault, and fork() should stay cheap) */
     for (size_t i = 0; i < NRTEMU_MAX_VNC; i++) {
         struct worker *w = &as.workers[i];
+        if (!w->started && w->head == NULL) {
+            continue; /* never waited on: only a worker waits on `wake` */
+        }
         while (w->head != NULL) {
             struct job *job = w->head;
             w->head = job->next;
@@ -456,6 +461,9 @@ nrtemu__async_atfork(enum nrtemu_fork_phase phase)
         w->busy = false;
         pthread_cond_init(&w->wake, NULL);
     }
+    if (as.epoch == 0) {
+        return; /* no request was ever queued */
+    }
     for (size_t i = 0; i < sizeof as.streams / sizeof as.streams[0]; i++) {
         while (as.streams[i].fds != NULL) {
             struct completion_fd *c = as.streams[i].fds;
@@ -464,7 +472,8 @@ nrtemu__async_atfork(enum nrtemu_fork_phase phase)
             free(c);
         }
     }
-    memset(as.streams, 0, sizeof as.streams);
+    /* The counts go with the parent's runtime: the child's first request
+     * starts them again from 0 (job_submit). */
     as.epoch = 0;
 }
 
