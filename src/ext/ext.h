@@ -198,6 +198,10 @@ token_may_release(runtime_token *token)
  */
 PyObject *raise_handle_error(const runtime_token *token, const char *fmt, ...);
 
+/* Raise NrtpyError("Nrtpy Error: <owned_by> process <pid>: this process
+ * was forked from it, ...") for an object of process `pid`.  NULL. */
+PyObject *raise_forked_error(const char *owned_by, long pid);
+
 /* Register the after-fork hook and _raise_if_forked (fork.c).  0 or -1. */
 int fork_support_init(PyObject *module);
 

@@ -17,15 +17,21 @@
 #include <stdarg.h>
 #include <unistd.h>
 
+PyObject *
+raise_forked_error(const char *owned_by, long pid)
+{
+    return raise_nrtpy_error(
+        "%s process %ld: this process (%ld) was forked from it, and a "
+        "runtime is not shared across fork(). Call nrtpy.reset(), then "
+        "start a new runtime.",
+        owned_by, pid, (long)getpid());
+}
+
 static PyObject *
 raise_forked(const runtime_token *token)
 {
-    return raise_nrtpy_error(
-        "this runtime, and its tensors and models, belong to process %ld: "
-        "this process (%ld) was forked from it, and a runtime is not "
-        "shared across fork(). Call nrtpy.reset(), then start a new "
-        "runtime.",
-        token->pid, (long)getpid());
+    return raise_forked_error(
+        "this runtime, and its tensors and models, belong to", token->pid);
 }
 
 PyObject *
@@ -97,6 +103,9 @@ after_fork_in_child(PyObject *self, PyObject *unused)
     /* A thread of the parent that was starting a runtime does not exist
      * here; its runtime, if it started, was the parent's. */
     ext_state->initializing = false;
+    /* The parent's trace sessions are the parent's (sys_trace_object.c):
+     * the child's first session starts a trace of its own. */
+    ext_state->live_sessions = 0;
     Py_RETURN_NONE;
 }
 

@@ -8,10 +8,13 @@
  */
 #include "ext.h"
 
+#include <unistd.h>
+
 typedef struct {
     PyObject_HEAD bool started;
     bool has_core;
     uint32_t core_id;
+    long pid; /* the process whose trace it is (fork.c) */
 } SystemTraceSessionObject;
 
 static int
@@ -89,6 +92,7 @@ SystemTraceSession_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     ext_state->live_sessions++;
     self->started = true;
+    self->pid = (long)getpid();
     return (PyObject *)self;
 }
 
@@ -99,6 +103,9 @@ session_stop(SystemTraceSessionObject *self)
         return;
     }
     self->started = false;
+    if (self->pid != (long)getpid()) {
+        return; /* the parent's, inherited through fork(): not ours */
+    }
     /* (at interpreter exit the module, and its state, may go first: the
      * process is ending, so the trace is left to nrt_close) */
     if (ext_state != NULL && --ext_state->live_sessions == 0) {
@@ -114,6 +121,10 @@ session_fetch(SystemTraceSessionObject *self, const char *not_started,
 {
     if (!self->started) {
         return raise_nrtpy_error("%s", not_started);
+    }
+    if (self->pid != (long)getpid()) {
+        return raise_forked_error("this SystemTraceSession belongs to",
+                                  self->pid);
     }
     nrt_sys_trace_fetch_options_t *opts = NULL;
     NRT_STATUS st = libnrt.nrt_sys_trace_fetch_options_allocate(&opts);

@@ -28,7 +28,8 @@ PRELUDE = textwrap.dedent(
     from pathlib import Path
     import numpy as np
     import nrtpy, nrtpy.neff
-    from nrtpy import NrtError, NrtpyError, NrtpyModel, NrtpyTensor
+    from nrtpy import (NrtError, NrtpyError, NrtpyModel, NrtpyTensor,
+                       SystemTraceSession)
     from nrtpy.neff import _container
 
     TMP = Path(tempfile.mkdtemp())
@@ -80,8 +81,16 @@ PRELUDE = textwrap.dedent(
         else:
             raise AssertionError(f"{fn} did not raise")
 
-    def check_child(parent, tensor, model):
+    def traced_add(session, model):
+        run_add(model)
+        events = json.loads(session.fetch_events_json())["events"]
+        assert any(e["event_type"] == "nrt_execute"
+                   and e["data"].get("model_name") == "add"
+                   for e in events), events
+
+    def check_child(parent, tensor, model, session):
         # Everything of the parent's runtime refuses, naming fork.
+        expect_fork_error(session.fetch_events_json, parent)
         expect_fork_error(tensor.numpy, parent)
         expect_fork_error(lambda: tensor.write_from_numpy(
             np.zeros(4, np.float32)), parent)
@@ -93,7 +102,9 @@ PRELUDE = textwrap.dedent(
         # After reset(), a runtime of our own on free cores.
         nrtpy.reset()
         nrtpy.configure([2, 3])
-        run_add(add_model())
+        nrtpy.get_nrtpy_singleton()
+        with SystemTraceSession(0) as own:
+            traced_add(own, add_model())
         assert nrtpy.get_nrtpy_singleton().get_visible_neuron_core_count() == 2
         expect_fork_error(tensor.numpy, parent)
         # The parent's cores stay the parent's, under its PID.
@@ -103,9 +114,9 @@ PRELUDE = textwrap.dedent(
             capture_output=True, text=True, timeout=60)
         assert f"Held by PID {parent}" in probe.stderr, probe.stderr
 
-    def parent_checks(tensor, model):
+    def parent_checks(tensor, model, session):
         assert tensor.numpy().tolist() == [1.0, 2.0, 3.0, 4.0]
-        run_add(model)
+        traced_add(session, model)
         probe = subprocess.run(
             [sys.executable, "-c", "import nrtpy; nrtpy.Nrtpy()"],
             env=dict(os.environ, NEURON_RT_VISIBLE_CORES="0"),
@@ -115,7 +126,8 @@ PRELUDE = textwrap.dedent(
     nrtpy.configure([0, 1])
     TENSOR = NrtpyTensor.from_numpy(np.array([1, 2, 3, 4], np.float32))
     ADD = add_model()
-    run_add(ADD)
+    SESSION = SystemTraceSession(0)
+    traced_add(SESSION, ADD)
     """
 )
 
@@ -158,7 +170,7 @@ def test_os_fork_while_another_thread_executes():
         if pid == 0:
             signal.alarm(120)
             try:
-                check_child(parent, TENSOR, ADD)
+                check_child(parent, TENSOR, ADD, SESSION)
             except BaseException:
                 import traceback
                 traceback.print_exc()
@@ -168,7 +180,7 @@ def test_os_fork_while_another_thread_executes():
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
         thread.join()
         assert result == {"status": "NRT_TIMEOUT"}, result
-        parent_checks(TENSOR, ADD)
+        parent_checks(TENSOR, ADD, SESSION)
         print("parent ok")
         """,
         "osfork",
@@ -183,7 +195,7 @@ def test_multiprocessing_fork_start_method():
         def child(parent, queue):
             signal.alarm(120)
             try:
-                check_child(parent, TENSOR, ADD)
+                check_child(parent, TENSOR, ADD, SESSION)
                 queue.put("child ok")
             except BaseException as e:
                 queue.put(f"child failed: {e!r}")
@@ -195,7 +207,7 @@ def test_multiprocessing_fork_start_method():
         print(queue.get(timeout=150))
         proc.join(timeout=60)
         assert proc.exitcode == 0, proc.exitcode
-        parent_checks(TENSOR, ADD)
+        parent_checks(TENSOR, ADD, SESSION)
         print("parent ok")
         """,
         "mp",
