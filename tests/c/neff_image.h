@@ -124,4 +124,26 @@ neff_image_simple(const char *name, const char *def_json,
     return neff_image(name, 1, members, program_json != NULL ? 3 : 2, size);
 }
 
+/* The model several tests load: output_0 = a + b, float32[4] each. */
+#define ADD4_VARS                                                        \
+    "\"var\": {"                                                         \
+    "\"a\": {\"type\": \"input\", \"var_id\": 0, \"size\": 16, "         \
+    "\"shape\": [4], \"dtype\": \"float32\"}, "                          \
+    "\"b\": {\"type\": \"input\", \"var_id\": 1, \"size\": 16, "         \
+    "\"shape\": [4], \"dtype\": \"float32\"}, "                          \
+    "\"output_0\": {\"type\": \"output\", \"var_id\": 2, \"size\": 16, " \
+    "\"shape\": [4], \"dtype\": \"float32\"}}"
+#define ADD4_DEF "{" ADD4_VARS ", \"emulator_program\": \"program.json\"}"
+#define ADD4_PROGRAM                                                \
+    "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "     \
+    "\"buffers\": {"                                                \
+    "\"a\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
+    "\"shape\": [4]}, "                                             \
+    "\"b\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
+    "\"shape\": [4]}, "                                             \
+    "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", " \
+    "\"shape\": [4]}}, "                                            \
+    "\"ops\": [{\"op\": \"add\", \"in\": [\"a\", \"b\"], "          \
+    "\"out\": \"output_0\"}]}"
+
 #endif /* NRTEMU_TEST_NEFF_IMAGE_H */

@@ -17,26 +17,7 @@
 #include "neff_image.h"
 #include "test.h"
 
-#define ADD_VARS                                                         \
-    "\"var\": {"                                                         \
-    "\"a\": {\"type\": \"input\", \"var_id\": 0, \"size\": 16, "         \
-    "\"shape\": [4], \"dtype\": \"float32\"}, "                          \
-    "\"b\": {\"type\": \"input\", \"var_id\": 1, \"size\": 16, "         \
-    "\"shape\": [4], \"dtype\": \"float32\"}, "                          \
-    "\"output_0\": {\"type\": \"output\", \"var_id\": 2, \"size\": 16, " \
-    "\"shape\": [4], \"dtype\": \"float32\"}}"
-#define ADD_DEF "{" ADD_VARS ", \"emulator_program\": \"program.json\"}"
-#define ADD_PROGRAM                                                 \
-    "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "     \
-    "\"buffers\": {"                                                \
-    "\"a\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
-    "\"shape\": [4]}, "                                             \
-    "\"b\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
-    "\"shape\": [4]}, "                                             \
-    "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", " \
-    "\"shape\": [4]}}, "                                            \
-    "\"ops\": [{\"op\": \"add\", \"in\": [\"a\", \"b\"], "          \
-    "\"out\": \"output_0\"}]}"
+/* ADD4_DEF, ADD4_PROGRAM: the 4-float add model (neff_image.h). */
 
 static nrt_model_t *
 load_add(int vnc)
@@ -44,7 +25,7 @@ load_add(int vnc)
     nrt_model_t *model = NULL;
     size_t size;
     unsigned char *image =
-        neff_image_simple("add", ADD_DEF, ADD_PROGRAM, &size);
+        neff_image_simple("add", ADD4_DEF, ADD4_PROGRAM, &size);
 
     ASSERT_STATUS(nrt_load(NULL, size, vnc, -1, &model), NRT_INVALID);
     ASSERT_STATUS(nrt_load(image, size, 99, -1, &model), NRT_INVALID);
@@ -368,7 +349,7 @@ test_models(void)
     /* Nothing executed while recording: nothing is written. */
     ASSERT_STATUS(nrt_profile_stop("abi-test.json"), NRT_FAILURE);
 
-    image = neff_image_simple("add", ADD_DEF, ADD_PROGRAM, &size);
+    image = neff_image_simple("add", ADD4_DEF, ADD4_PROGRAM, &size);
     ASSERT_OK(nrt_load_collectives(image, size, 1, -1, 0, 1, &coll));
     ASSERT_STATUS(nrt_load_collectives(image, size, 1, -1, 0, 2, &coll),
                   NRT_INVALID);
@@ -538,7 +519,7 @@ test_nrtemu_extras(void)
     const nrtemu_dtype_info_t *row;
     size_t count = 0, size;
     unsigned char *image =
-        neff_image_simple("add", ADD_DEF, ADD_PROGRAM, &size);
+        neff_image_simple("add", ADD4_DEF, ADD4_PROGRAM, &size);
     char *json = NULL;
 
     row = nrtemu_dtype_info(0, &count);

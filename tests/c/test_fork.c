@@ -34,26 +34,7 @@
 #define CHILD_MAY_START_THREADS 1
 #endif
 
-#define ADD_DEF                                                           \
-    "{\"var\": {"                                                         \
-    "\"a\": {\"type\": \"input\", \"size\": 16, \"shape\": [4], "         \
-    "\"dtype\": \"float32\"}, "                                           \
-    "\"b\": {\"type\": \"input\", \"size\": 16, \"shape\": [4], "         \
-    "\"dtype\": \"float32\"}, "                                           \
-    "\"output_0\": {\"type\": \"output\", \"size\": 16, \"shape\": [4], " \
-    "\"dtype\": \"float32\"}}, \"emulator_program\": \"program.json\"}"
-
-#define ADD_PROGRAM                                                 \
-    "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "     \
-    "\"buffers\": {"                                                \
-    "\"a\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
-    "\"shape\": [4]}, "                                             \
-    "\"b\": {\"kind\": \"input\", \"dtype\": \"float32\", "         \
-    "\"shape\": [4]}, "                                             \
-    "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", " \
-    "\"shape\": [4]}}, "                                            \
-    "\"ops\": [{\"op\": \"add\", \"in\": [\"a\", \"b\"], "          \
-    "\"out\": \"output_0\"}]}"
+/* ADD4_DEF, ADD4_PROGRAM: the 4-float add model (neff_image.h). */
 
 #define BIG 512 /* the slow model's matrices are BIG x BIG */
 #define BIG_BYTES (BIG * BIG * 4)
@@ -93,7 +74,7 @@ add_make(struct add *m, int vnc)
 {
     static const float a[4] = {1, 2, 3, 4}, b[4] = {10, 20, 30, 40};
 
-    m->model = load(ADD_DEF, ADD_PROGRAM, vnc);
+    m->model = load(ADD4_DEF, ADD4_PROGRAM, vnc);
     m->a = tensor_f32(vnc, sizeof a, "a");
     m->b = tensor_f32(vnc, sizeof b, "b");
     m->out = tensor_f32(vnc, sizeof a, "out");
@@ -175,7 +156,7 @@ child_main(pid_t parent, struct add *inherited)
     ASSERT_NULL(t);
     assert_forked(nrt_get_vnc_memory_stats(0, &stats, sizeof stats, NULL),
                   parent);
-    image = neff_image_simple("m", ADD_DEF, ADD_PROGRAM, &size);
+    image = neff_image_simple("m", ADD4_DEF, ADD4_PROGRAM, &size);
     assert_forked(nrt_load(image, size, 0, -1, &model), parent);
     free(image);
     ASSERT_NULL(model);
