@@ -126,6 +126,208 @@ f64_sigmoid(double x)
     return 1.0 / (1.0 + exp(-x));
 }
 
+/*
+ * Elements per chunk of the loops below that take some elements to a
+ * slower path: each chunk is read before it is written (out may be the
+ * operand), and its float64 temporaries stay in L1.
+ */
+#define CHUNK 256
+
+/*
+ * float32 sin (shift 0) or cos (shift 1), kmath_sincos() vectorised; a
+ * chunk with an argument beyond its range (huge, infinite or NaN) goes
+ * element by element, those through libm.
+ */
+static inline void
+f32_sincos(size_t n, const float *a, float *o, uint64_t shift)
+{
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        const float *x = a + j;
+        float *y = o + j;
+        int big = 0;
+        for (size_t i = 0; i < c; i++) {
+            big |= !(fabsf(x[i]) < KMATH_SINCOS_MAX);
+        }
+        if (!big) {
+            for (size_t i = 0; i < c; i++) {
+                y[i] = kmath_sincos(x[i], shift);
+            }
+            continue;
+        }
+        for (size_t i = 0; i < c; i++) {
+            float v = x[i];
+            if (fabsf(v) < KMATH_SINCOS_MAX) {
+                y[i] = kmath_sincos(v, shift);
+            } else {
+                y[i] = shift != 0 ? cosf(v) : sinf(v);
+            }
+        }
+    }
+}
+
+/*
+ * |e| for the exponents that pow_scalar turns into products: integers
+ * and half-integers up to this size, for which repeated squaring in
+ * float64 (at most 2 log2 |e| + 2 roundings of 2^-53) stays far inside
+ * float32's half ulp.
+ */
+#define POW_FAST_MAX 1024.0f
+
+/*
+ * float32 x^h/2 for one exponent (h odd: a half-integer, through sqrt),
+ * x^m for an integer; in float64, rounded once to float32, so within
+ * 1 ulp of the exact power (NumPy calls powf, also within 1 ulp).
+ * Overflow and underflow in float64 happen only where the float32
+ * result is infinite or zero anyway, and the signs of zeros and
+ * infinities come out as C pow gives them; for a half-integer, -0 and
+ * -inf are taken as +0 and +inf (pow(-0, 1.5) = +0, pow(-inf, -1.5) =
+ * +0), other negatives give NaN through sqrt.
+ */
+static inline void
+f32_pow_products(size_t n, const float *a, float *o, uint32_t m, bool half,
+                 bool recip)
+{
+    double b[CHUNK], r[CHUNK];
+
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        const float *x = a + j;
+        float *y = o + j;
+        if (half) {
+            for (size_t i = 0; i < c; i++) {
+                float v = x[i];
+                v = (v == 0.0f || v == -__builtin_inff()) ? fabsf(v) : v;
+                b[i] = (double)v;
+                r[i] = __builtin_sqrt((double)v);
+            }
+        } else {
+            for (size_t i = 0; i < c; i++) {
+                b[i] = (double)x[i];
+                r[i] = 1.0;
+            }
+        }
+        for (uint32_t e = m; e != 0; e >>= 1) {
+            if (e & 1u) {
+                for (size_t i = 0; i < c; i++) {
+                    r[i] *= b[i];
+                }
+            }
+            if (e > 1) {
+                for (size_t i = 0; i < c; i++) {
+                    b[i] *= b[i];
+                }
+            }
+        }
+        if (recip) {
+            for (size_t i = 0; i < c; i++) {
+                y[i] = (float)(1.0 / r[i]);
+            }
+        } else {
+            for (size_t i = 0; i < c; i++) {
+                y[i] = (float)r[i];
+            }
+        }
+    }
+}
+
+/*
+ * pow(x, e) for every x with one exponent e (a scalar operand, such as
+ * `a ** 2`): multiplications, sqrt and one division instead of powf.
+ * For e = 2, 0.5, -1, 1 and 0 this is what NumPy computes (x * x,
+ * sqrt(x), 1 / x, x, 1: so sqrt(-0) = -0 and sqrt(-inf) = NaN, as NumPy
+ * gives), bit for bit; other integers and half-integers up to
+ * POW_FAST_MAX take f32_pow_products().  Returns false, writing nothing,
+ * for any other exponent.
+ */
+static inline bool
+f32_pow_scalar(size_t n, const float *a, float e, float *o)
+{
+    float h = 2.0f * e; /* exact for |e| <= POW_FAST_MAX */
+
+    if (!(fabsf(e) <= POW_FAST_MAX) || h != truncf(h)) {
+        return false;
+    }
+    if (e == 0.0f) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = 1.0f;
+        }
+    } else if (e == 1.0f) {
+        memmove(o, a, n * sizeof *o);
+    } else if (e == 2.0f) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = a[i] * a[i];
+        }
+    } else if (e == -1.0f) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = 1.0f / a[i];
+        }
+    } else if (e == 0.5f) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = __builtin_sqrtf(a[i]);
+        }
+    } else {
+        uint32_t ah = (uint32_t)fabsf(h);
+        bool half = (ah & 1u) != 0;
+        f32_pow_products(n, a, o, half ? (ah - 1) / 2 : ah / 2, half,
+                         e < 0.0f);
+    }
+    return true;
+}
+
+/* The float64 exponents that NumPy computes without pow, bit for bit. */
+static inline bool
+f64_pow_scalar(size_t n, const double *a, double e, double *o)
+{
+    if (e == 0.0) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = 1.0;
+        }
+    } else if (e == 1.0) {
+        memmove(o, a, n * sizeof *o);
+    } else if (e == 2.0) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = a[i] * a[i];
+        }
+    } else if (e == -1.0) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = 1.0 / a[i];
+        }
+    } else if (e == 0.5) {
+        for (size_t i = 0; i < n; i++) {
+            o[i] = __builtin_sqrt(a[i]);
+        }
+    } else {
+        return false;
+    }
+    return true;
+}
+
+static inline void
+f32_sin(size_t n, const float *a, float *o)
+{
+    f32_sincos(n, a, o, 0);
+}
+
+static inline void
+f32_cos(size_t n, const float *a, float *o)
+{
+    f32_sincos(n, a, o, 1);
+}
+
+/* float64 sin and cos stay with libm. */
+static inline void
+f64_sin(size_t n, const double *a, double *o)
+{
+    UN_LOOP(double, sin(x));
+}
+
+static inline void
+f64_cos(size_t n, const double *a, double *o)
+{
+    UN_LOOP(double, cos(x));
+}
+
 /* The tanh approximation of GELU. */
 #define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
 
@@ -148,8 +350,8 @@ f64_gelu(double x)
 #define FLOAT_MAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
 #define FLOAT_MIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
 
-#define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, SIN, \
-                             COS, POW, FABS)                                 \
+#define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, POW, \
+                             FABS)                                           \
     NRTEMU_MULTIVERSION                                                      \
     static void SFX##_unary(enum nrtemu_op op, size_t n, const T *a, T *o)   \
     {                                                                        \
@@ -191,10 +393,10 @@ f64_gelu(double x)
             UN_LOOP(T, SFX##_gelu(x));                                       \
             break;                                                           \
         case NRTEMU_OP_SIN:                                                  \
-            UN_LOOP(T, SIN(x));                                              \
+            SFX##_sin(n, a, o);                                              \
             break;                                                           \
         case NRTEMU_OP_COS:                                                  \
-            UN_LOOP(T, COS(x));                                              \
+            SFX##_cos(n, a, o);                                              \
             break;                                                           \
         case NRTEMU_OP_FLOOR:                                                \
             UN_LOOP(T, FLOOR(x));                                            \
@@ -228,6 +430,9 @@ f64_gelu(double x)
             BIN_LOOP(T, x / y);                                              \
             break;                                                           \
         case NRTEMU_OP_POW:                                                  \
+            if (sb && SFX##_pow_scalar(n, a, b[0], o)) {                     \
+                break;                                                       \
+            }                                                                \
             BIN_LOOP(T, POW(x, y));                                          \
             break;                                                           \
         case NRTEMU_OP_MAXIMUM:                                              \
@@ -251,9 +456,9 @@ f64_gelu(double x)
 #define F64_SQRT(x) __builtin_sqrt(x)
 
 DEFINE_FLOAT_KERNELS(f32, float, kmath_exp, kmath_log, kmath_tanh, F32_SQRT,
-                     floorf, ceilf, sinf, cosf, powf, fabsf)
-DEFINE_FLOAT_KERNELS(f64, double, exp, log, tanh, F64_SQRT, floor, ceil, sin,
-                     cos, pow, fabs)
+                     floorf, ceilf, powf, fabsf)
+DEFINE_FLOAT_KERNELS(f64, double, exp, log, tanh, F64_SQRT, floor, ceil, pow,
+                     fabs)
 
 /* Integers: arithmetic wraps (it is done on uint64_t). */
 static inline int64_t

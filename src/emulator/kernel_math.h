@@ -1,5 +1,6 @@
 /*
- * kernel_math.h - float32 exp, log and tanh that GCC vectorises (internal).
+ * kernel_math.h - float32 exp, log, tanh, sin and cos that GCC vectorises
+ * (internal).
  *
  * libm's expf/logf/tanhf are called one element at a time, several times
  * slower than NumPy's SIMD loops.  These are branch-free (selects only),
@@ -137,6 +138,86 @@ kmath_log(float x)
     y = x < 0.0f ? __builtin_nanf("") : y;
     y = x == __builtin_inff() ? x : y;
     return x != x ? x : y;
+}
+
+static inline uint64_t
+kmath_bits64(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+static inline double
+kmath_double(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+/*
+ * sin and cos of float32 x, |x| < KMATH_SINCOS_MAX: the caller takes
+ * larger |x|, infinities and NaN to libm (the reduction below needs the
+ * quadrant k < 2^20).  Computed in float64 and rounded once to float32,
+ * so the result is within 1 ulp of the exact value (the float64 error is
+ * about 2^-50 relative: in practice it is the correctly rounded float
+ * except within 2^-26 ulp of a tie).  Signed zeros and subnormals pass
+ * through exactly (sin(x) rounds to x there).
+ *
+ * Range reduction (Cody-Waite): k = round(x * 2/pi), r = x - k * pi/2
+ * with pi/2 split into three float64 parts.  The first two have 33
+ * significant bits, so k * part is exact for k < 2^20 and the first
+ * subtraction is exact; the third carries the next 53 bits.  The parts
+ * are pi/2 truncated to 33 bits, the next 33 bits of the remainder, and
+ * the rest rounded to float64 (computed with Python's fractions from 76
+ * digits of pi).
+ */
+#define KMATH_SINCOS_MAX 0x1p20f
+#define KMATH_2_OVER_PI 0x1.45f306dc9c883p-1
+#define KMATH_PIO2_1 0x1.921fb544p+0
+#define KMATH_PIO2_2 0x1.0b4611a6p-34
+#define KMATH_PIO2_3 0x1.3198a2e037073p-69
+
+/*
+ * `shift` 0: sin(x); 1: cos(x) = sin(x + pi/2), one quadrant further.
+ * On |r| <= pi/4 (+ a little) the Taylor series, sin to r^13 and cos to
+ * r^14: the first omitted terms are below 2^-40 relative, far below
+ * float32's 2^-24.
+ */
+static inline float
+kmath_sincos(float xf, uint64_t shift)
+{
+    double x = (double)xf;
+    /* Adding 1.5 * 2^52 rounds to an integer, which the low mantissa
+     * bits then hold (two's complement modulo 4 is all we need). */
+    double t = x * KMATH_2_OVER_PI + 0x1.8p52;
+    uint64_t q = (kmath_bits64(t) + shift) & 3u;
+    double k = t - 0x1.8p52;
+    double r = x - k * KMATH_PIO2_1;
+    r = r - k * KMATH_PIO2_2;
+    r = r - k * KMATH_PIO2_3;
+    double z = r * r;
+    double s = -1.0 / 6227020800.0; /* -1/13! */
+    s = s * z + 1.0 / 39916800.0;
+    s = s * z - 1.0 / 362880.0;
+    s = s * z + 1.0 / 5040.0;
+    s = s * z - 1.0 / 120.0;
+    s = s * z + 1.0 / 6.0;
+    s = r - r * z * s; /* r - r^3/3! + ...: tiny r comes out exactly */
+    s = r == 0.0 ? r : s; /* and -0 too (-0 - -0 is +0) */
+    double c = 1.0 / 87178291200.0; /* 1/14! */
+    c = c * z - 1.0 / 479001600.0;
+    c = c * z + 1.0 / 3628800.0;
+    c = c * z - 1.0 / 40320.0;
+    c = c * z + 1.0 / 720.0;
+    c = c * z - 1.0 / 24.0;
+    c = c * z + 0.5;
+    c = 1.0 - z * c;
+    /* Quadrant q: sin r, cos r, -sin r, -cos r. */
+    double v = (q & 1u) ? c : s;
+    v = kmath_double(kmath_bits64(v) ^ ((q & 2u) << 62));
+    return (float)v;
 }
 
 #endif /* NRTEMU_KERNEL_MATH_H */

@@ -1261,6 +1261,89 @@ test_in_place(void)
     free(x);
 }
 
+/* float32 bits as integers in the order of the values (-0 and +0 both 0),
+ * so that the difference of two is their distance in ulps. */
+static int64_t
+f32_ordered(float f)
+{
+    int32_t i;
+
+    memcpy(&i, &f, sizeof i);
+    return i < 0 ? -(int64_t)(i & 0x7fffffff) : (int64_t)i;
+}
+
+/* `got` is `want` rounded within 1 ulp; NaN, infinities and the sign of
+ * zeros exactly. */
+static bool
+f32_within_1ulp(float got, double want64)
+{
+    float want = (float)want64;
+
+    if (isnan(want) || isnan(got)) {
+        return isnan(want) && isnan(got);
+    }
+    if (!isfinite(want) || want == 0.0f || !isfinite(got) || got == 0.0f) {
+        return got == want && signbit(got) == signbit(want);
+    }
+    return llabs(f32_ordered(got) - f32_ordered(want)) <= 1;
+}
+
+/*
+ * sin, cos and pow with a scalar exponent (integers and half-integers
+ * become products and sqrt) over float32 bit patterns of every exponent,
+ * in place (out is the operand: each chunk is read before it is written),
+ * within 1 ulp of the float64 value rounded once.
+ */
+static void
+test_pow_sin_cos_float32(void)
+{
+    enum { N = 1 << 20 };
+    static const float exps[] = {2.0f,  3.0f, -2.0f, 0.5f, -0.5f, 1.5f,
+                                 -1.0f, 0.0f, 1.0f,  7.0f, -3.5f, 2.2f};
+    float *src = malloc(N * sizeof *src);
+    float *x = malloc(N * sizeof *x);
+    struct nrtemu_array in[2], out;
+
+    ASSERT_NOT_NULL(src);
+    ASSERT_NOT_NULL(x);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t bits = i * 4099u; /* odd: N distinct patterns */
+        memcpy(&src[i], &bits, sizeof bits);
+    }
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, x, N);
+    in[0] = out;
+    for (int op = 0; op < 2; op++) {
+        enum nrtemu_op o = op == 0 ? NRTEMU_OP_SIN : NRTEMU_OP_COS;
+        memcpy(x, src, N * sizeof *x);
+        ASSERT_OK(nrtemu__kernel_elementwise(o, NRTEMU_DTYPE_FLOAT32, &out, in,
+                                             1, &scratch));
+        for (int i = 0; i < N; i++) {
+            double v = (double)src[i];
+            if (!f32_within_1ulp(x[i], op == 0 ? sin(v) : cos(v))) {
+                TEST_FAIL_("%s(%a) = %a", op_names[o], v, (double)x[i]);
+            }
+        }
+    }
+    for (size_t k = 0; k < sizeof exps / sizeof exps[0]; k++) {
+        float e = exps[k];
+        in[1] = SCALAR(NRTEMU_DTYPE_FLOAT32, &e);
+        memcpy(x, src, N * sizeof *x);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_POW, NRTEMU_DTYPE_FLOAT32, &out, in, 2, &scratch));
+        for (int i = 0; i < N; i++) {
+            /* NumPy's x ** 0.5 is sqrt: sqrt(-0) = -0, sqrt(-inf) = NaN. */
+            double want = e == 0.5f ? sqrt((double)src[i])
+                                    : pow((double)src[i], (double)e);
+            if (!f32_within_1ulp(x[i], want)) {
+                TEST_FAIL_("pow(%a, %g) = %a", (double)src[i], (double)e,
+                           (double)x[i]);
+            }
+        }
+    }
+    free(src);
+    free(x);
+}
+
 int
 main(void)
 {
@@ -1283,6 +1366,7 @@ main(void)
     RUN_TEST(test_slice_concat_take);
     RUN_TEST(test_iota_full);
     RUN_TEST(test_in_place);
+    RUN_TEST(test_pow_sin_cos_float32);
     nrtemu__scratch_free(&scratch);
     return 0;
 }

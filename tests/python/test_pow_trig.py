@@ -1,0 +1,220 @@
+"""pow, sin and cos of the emulator against NumPy in float64.
+
+The emulator turns `x ** e` for one exponent e into multiplications,
+sqrt and a division when e is an integer or half-integer (|e| <= 1024):
+bit for bit NumPy's results for e = 2, 0.5, -1, 1, 0 (NumPy's own fast
+paths), within 1 ulp of the exact power for the others.  Other exponents,
+and exponents that vary, go through C pow with all its special cases.
+float32 sin and cos are within 1 ulp of the exact value (float64 NumPy
+rounded once) everywhere, the huge arguments included.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nrtpy.neff
+from nrtpy import NrtpyModel, NrtpyTensor
+
+_counter = itertools.count()
+TINY = np.float32(1e-45)  # the smallest float32 subnormal
+SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0,
+                    0.5, -0.5, 1e-40, -1e-40, TINY, -TINY, 1.2e-38, 3e38,
+                    -3e38, 1e20, -1e20, 1e-20, 7.0, -7.0], np.float32)
+
+
+def run(tmp_path, fn, *arrays):
+    """Compile `fn` for `arrays` and run it on the emulator: its output."""
+    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"k{next(_counter)}.neff")
+    model = NrtpyModel.load_from_neff(path)
+    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
+              for name, a in zip(model.input_tensors_info, arrays)}
+    (out,) = model(inputs=inputs).values()
+    return out.numpy()
+
+
+def ordered(f: np.ndarray) -> np.ndarray:
+    """float32 bit patterns as integers in the order of the values, so
+    that a difference of 1 is 1 ulp (-0 and +0 are both 0)."""
+    i = f.astype(np.float32).view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+def assert_within_ulp(got, want64, ulps=1):
+    """`got` (float32) is within `ulps` of the float64 `want64`: NaN where
+    it is NaN, infinities and the sign of zeros exactly."""
+    with np.errstate(all="ignore"):
+        want = want64.astype(np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    g, w = got[ok], want[ok]
+    exact = ~np.isfinite(w) | (w == 0) | ~np.isfinite(g) | (g == 0)
+    np.testing.assert_array_equal(g[exact], w[exact], strict=True)
+    np.testing.assert_array_equal(np.signbit(g[exact]), np.signbit(w[exact]))
+    diff = np.abs(ordered(g) - ordered(w))
+    assert diff.max(initial=0) <= ulps, (g[diff > ulps][:5], w[diff > ulps][:5])
+
+
+def inputs32(seed=0):
+    rng = np.random.default_rng(seed)
+    parts = [SPECIAL,
+             rng.standard_normal(4000).astype(np.float32) * 3,
+             (rng.uniform(-1, 1, 4000) * 10.0 ** rng.uniform(-45, 38, 4000))
+             .astype(np.float32)]
+    return np.concatenate(parts)
+
+
+# NumPy's fast paths: the same bits.
+@pytest.mark.parametrize("e", [2, 0.5, -1, 1, 0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
+def test_pow_numpy_fast_exponents_exact(tmp_path, e, dtype):
+    a = inputs32().astype(dtype)
+    got = run(tmp_path, lambda x: x ** e, a)
+    with np.errstate(all="ignore"):
+        want = a ** e
+    np.testing.assert_array_equal(got, want, strict=True)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+# Products and sqrt in float64, rounded once: within 1 ulp, C pow's special
+# cases exactly (pow(-0, -3) = -inf, pow(-0, 1.5) = +0, pow(-inf, -1.5) = +0,
+# pow(-8, 1.5) = nan, overflow to inf and underflow to zero).
+@pytest.mark.parametrize("e", [3, -2, 4, -3, 5, 10, -7, 1024, -1024, 1.5, -0.5,
+                               2.5, -1.5, 7.5, 0.0 - 10.5, 511.5])
+def test_pow_integer_and_half_exponents_float32(tmp_path, e):
+    a = inputs32(1)
+    got = run(tmp_path, lambda x: x ** e, a)
+    with np.errstate(all="ignore"):
+        want64 = np.power(a.astype(np.float64), e)
+    assert_within_ulp(got, want64)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("e", [2, 3, 0.5, -0.5, 1.5, -1])
+def test_pow_scalar_exponent_narrow_floats(tmp_path, dtype, e):
+    """Computed in float32 and rounded once: within 1 ulp of the dtype."""
+    with np.errstate(all="ignore"):
+        a = inputs32(2)[:200].astype(dtype)
+        dt = (a ** e).dtype  # NumPy's result dtype (bfloat16 ** 0.5 is float32)
+        want = np.power(a.astype(np.float64), e).astype(dt)
+    got = run(tmp_path, lambda x: x ** e, a)
+    assert got.dtype == dt
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
+    finfo = ml_dtypes.finfo(dt)
+    ok = np.isfinite(w) & np.isfinite(g)
+    np.testing.assert_array_equal(g[~ok & ~np.isnan(w)], w[~ok & ~np.isnan(w)])
+    tol = np.maximum(np.abs(w[ok]) * float(finfo.eps), float(finfo.smallest_subnormal))
+    assert np.all(np.abs(g[ok] - w[ok]) <= tol)
+
+
+def test_pow_integer_dtypes(tmp_path):
+    a = np.arange(-20, 20, dtype=np.int32)
+    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 3, a), a ** 3, strict=True)
+    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 0, a), a ** 0, strict=True)
+    u = np.arange(0, 40, dtype=np.uint8)
+    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 2, u), u ** 2, strict=True)
+
+
+# C pow's special cases where the exponent varies: 0**negative = inf,
+# negative**non-integer = nan, 1**nan = 1, nan**0 = 1, the infinities.
+POW_GRID = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
+                     2.5, -2.5, np.inf, -np.inf, np.nan, 1e-310, 1e300],
+                    np.float64)
+
+
+def test_pow_special_cases_float64(tmp_path):
+    x, y = np.meshgrid(POW_GRID, POW_GRID, indexing="ij")
+    x, y = x.ravel().copy(), y.ravel().copy()
+    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    with np.errstate(all="ignore"):
+        want = np.power(x, y)
+    # NaN, infinities, zeros and ones exactly; the rest within 1 ulp (NumPy's
+    # own SIMD pow and libm's may differ by one).
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    special = ~np.isfinite(want) | (want == 0) | (np.abs(want) == 1)
+    np.testing.assert_array_equal(got[special], want[special], strict=True)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_max_ulp(got[~special], want[~special], maxulp=1)
+    # The named cases, spelled out.
+    assert got[(x == 0) & (y == -3)].tolist() == [np.inf, -np.inf]
+    assert np.isnan(got[(x == -2) & (y == 2.5)]).all()
+    assert (got[(x == 1) & np.isnan(y)] == 1).all()
+    assert (got[np.isnan(x) & (y == 0)] == 1).all()
+    assert got[(x == -np.inf) & (y == 3)].tolist() == [-np.inf]
+    assert got[(x == 0.5) & (y == -np.inf)].tolist() == [np.inf]
+
+
+def test_pow_special_cases_float32(tmp_path):
+    x, y = np.meshgrid(POW_GRID, POW_GRID, indexing="ij")
+    with np.errstate(over="ignore"):  # 1e300 becomes inf
+        x, y = x.ravel().astype(np.float32), y.ravel().astype(np.float32)
+    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    with np.errstate(all="ignore"):
+        want64 = np.power(x.astype(np.float64), y.astype(np.float64))
+    assert_within_ulp(got, want64)
+
+
+def test_pow_other_scalar_exponents(tmp_path):
+    """Exponents that are neither integers nor half-integers: C pow."""
+    a = inputs32(3)
+    for e in (2.2, -0.3, 1e10, np.inf, -np.inf, np.nan, 2000.0):
+        got = run(tmp_path, lambda x, e=e: x ** np.float32(e), a)
+        with np.errstate(all="ignore"):
+            want64 = np.power(a.astype(np.float64), np.float64(np.float32(e)))
+        assert_within_ulp(got, want64)
+
+
+def trig_inputs():
+    rng = np.random.default_rng(4)
+    parts = [SPECIAL,
+             np.float32([np.pi, -np.pi, np.pi / 2, np.pi / 4, 1e6, 2.0 ** 20,
+                         np.nextafter(np.float32(2.0 ** 20), np.float32(0)),
+                         1e7, 3.4e38, 1e-30, -1e-30]),
+             rng.uniform(-10, 10, 20000).astype(np.float32),
+             rng.uniform(-2.0 ** 21, 2.0 ** 21, 20000).astype(np.float32),
+             (rng.uniform(-1, 1, 20000) * 10.0 ** rng.uniform(-45, 38, 20000))
+             .astype(np.float32),
+             # float32 multiples of pi/2 and their neighbours: the hardest
+             # reductions (the result nearly cancels).
+             (np.arange(1, 5000, dtype=np.float64) * (np.pi / 2)).astype(np.float32)]
+    x = np.concatenate(parts)
+    return np.concatenate([x, np.nextafter(x, np.float32(np.inf))])
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_float32_within_1ulp(tmp_path, name):
+    fn = getattr(np, name)
+    a = trig_inputs()
+    got = run(tmp_path, fn, a)
+    with np.errstate(all="ignore"):
+        want64 = fn(a.astype(np.float64))
+    assert_within_ulp(got, want64)
+    # Nearly always the correctly rounded float (below 2^20: beyond, libm's
+    # sinf/cosf, also within 1 ulp).
+    ok = np.abs(a) < 2.0 ** 20
+    with np.errstate(all="ignore"):
+        assert np.mean(got[ok] == want64[ok].astype(np.float32)) > 0.999
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=str)
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_sin_cos_narrow_floats(tmp_path, name, dtype):
+    fn = getattr(np, name)
+    with np.errstate(over="ignore"):
+        a = trig_inputs()[::50].astype(dtype)
+    got = run(tmp_path, fn, a)
+    assert got.dtype == np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(a.astype(np.float64)).astype(dtype).astype(np.float64)
+    g = got.astype(np.float64)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(want))
+    ok = ~np.isnan(want)
+    eps = float(ml_dtypes.finfo(dtype).eps)
+    tiny = float(ml_dtypes.finfo(dtype).smallest_subnormal)
+    assert np.all(np.abs(g[ok] - want[ok]) <= np.maximum(np.abs(want[ok]) * eps, tiny))
