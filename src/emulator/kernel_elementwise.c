@@ -138,31 +138,32 @@ f64_sigmoid(double x)
  * chunk with an argument beyond its range (huge, infinite or NaN) goes
  * element by element, those through libm.
  */
-static inline void
+NRTEMU_INLINE void
 f32_sincos(size_t n, const float *a, float *o, uint64_t shift)
 {
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         const float *x = a + j;
-        float *y = o + j;
+        /* Results go to a local block first: the loop needs no aliasing
+         * check, and the operand is intact for the libm pass when out is
+         * the operand. */
+        float t[CHUNK];
         int big = 0;
         for (size_t i = 0; i < c; i++) {
-            big |= !(fabsf(x[i]) < KMATH_SINCOS_MAX);
-        }
-        if (!big) {
-            for (size_t i = 0; i < c; i++) {
-                y[i] = kmath_sincos(x[i], shift);
-            }
-            continue;
-        }
-        for (size_t i = 0; i < c; i++) {
             float v = x[i];
-            if (fabsf(v) < KMATH_SINCOS_MAX) {
-                y[i] = kmath_sincos(v, shift);
-            } else {
-                y[i] = shift != 0 ? cosf(v) : sinf(v);
+            int b = !(fabsf(v) < KMATH_SINCOS_MAX);
+            big |= b;
+            t[i] = kmath_sincos(b ? 0.0f : v, shift);
+        }
+        if (big) {
+            for (size_t i = 0; i < c; i++) {
+                float v = x[i];
+                if (!(fabsf(v) < KMATH_SINCOS_MAX)) {
+                    t[i] = shift != 0 ? cosf(v) : sinf(v);
+                }
             }
         }
+        memcpy(o + j, t, c * sizeof *o);
     }
 }
 
@@ -184,7 +185,7 @@ f32_sincos(size_t n, const float *a, float *o, uint64_t shift)
  * -inf are taken as +0 and +inf (pow(-0, 1.5) = +0, pow(-inf, -1.5) =
  * +0), other negatives give NaN through sqrt.
  */
-static inline void
+NRTEMU_INLINE void
 f32_pow_products(size_t n, const float *a, float *o, uint32_t m, bool half,
                  bool recip)
 {
@@ -240,7 +241,7 @@ f32_pow_products(size_t n, const float *a, float *o, uint32_t m, bool half,
  * POW_FAST_MAX take f32_pow_products().  Returns false, writing nothing,
  * for any other exponent.
  */
-static inline bool
+NRTEMU_INLINE bool
 f32_pow_scalar(size_t n, const float *a, float e, float *o)
 {
     float h = 2.0f * e; /* exact for |e| <= POW_FAST_MAX */
@@ -276,7 +277,7 @@ f32_pow_scalar(size_t n, const float *a, float e, float *o)
 }
 
 /* The float64 exponents that NumPy computes without pow, bit for bit. */
-static inline bool
+NRTEMU_INLINE bool
 f64_pow_scalar(size_t n, const double *a, double e, double *o)
 {
     if (e == 0.0) {
@@ -303,26 +304,26 @@ f64_pow_scalar(size_t n, const double *a, double e, double *o)
     return true;
 }
 
-static inline void
+NRTEMU_INLINE void
 f32_sin(size_t n, const float *a, float *o)
 {
     f32_sincos(n, a, o, 0);
 }
 
-static inline void
+NRTEMU_INLINE void
 f32_cos(size_t n, const float *a, float *o)
 {
     f32_sincos(n, a, o, 1);
 }
 
 /* float64 sin and cos stay with libm. */
-static inline void
+NRTEMU_INLINE void
 f64_sin(size_t n, const double *a, double *o)
 {
     UN_LOOP(double, sin(x));
 }
 
-static inline void
+NRTEMU_INLINE void
 f64_cos(size_t n, const double *a, double *o)
 {
     UN_LOOP(double, cos(x));

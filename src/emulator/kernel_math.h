@@ -181,8 +181,8 @@ kmath_double(uint64_t u)
 
 /*
  * `shift` 0: sin(x); 1: cos(x) = sin(x + pi/2), one quadrant further.
- * On |r| <= pi/4 (+ a little) the Taylor series, sin to r^13 and cos to
- * r^14: the first omitted terms are below 2^-40 relative, far below
+ * On |r| <= pi/4 (+ a little) the Taylor series, sin to r^11 and cos to
+ * r^12: the first omitted terms are below 2^-36 relative, far below
  * float32's 2^-24.
  */
 static inline float
@@ -198,16 +198,14 @@ kmath_sincos(float xf, uint64_t shift)
     r = r - k * KMATH_PIO2_2;
     r = r - k * KMATH_PIO2_3;
     double z = r * r;
-    double s = -1.0 / 6227020800.0; /* -1/13! */
-    s = s * z + 1.0 / 39916800.0;
+    double s = 1.0 / 39916800.0; /* 1/11! */
     s = s * z - 1.0 / 362880.0;
     s = s * z + 1.0 / 5040.0;
     s = s * z - 1.0 / 120.0;
     s = s * z + 1.0 / 6.0;
-    s = r - r * z * s; /* r - r^3/3! + ...: tiny r comes out exactly */
+    s = r - r * z * s;    /* r - r^3/3! + ...: tiny r comes out exactly */
     s = r == 0.0 ? r : s; /* and -0 too (-0 - -0 is +0) */
-    double c = 1.0 / 87178291200.0; /* 1/14! */
-    c = c * z - 1.0 / 479001600.0;
+    double c = -1.0 / 479001600.0; /* -1/12! */
     c = c * z + 1.0 / 3628800.0;
     c = c * z - 1.0 / 40320.0;
     c = c * z + 1.0 / 720.0;

@@ -28,4 +28,15 @@
 #define NRTEMU_MULTIVERSION
 #endif
 
+/*
+ * For the helpers that a multiversioned loop calls: inlined into each
+ * clone, so that they are compiled for its target; a helper left out of
+ * line is compiled once, for the baseline, and runs there in every clone.
+ */
+#if defined(__GNUC__)
+#define NRTEMU_INLINE static inline __attribute__((always_inline))
+#else
+#define NRTEMU_INLINE static inline
+#endif
+
 #endif /* NRTEMU_SIMD_H */
