@@ -9,6 +9,15 @@
  * "column").  Both loops are vectorised for the four compute types.  Rows
  * of floats are summed pairwise, as NumPy does, which keeps the error
  * small for long rows; columns fold one after the other, as in NumPy.
+ *
+ * Summation order over a non-contiguous axis: acc[i] = ((acc[i] + x0[i])
+ * + x1[i]) + ..., the rows in index order, each output element on its
+ * own; vectorisation runs across i (the contiguous axis), so it changes
+ * no result.  Consecutive rows that share the accumulators are handed
+ * over together (up to WINDOW_ELEMS elements), so that sums touch the
+ * accumulators once per four rows.  Inputs that need converting (16- and
+ * 8-bit floats to float32, narrower ints to 64 bits) are converted in
+ * windows of that size, not as a copy of the whole input.
  */
 #include <math.h>
 #include <string.h>
