@@ -114,16 +114,16 @@
 /*
  * Fold g consecutive rows of n elements (x[r * n + i]) into acc[i], row
  * after row: the order of a reduction over a non-contiguous axis, as in
- * NumPy, so results do not depend on how the rows are grouped.  With
- * `by4`, four rows go through each acc[i] at a time, so the contiguous
- * loop loads and stores the accumulators once per four rows (GCC 12 does
- * not vectorise such a chain of the NaN-propagating max/min: those go one
- * row at a time).
+ * NumPy, so results do not depend on how the rows are grouped.  Four
+ * rows go through each acc[i] at a time, so the contiguous loop loads and
+ * stores the accumulators once per four rows (GCC 12 does not vectorise
+ * such a chain of the NaN-propagating max/min: those go one row at a
+ * time, in DEFINE_COLUMNS).
  */
-#define COLUMNS_FOLD(T, COMBINE, by4)                                \
+#define COLUMNS_FOLD(T, COMBINE)                                     \
     do {                                                             \
         size_t r = 0;                                                \
-        for (; (by4) && r + 4 <= g; r += 4) {                        \
+        for (; r + 4 <= g; r += 4) {                                 \
             const T *restrict x0 = x + r * n, *restrict x1 = x0 + n; \
             const T *restrict x2 = x1 + n, *restrict x3 = x2 + n;    \
             for (size_t i = 0; i < n; i++) {                         \
@@ -145,23 +145,44 @@
         }                                                            \
     } while (0)
 
+/* max/min go one row at a time through a function of their own: within
+ * SFX##_columns GCC 12 interleaves two rows into masked loads, which
+ * halves the speed of a column max over an input from memory. */
 #define DEFINE_COLUMNS(SFX, T, MAXF, MINF, ADDF, MULF)                        \
+    NRTEMU_MULTIVERSION __attribute__((                                       \
+        noinline)) static void SFX##_column_max(size_t n, const T *x, T *acc) \
+    {                                                                         \
+        for (size_t i = 0; i < n; i++) {                                      \
+            acc[i] = MAXF(acc[i], x[i]);                                      \
+        }                                                                     \
+    }                                                                         \
+    NRTEMU_MULTIVERSION __attribute__((                                       \
+        noinline)) static void SFX##_column_min(size_t n, const T *x, T *acc) \
+    {                                                                         \
+        for (size_t i = 0; i < n; i++) {                                      \
+            acc[i] = MINF(acc[i], x[i]);                                      \
+        }                                                                     \
+    }                                                                         \
     NRTEMU_MULTIVERSION                                                       \
     static void SFX##_columns(enum nrtemu_op op, size_t n, size_t g,          \
                               const T *restrict x, T *restrict acc)           \
     {                                                                         \
         switch (op) {                                                         \
         case NRTEMU_OP_MAX:                                                   \
-            COLUMNS_FOLD(T, MAXF, false);                                     \
+            for (size_t r = 0; r < g; r++) {                                  \
+                SFX##_column_max(n, x + r * n, acc);                          \
+            }                                                                 \
             break;                                                            \
         case NRTEMU_OP_MIN:                                                   \
-            COLUMNS_FOLD(T, MINF, false);                                     \
+            for (size_t r = 0; r < g; r++) {                                  \
+                SFX##_column_min(n, x + r * n, acc);                          \
+            }                                                                 \
             break;                                                            \
         case NRTEMU_OP_PROD:                                                  \
-            COLUMNS_FOLD(T, MULF, true);                                      \
+            COLUMNS_FOLD(T, MULF);                                            \
             break;                                                            \
         default:                                                              \
-            COLUMNS_FOLD(T, ADDF, true);                                      \
+            COLUMNS_FOLD(T, ADDF);                                            \
             break;                                                            \
         }                                                                     \
     }                                                                         \
