@@ -9,6 +9,15 @@
  * "column").  Both loops are vectorised for the four compute types.  Rows
  * of floats are summed pairwise, as NumPy does, which keeps the error
  * small for long rows; columns fold one after the other, as in NumPy.
+ *
+ * Summation order over a non-contiguous axis: acc[i] = ((acc[i] + x0[i])
+ * + x1[i]) + ..., the rows in index order, each output element on its
+ * own; vectorisation runs across i (the contiguous axis), so it changes
+ * no result.  Consecutive rows that share the accumulators are handed
+ * over together (up to WINDOW_ELEMS elements), so that sums touch the
+ * accumulators once per four rows.  Inputs that need converting (16- and
+ * 8-bit floats to float32, narrower ints to 64 bits) are converted in
+ * windows of that size, not as a copy of the whole input.
  */
 #include <math.h>
 #include <string.h>
@@ -97,135 +106,168 @@
         exact = chk[0] == 0;                             \
     } while (0)
 
-#define DEFINE_FLOAT_ROWS(SFX, T)                                             \
-    NRTEMU_MULTIVERSION                                                       \
-    static T SFX##_sum_leaf(size_t n, const T *x)                             \
+/* Integer sums and products wrap: computed on uint64_t (the assignment
+ * back to T gives the same bits for signed operands). */
+#define ADD_WRAP(a, b) ((uint64_t)(a) + (uint64_t)(b))
+#define MUL_WRAP(a, b) ((uint64_t)(a) * (uint64_t)(b))
+
+/*
+ * Fold g consecutive rows of n elements (x[r * n + i]) into acc[i], row
+ * after row: the order of a reduction over a non-contiguous axis, as in
+ * NumPy, so results do not depend on how the rows are grouped.  Four
+ * rows go through each acc[i] at a time, so the contiguous loop loads and
+ * stores the accumulators once per four rows (GCC 12 does not vectorise
+ * such a chain of the NaN-propagating max/min: those go one row at a
+ * time, in DEFINE_COLUMNS).
+ */
+#define COLUMNS_FOLD(T, COMBINE)                                     \
+    do {                                                             \
+        size_t r = 0;                                                \
+        for (; r + 4 <= g; r += 4) {                                 \
+            const T *restrict x0 = x + r * n, *restrict x1 = x0 + n; \
+            const T *restrict x2 = x1 + n, *restrict x3 = x2 + n;    \
+            for (size_t i = 0; i < n; i++) {                         \
+                T a = acc[i];                                        \
+                a = COMBINE(a, x0[i]);                               \
+                a = COMBINE(a, x1[i]);                               \
+                a = COMBINE(a, x2[i]);                               \
+                a = COMBINE(a, x3[i]);                               \
+                acc[i] = a;                                          \
+            }                                                        \
+        }                                                            \
+        for (; r < g; r++) {                                         \
+            const T *restrict x0 = x + r * n;                        \
+            for (size_t i = 0; i < n; i++) {                         \
+                T a = acc[i];                                        \
+                a = COMBINE(a, x0[i]);                               \
+                acc[i] = a;                                          \
+            }                                                        \
+        }                                                            \
+    } while (0)
+
+/* max/min go one row at a time through a function of their own: within
+ * SFX##_columns GCC 12 interleaves two rows into masked loads, which
+ * halves the speed of a column max over an input from memory. */
+#define DEFINE_COLUMNS(SFX, T, MAXF, MINF, ADDF, MULF)                        \
+    NRTEMU_MULTIVERSION __attribute__((                                       \
+        noinline)) static void SFX##_column_max(size_t n, const T *x, T *acc) \
     {                                                                         \
-        T result;                                                             \
-        ROW_FOLD(T, (T)0, ADD_);                                              \
-        return result;                                                        \
-    }                                                                         \
-    static T SFX##_sum_pairwise(size_t n, const T *x)                         \
-    {                                                                         \
-        size_t half;                                                          \
-        if (n <= PAIRWISE_LEAF) {                                             \
-            return SFX##_sum_leaf(n, x);                                      \
+        for (size_t i = 0; i < n; i++) {                                      \
+            acc[i] = MAXF(acc[i], x[i]);                                      \
         }                                                                     \
-        half = (n / 2 + LANES - 1) / LANES * LANES;                           \
-        return SFX##_sum_pairwise(half, x) +                                  \
-               SFX##_sum_pairwise(n - half, x + half);                        \
+    }                                                                         \
+    NRTEMU_MULTIVERSION __attribute__((                                       \
+        noinline)) static void SFX##_column_min(size_t n, const T *x, T *acc) \
+    {                                                                         \
+        for (size_t i = 0; i < n; i++) {                                      \
+            acc[i] = MINF(acc[i], x[i]);                                      \
+        }                                                                     \
     }                                                                         \
     NRTEMU_MULTIVERSION                                                       \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)               \
+    static void SFX##_columns(enum nrtemu_op op, size_t n, size_t g,          \
+                              const T *restrict x, T *restrict acc)           \
     {                                                                         \
-        T result;                                                             \
-        bool exact;                                                           \
         switch (op) {                                                         \
         case NRTEMU_OP_MAX:                                                   \
-            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);                          \
-            if (!exact) {                                                     \
-                ROW_FOLD(T, -(T)INFINITY, FLOAT_MAX);                         \
+            for (size_t r = 0; r < g; r++) {                                  \
+                SFX##_column_max(n, x + r * n, acc);                          \
             }                                                                 \
-            return result;                                                    \
+            break;                                                            \
         case NRTEMU_OP_MIN:                                                   \
-            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);                           \
-            if (!exact) {                                                     \
-                ROW_FOLD(T, (T)INFINITY, FLOAT_MIN);                          \
+            for (size_t r = 0; r < g; r++) {                                  \
+                SFX##_column_min(n, x + r * n, acc);                          \
             }                                                                 \
-            return result;                                                    \
+            break;                                                            \
         case NRTEMU_OP_PROD:                                                  \
-            ROW_FOLD(T, (T)1, MUL_);                                          \
-            return result;                                                    \
+            COLUMNS_FOLD(T, MULF);                                            \
+            break;                                                            \
         default:                                                              \
-            return SFX##_sum_pairwise(n, x);                                  \
+            COLUMNS_FOLD(T, ADDF);                                            \
+            break;                                                            \
         }                                                                     \
     }                                                                         \
-    NRTEMU_MULTIVERSION                                                       \
     static void SFX##_column(enum nrtemu_op op, size_t n, const T *x, T *acc) \
     {                                                                         \
-        switch (op) {                                                         \
-        case NRTEMU_OP_MAX:                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = FLOAT_MAX(acc[i], x[i]);                             \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_MIN:                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = FLOAT_MIN(acc[i], x[i]);                             \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_PROD:                                                  \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] *= x[i];                                               \
-            }                                                                 \
-            break;                                                            \
-        default:                                                              \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] += x[i];                                               \
-            }                                                                 \
-            break;                                                            \
-        }                                                                     \
+        SFX##_columns(op, n, 1, x, acc);                                      \
     }
+
+#define DEFINE_FLOAT_ROWS(SFX, T)                               \
+    NRTEMU_MULTIVERSION                                         \
+    static T SFX##_sum_leaf(size_t n, const T *x)               \
+    {                                                           \
+        T result;                                               \
+        ROW_FOLD(T, (T)0, ADD_);                                \
+        return result;                                          \
+    }                                                           \
+    static T SFX##_sum_pairwise(size_t n, const T *x)           \
+    {                                                           \
+        size_t half;                                            \
+        if (n <= PAIRWISE_LEAF) {                               \
+            return SFX##_sum_leaf(n, x);                        \
+        }                                                       \
+        half = (n / 2 + LANES - 1) / LANES * LANES;             \
+        return SFX##_sum_pairwise(half, x) +                    \
+               SFX##_sum_pairwise(n - half, x + half);          \
+    }                                                           \
+    NRTEMU_MULTIVERSION                                         \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x) \
+    {                                                           \
+        T result;                                               \
+        bool exact;                                             \
+        switch (op) {                                           \
+        case NRTEMU_OP_MAX:                                     \
+            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);            \
+            if (!exact) {                                       \
+                ROW_FOLD(T, -(T)INFINITY, FLOAT_MAX);           \
+            }                                                   \
+            return result;                                      \
+        case NRTEMU_OP_MIN:                                     \
+            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);             \
+            if (!exact) {                                       \
+                ROW_FOLD(T, (T)INFINITY, FLOAT_MIN);            \
+            }                                                   \
+            return result;                                      \
+        case NRTEMU_OP_PROD:                                    \
+            ROW_FOLD(T, (T)1, MUL_);                            \
+            return result;                                      \
+        default:                                                \
+            return SFX##_sum_pairwise(n, x);                    \
+        }                                                       \
+    }                                                           \
+    DEFINE_COLUMNS(SFX, T, FLOAT_MAX, FLOAT_MIN, ADD_, MUL_)
 
 DEFINE_FLOAT_ROWS(f32, float)
 DEFINE_FLOAT_ROWS(f64, double)
 
-/* Integer sums and products wrap: they are computed on uint64_t, which
- * gives the same bits for signed operands. */
-#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                              \
-    NRTEMU_MULTIVERSION                                                       \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)               \
-    {                                                                         \
-        T result;                                                             \
-        switch (op) {                                                         \
-        case NRTEMU_OP_MAX:                                                   \
-            ROW_FOLD(T, LOWEST, INT_MAX_);                                    \
-            return result;                                                    \
-        case NRTEMU_OP_MIN:                                                   \
-            ROW_FOLD(T, HIGHEST, INT_MIN_);                                   \
-            return result;                                                    \
-        case NRTEMU_OP_PROD: {                                                \
-            uint64_t p = 1;                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                p *= (uint64_t)x[i];                                          \
-            }                                                                 \
-            return (T)p;                                                      \
-        }                                                                     \
-        default: {                                                            \
-            uint64_t s = 0;                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                s += (uint64_t)x[i];                                          \
-            }                                                                 \
-            return (T)s;                                                      \
-        }                                                                     \
-        }                                                                     \
-    }                                                                         \
-    NRTEMU_MULTIVERSION                                                       \
-    static void SFX##_column(enum nrtemu_op op, size_t n, const T *x, T *acc) \
-    {                                                                         \
-        switch (op) {                                                         \
-        case NRTEMU_OP_MAX:                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = INT_MAX_(acc[i], x[i]);                              \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_MIN:                                                   \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = INT_MIN_(acc[i], x[i]);                              \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_PROD:                                                  \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = (T)((uint64_t)acc[i] * (uint64_t)x[i]);              \
-            }                                                                 \
-            break;                                                            \
-        default:                                                              \
-            for (size_t i = 0; i < n; i++) {                                  \
-                acc[i] = (T)((uint64_t)acc[i] + (uint64_t)x[i]);              \
-            }                                                                 \
-            break;                                                            \
-        }                                                                     \
-    }
+#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                \
+    NRTEMU_MULTIVERSION                                         \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x) \
+    {                                                           \
+        T result;                                               \
+        switch (op) {                                           \
+        case NRTEMU_OP_MAX:                                     \
+            ROW_FOLD(T, LOWEST, INT_MAX_);                      \
+            return result;                                      \
+        case NRTEMU_OP_MIN:                                     \
+            ROW_FOLD(T, HIGHEST, INT_MIN_);                     \
+            return result;                                      \
+        case NRTEMU_OP_PROD: {                                  \
+            uint64_t p = 1;                                     \
+            for (size_t i = 0; i < n; i++) {                    \
+                p *= (uint64_t)x[i];                            \
+            }                                                   \
+            return (T)p;                                        \
+        }                                                       \
+        default: {                                              \
+            uint64_t s = 0;                                     \
+            for (size_t i = 0; i < n; i++) {                    \
+                s += (uint64_t)x[i];                            \
+            }                                                   \
+            return (T)s;                                        \
+        }                                                       \
+        }                                                       \
+    }                                                           \
+    DEFINE_COLUMNS(SFX, T, INT_MAX_, INT_MIN_, ADD_WRAP, MUL_WRAP)
 
 DEFINE_INT_ROWS(i64, int64_t, INT64_MIN, INT64_MAX)
 DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
@@ -295,22 +337,23 @@ fold_row(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
     }
 }
 
+/* Fold g consecutive reduced rows of n kept elements into acc[0..n). */
 static void
-fold_column(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
-            void *acc)
+fold_columns(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, size_t g,
+             const void *x, void *acc)
 {
     switch (kt) {
     case NRTEMU_DTYPE_FLOAT32:
-        f32_column(op, n, x, acc);
+        f32_columns(op, n, g, x, acc);
         break;
     case NRTEMU_DTYPE_FLOAT64:
-        f64_column(op, n, x, acc);
+        f64_columns(op, n, g, x, acc);
         break;
     case NRTEMU_DTYPE_INT64:
-        i64_column(op, n, x, acc);
+        i64_columns(op, n, g, x, acc);
         break;
     default:
-        u64_column(op, n, x, acc);
+        u64_columns(op, n, g, x, acc);
         break;
     }
 }
@@ -327,6 +370,50 @@ load_whole(const struct nrtemu_array *in, enum nrtemu_dtype compute,
     return nrtemu__kernel_load(in, compute, kt, buf);
 }
 
+/*
+ * Elements [start, start + count) of `in` as `kt`: in place when `in`
+ * already is an array of `kt` that the compute dtype does not round, else
+ * converted into buf (room for `cap` elements) in windows of up to `cap`
+ * elements.  The reduction walks the input in order, so each element is
+ * converted once, and the converted copy stays small enough for the
+ * caches (rather than a converted copy of the whole input).
+ */
+struct window {
+    const struct nrtemu_array *in;
+    enum nrtemu_dtype compute, kt;
+    bool in_place;
+    char *buf;
+    uint64_t cap, lo, hi; /* buf holds elements [lo, hi) */
+};
+
+static const char *
+window_get(struct window *w, uint64_t start, uint64_t count)
+{
+    size_t kt_size = nrtemu__dtype_size(w->kt);
+
+    if (w->in_place) {
+        return (const char *)w->in->data + start * kt_size;
+    }
+    if (start < w->lo || start + count > w->hi) {
+        uint64_t total = nrtemu__array_count(w->in);
+        struct nrtemu_array part = {
+            .data =
+                (char *)w->in->data + start * nrtemu__dtype_size(w->in->dtype),
+            .dtype = w->in->dtype,
+            .ndim = 1,
+            .shape = {total - start < w->cap ? total - start : w->cap},
+        };
+        nrtemu__kernel_load(&part, w->compute, w->kt, w->buf);
+        w->lo = start;
+        w->hi = start + part.shape[0];
+    }
+    return w->buf + (start - w->lo) * kt_size;
+}
+
+/* Elements converted at a time when the input needs converting, and the
+ * most rows folded into the accumulators at a time: 64 KiB of float32. */
+#define WINDOW_ELEMS 16384
+
 NRT_STATUS
 nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
                       const struct nrtemu_array *out,
@@ -339,10 +426,10 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
     uint64_t reduced = 1;
     uint64_t out_shape[NRTEMU_MAX_DIMS];
     uint32_t out_ndim = 0;
-    size_t kt_size, in_bytes, acc_bytes;
-    bool in_place, acc_is_out;
+    size_t kt_size, win_bytes, acc_bytes;
+    bool acc_is_out;
     char *scratch, *acc;
-    const char *x;
+    struct window win = {.in = in, .lo = 0, .hi = 0};
     struct kiter it;
     uint64_t idx[NRTEMU_MAX_DIMS] = {0};
     ptrdiff_t off[2] = {0, 0};
@@ -358,21 +445,6 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         return NRT_SUCCESS;
     }
     kt_size = nrtemu__dtype_size(kt);
-    in_place = in->dtype == kt && (compute == kt || compute == in->dtype);
-    acc_is_out = out->dtype == kt && (compute == kt || compute == out->dtype);
-    in_bytes = in_place ? 0 : in_count * kt_size;
-    acc_bytes = acc_is_out ? 0 : out_count * kt_size;
-    scratch = nrtemu__scratch_get(s, in_bytes + acc_bytes + 64);
-    if (scratch == NULL) {
-        return NRT_RESOURCE;
-    }
-    acc = acc_is_out ? out->data : scratch + in_bytes;
-    x = load_whole(in, compute, kt, scratch);
-
-    identity(op == NRTEMU_OP_MEAN ? NRTEMU_OP_SUM : op, kt, &init);
-    for (uint64_t i = 0; i < out_count; i++) {
-        memcpy(acc + i * kt_size, &init, kt_size);
-    }
 
     /* The output as an operand: the kept axes, stride 0 on the others. */
     for (uint32_t d = 0; d < in->ndim; d++) {
@@ -384,28 +456,66 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         }
         out_ndim++;
     }
+    kiter_init(&it, in->ndim, in->shape, 2);
+    kiter_broadcast(&it, 0, in->ndim, in->shape);
+    kiter_broadcast(&it, 1, out_ndim, out_shape);
+    /* kiter_broadcast gives stride 0 only where the iterator dim is not 1;
+     * a reduced axis of size 1 needs no stride anyway. */
+    kiter_collapse(&it);
+
+    win.compute = compute;
+    win.kt = kt;
+    win.in_place = in->dtype == kt && (compute == kt || compute == in->dtype);
+    /* A window holds a whole innermost run (a reduced row is summed
+     * pairwise in one piece) or WINDOW_ELEMS elements. */
+    win.cap = it.shape[it.ndim - 1] > WINDOW_ELEMS ? it.shape[it.ndim - 1]
+                                                   : WINDOW_ELEMS;
+    win.cap = win.cap < in_count ? win.cap : in_count;
+    acc_is_out = out->dtype == kt && (compute == kt || compute == out->dtype);
+    win_bytes = win.in_place ? 0 : (win.cap * kt_size + 63) & ~(size_t)63;
+    acc_bytes = acc_is_out ? 0 : out_count * kt_size;
+    scratch = nrtemu__scratch_get(s, win_bytes + acc_bytes + 64);
+    if (scratch == NULL) {
+        return NRT_RESOURCE;
+    }
+    win.buf = scratch;
+    acc = acc_is_out ? out->data : scratch + win_bytes;
+
+    identity(op == NRTEMU_OP_MEAN ? NRTEMU_OP_SUM : op, kt, &init);
+    for (uint64_t i = 0; i < out_count; i++) {
+        memcpy(acc + i * kt_size, &init, kt_size);
+    }
+
     if (in_count != 0) {
         enum nrtemu_op fold = op == NRTEMU_OP_MEAN ? NRTEMU_OP_SUM : op;
-        uint64_t outer;
-        size_t len;
+        int last = it.ndim - 1;
+        size_t len = it.shape[last];
+        bool column = it.stride[1][last] != 0;
+        /* Consecutive rows that fold into the same accumulators (the axis
+         * outside the kept run is reduced) go in one call. */
+        bool grouped = column && last >= 1 && it.stride[1][last - 1] == 0;
+        uint64_t group_max = len >= WINDOW_ELEMS ? 1 : WINDOW_ELEMS / len;
+        uint64_t outer = kiter_outer_count(&it);
 
-        kiter_init(&it, in->ndim, in->shape, 2);
-        kiter_broadcast(&it, 0, in->ndim, in->shape);
-        kiter_broadcast(&it, 1, out_ndim, out_shape);
-        /* kiter_broadcast gives stride 0 only where the iterator dim is
-         * not 1; a reduced axis of size 1 needs no stride anyway. */
-        kiter_collapse(&it);
-        outer = kiter_outer_count(&it);
-        len = it.shape[it.ndim - 1];
-        for (uint64_t o = 0; o < outer; o++) {
-            const char *px = x + off[0] * (ptrdiff_t)kt_size;
+        for (uint64_t o = 0; o < outer;) {
+            uint64_t g = 1;
+            const char *px;
             char *pa = acc + off[1] * (ptrdiff_t)kt_size;
-            if (it.stride[1][it.ndim - 1] == 0) {
-                fold_row(fold, kt, len, px, pa);
-            } else {
-                fold_column(fold, kt, len, px, pa);
+
+            if (grouped) {
+                g = it.shape[last - 1] - idx[last - 1];
+                g = g < group_max ? g : group_max;
             }
-            kiter_next(&it, idx, off);
+            px = window_get(&win, (uint64_t)off[0], g * len);
+            if (column) {
+                fold_columns(fold, kt, len, g, px, pa);
+            } else {
+                fold_row(fold, kt, len, px, pa);
+            }
+            o += g;
+            for (uint64_t k = 0; k < g; k++) {
+                kiter_next(&it, idx, off);
+            }
         }
     }
     if (op == NRTEMU_OP_MEAN) {
@@ -472,28 +582,58 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         }                                                                   \
         FIND_FIRST(T, v == m);                                              \
     }                                                                       \
-    static void SFX##_arg(bool ismax, uint64_t A, uint64_t R, uint64_t B,   \
-                          const T *x, int64_t *out, T *best)                \
+    /* Rows r0.. r0 + g of one slab (x[r * B + j]) into the running         \
+     * extremes best[j] and their rows o[j], row after row (the first       \
+     * NaN or the first extreme wins); branch-free so that it               \
+     * vectorises. */                                                       \
+    NRTEMU_MULTIVERSION                                                     \
+    static void SFX##_arg_columns(bool ismax, uint64_t r0, uint64_t g,      \
+                                  uint64_t B, const T *restrict x,          \
+                                  int64_t *restrict o, T *restrict best)    \
     {                                                                       \
+        for (uint64_t r = 0; r < g; r++) {                                  \
+            const T *restrict row = x + r * B;                              \
+            const int64_t at = (int64_t)(r0 + r);                           \
+            if (at == 0) {                                                  \
+                for (uint64_t j = 0; j < B; j++) {                          \
+                    best[j] = row[j];                                       \
+                    o[j] = 0;                                               \
+                }                                                           \
+            } else if (ismax) {                                             \
+                for (uint64_t j = 0; j < B; j++) {                          \
+                    const T v = row[j], b = best[j];                        \
+                    const bool take = BETTER(true, v, b);                   \
+                    best[j] = take ? v : b;                                 \
+                    o[j] = take ? at : o[j];                                \
+                }                                                           \
+            } else {                                                        \
+                for (uint64_t j = 0; j < B; j++) {                          \
+                    const T v = row[j], b = best[j];                        \
+                    const bool take = BETTER(false, v, b);                  \
+                    best[j] = take ? v : b;                                 \
+                    o[j] = take ? at : o[j];                                \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+    }                                                                       \
+    /* in = [A, R, B]; rows reach the loops through a window (window_get)   \
+     * that converts them to T when needed. */                              \
+    static void SFX##_arg(bool ismax, struct window *w, uint64_t A,         \
+                          uint64_t R, uint64_t B, int64_t *out, T *best)    \
+    {                                                                       \
+        uint64_t group = B >= WINDOW_ELEMS ? 1 : WINDOW_ELEMS / B;          \
         for (uint64_t a = 0; a < A; a++) {                                  \
-            const T *base = x + a * R * B;                                  \
             int64_t *o = out + a * B;                                       \
             if (B == 1) {                                                   \
-                o[0] = SFX##_arg_row(ismax, R, base);                       \
+                const T *row = (const T *)window_get(w, a * R, R);          \
+                o[0] = SFX##_arg_row(ismax, R, row);                        \
                 continue;                                                   \
             }                                                               \
-            for (uint64_t j = 0; j < B; j++) {                              \
-                best[j] = base[j];                                          \
-                o[j] = 0;                                                   \
-            }                                                               \
-            for (uint64_t r = 1; r < R; r++) {                              \
-                const T *row = base + r * B;                                \
-                for (uint64_t j = 0; j < B; j++) {                          \
-                    if (BETTER(ismax, row[j], best[j])) {                   \
-                        best[j] = row[j];                                   \
-                        o[j] = (int64_t)r;                                  \
-                    }                                                       \
-                }                                                           \
+            for (uint64_t r = 0; r < R; r += group) {                       \
+                uint64_t g = R - r < group ? R - r : group;                 \
+                const T *rows =                                             \
+                    (const T *)window_get(w, (a * R + r) * B, g * B);       \
+                SFX##_arg_columns(ismax, r, g, B, rows, o, best);           \
             }                                                               \
         }                                                                   \
     }
@@ -526,40 +666,40 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
 {
     enum nrtemu_dtype kt = nrtemu__kernel_dtype(in->dtype);
     uint64_t A, R, B;
-    size_t in_bytes, kt_size = nrtemu__dtype_size(kt);
+    size_t win_bytes, kt_size = nrtemu__dtype_size(kt);
     bool ismax = op == NRTEMU_OP_ARGMAX;
     char *scratch;
-    const void *x;
+    struct window win = {.in = in, .lo = 0, .hi = 0};
 
     split_axis(in, axis, &A, &R, &B);
     if (A * B == 0 || R == 0) {
         return NRT_SUCCESS; /* R == 0 was rejected at load */
     }
-    in_bytes = in->dtype == kt ? 0 : nrtemu__array_count(in) * kt_size;
-    scratch = nrtemu__scratch_get(s, in_bytes + B * kt_size + 64);
+    /* Widening is exact: the order of values is the same. */
+    win.compute = kt;
+    win.kt = kt;
+    win.in_place = in->dtype == kt;
+    win.cap = B == 1 ? R : B >= WINDOW_ELEMS ? B : WINDOW_ELEMS / B * B;
+    win.cap = win.cap < R * B ? win.cap : R * B;
+    win_bytes = win.in_place ? 0 : (win.cap * kt_size + 63) & ~(size_t)63;
+    scratch = nrtemu__scratch_get(s, win_bytes + B * kt_size + 64);
     if (scratch == NULL) {
         return NRT_RESOURCE;
     }
-    x = in->data;
-    if (in->dtype != kt) {
-        /* Widening is exact: the order of values is the same. */
-        nrtemu__convert(kt, scratch, in->dtype, in->data, 1,
-                        nrtemu__array_count(in));
-        x = scratch;
-    }
-    scratch += (in_bytes + 63) & ~(size_t)63;
+    win.buf = scratch;
+    scratch += win_bytes;
     switch (kt) {
     case NRTEMU_DTYPE_FLOAT32:
-        f32_arg(ismax, A, R, B, x, out->data, (float *)scratch);
+        f32_arg(ismax, &win, A, R, B, out->data, (float *)scratch);
         break;
     case NRTEMU_DTYPE_FLOAT64:
-        f64_arg(ismax, A, R, B, x, out->data, (double *)scratch);
+        f64_arg(ismax, &win, A, R, B, out->data, (double *)scratch);
         break;
     case NRTEMU_DTYPE_INT64:
-        i64_arg(ismax, A, R, B, x, out->data, (int64_t *)scratch);
+        i64_arg(ismax, &win, A, R, B, out->data, (int64_t *)scratch);
         break;
     default:
-        u64_arg(ismax, A, R, B, x, out->data, (uint64_t *)scratch);
+        u64_arg(ismax, &win, A, R, B, out->data, (uint64_t *)scratch);
         break;
     }
     return NRT_SUCCESS;

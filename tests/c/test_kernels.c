@@ -1344,6 +1344,204 @@ test_pow_sin_cos_float32(void)
     free(x);
 }
 
+/* --- reductions over any axis of larger shapes (kernel_reduce.c's grouped
+ * rows and converted windows) against naive references --- */
+
+static const uint64_t big_shapes[][4] = {
+    {37, 2049, 1, 1},
+    {3, 2049, 9, 1},
+    {5, 7, 1001, 1},
+    {3, 5, 7, 211},
+};
+static const uint32_t big_ndims[] = {2, 3, 3, 4};
+
+/* Test values: small integers (sums of them are exact in float32 and
+ * rounded once to the output dtype), many ties, NaNs where `nans`. */
+static double
+big_value(size_t i, bool nans)
+{
+    if (nans && (i % 1013 == 17 || i % 4099 == 4098)) {
+        return NAN;
+    }
+    return (double)((i * 7919) % 13) - 6.0;
+}
+
+/* The flat output index of input element i when `axes` are reduced. */
+static uint64_t
+big_out_index(const uint64_t *shape, uint32_t ndim, uint32_t axes, uint64_t i)
+{
+    uint64_t flat = 0, stride = 1;
+
+    for (int d = (int)ndim - 1; d >= 0; d--) {
+        uint64_t k = i % shape[d];
+        i /= shape[d];
+        if (!(axes & (1u << d))) {
+            flat += k * stride;
+            stride *= shape[d];
+        }
+    }
+    return flat;
+}
+
+static void
+check_big_reduce(enum nrtemu_op op, enum nrtemu_dtype dt, size_t s,
+                 uint32_t axes, bool nans)
+{
+    uint32_t ndim = big_ndims[s];
+    const uint64_t *shape = big_shapes[s];
+    uint64_t oshape[4], count = 1, ocount = 1;
+    uint32_t on = 0;
+    double *vals, *ref;
+    struct nrtemu_array in, out;
+
+    for (uint32_t d = 0; d < ndim; d++) {
+        count *= shape[d];
+        if (!(axes & (1u << d))) {
+            oshape[on++] = shape[d];
+            ocount *= shape[d];
+        }
+    }
+    vals = malloc(count * sizeof *vals);
+    ref = malloc(ocount * sizeof *ref);
+    ASSERT_NOT_NULL(vals);
+    ASSERT_NOT_NULL(ref);
+    for (uint64_t i = 0; i < count; i++) {
+        vals[i] = big_value(i, nans);
+    }
+    in = from_doubles(dt, vals, ndim, shape);
+    out = array(dt, alloc_elems(dt, ocount), on, oshape);
+    for (uint64_t o = 0; o < ocount; o++) {
+        ref[o] = op == NRTEMU_OP_MAX   ? -INFINITY
+                 : op == NRTEMU_OP_MIN ? INFINITY
+                                       : 0.0;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t o = big_out_index(shape, ndim, axes, i);
+        double v = get(&in, i);
+        if (isnan(v) || isnan(ref[o])) {
+            ref[o] = NAN;
+        } else if (op == NRTEMU_OP_MAX) {
+            ref[o] = fmax(ref[o], v);
+        } else if (op == NRTEMU_OP_MIN) {
+            ref[o] = fmin(ref[o], v);
+        } else {
+            ref[o] += v;
+        }
+    }
+    ASSERT_OK(nrtemu__kernel_reduce(op, dt, &out, &in, axes, &scratch));
+    for (uint64_t o = 0; o < ocount; o++) {
+        double want, got = get(&out, o);
+        /* The exact result rounded once to the output dtype. */
+        char one[8];
+        nrtemu__convert(dt, one, NRTEMU_DTYPE_FLOAT64, &ref[o], 1, 1);
+        nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &want, dt, one, 1, 1);
+        if (!(got == want || (isnan(got) && isnan(want)))) {
+            TEST_FAIL_("%s %s shape %zu axes 0x%x [%llu]: %g, expected %g",
+                       op_names[op], nrtemu__dtype_name(dt), s, axes,
+                       (unsigned long long)o, got, want);
+        }
+    }
+    free(vals);
+    free(ref);
+    free(in.data);
+    free(out.data);
+}
+
+static void
+check_big_argreduce(enum nrtemu_op op, enum nrtemu_dtype dt, size_t s,
+                    uint32_t axis, bool nans)
+{
+    uint32_t ndim = big_ndims[s];
+    const uint64_t *shape = big_shapes[s];
+    uint64_t oshape[4], count = 1, ocount = 1, R = shape[axis], B = 1;
+    uint32_t on = 0;
+    double *vals;
+    int64_t *got;
+    struct nrtemu_array in, out;
+
+    for (uint32_t d = 0; d < ndim; d++) {
+        count *= shape[d];
+        if (d != axis) {
+            oshape[on++] = shape[d];
+            ocount *= shape[d];
+        }
+        if (d > axis) {
+            B *= shape[d];
+        }
+    }
+    vals = malloc(count * sizeof *vals);
+    got = malloc(ocount * sizeof *got);
+    ASSERT_NOT_NULL(vals);
+    ASSERT_NOT_NULL(got);
+    for (uint64_t i = 0; i < count; i++) {
+        vals[i] = big_value(i, nans);
+    }
+    in = from_doubles(dt, vals, ndim, shape);
+    out = array(NRTEMU_DTYPE_INT64, got, on, oshape);
+    ASSERT_OK(nrtemu__kernel_argreduce(op, &out, &in, axis, &scratch));
+    for (uint64_t o = 0; o < ocount; o++) {
+        /* Output o is (a, b) of [A, B]; its elements are a*R*B + r*B + b. */
+        uint64_t a = o / B, b = o % B, want = 0;
+        double best = get(&in, a * R * B + b);
+        for (uint64_t r = 1; r < R && !isnan(best); r++) {
+            double v = get(&in, a * R * B + r * B + b);
+            if (isnan(v) || (op == NRTEMU_OP_ARGMAX ? v > best : v < best)) {
+                best = v;
+                want = r;
+            }
+        }
+        if (got[o] != (int64_t)want) {
+            TEST_FAIL_("%s %s shape %zu axis %u [%llu]: %lld, expected %llu",
+                       op_names[op], nrtemu__dtype_name(dt), s, axis,
+                       (unsigned long long)o, (long long)got[o],
+                       (unsigned long long)want);
+        }
+    }
+    free(vals);
+    free(in.data);
+    free(out.data);
+}
+
+static void
+test_reduce_big_axes(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT16, NRTEMU_DTYPE_BFLOAT16,
+        NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_INT8,
+    };
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_SUM, NRTEMU_OP_MAX,
+                                         NRTEMU_OP_MIN};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        bool nans = nrtemu__dtype_is_float(dts[t]);
+        for (size_t s = 0; s < sizeof big_ndims / sizeof big_ndims[0]; s++) {
+            for (uint32_t axis = 0; axis < big_ndims[s]; axis++) {
+                for (int nan = 0; nan <= (int)nans; nan++) {
+                    check_big_argreduce(NRTEMU_OP_ARGMAX, dts[t], s, axis,
+                                        nan);
+                    check_big_argreduce(NRTEMU_OP_ARGMIN, dts[t], s, axis,
+                                        nan);
+                }
+            }
+            /* Single axes, a middle pair, and all but the last. */
+            uint32_t all = (1u << big_ndims[s]) - 1;
+            uint32_t masks[] = {1, 2, 4, 8, 6, all >> 1, all};
+            for (size_t m = 0; m < sizeof masks / sizeof masks[0]; m++) {
+                if (masks[m] > all) {
+                    continue;
+                }
+                for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+                    if (dts[t] == NRTEMU_DTYPE_INT8 &&
+                        ops[o] == NRTEMU_OP_SUM) {
+                        continue; /* wraps: covered by test_reductions */
+                    }
+                    check_big_reduce(ops[o], dts[t], s, masks[m], nans);
+                }
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -1360,6 +1558,7 @@ main(void)
     RUN_TEST(test_reductions);
     RUN_TEST(test_reduction_edges);
     RUN_TEST(test_argreduce);
+    RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
     RUN_TEST(test_transpose);
