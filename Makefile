@@ -77,6 +77,8 @@ bench: install
 	$(PY) bench/bench_models.py
 	$(PY) bench/bench_call_path.py
 	$(PY) bench/bench_neff_load.py
+	$(PY) bench/bench_elementwise.py
+	$(PY) bench/bench_reduce.py
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c
