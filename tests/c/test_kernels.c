@@ -1223,6 +1223,16 @@ test_transpose_permutations(void)
         for (size_t i = 0; i < sizeof two_d / sizeof two_d[0]; i++) {
             check_permutation(dts[t], 2, two_d[i], (const uint32_t[]){1, 0});
         }
+        /* Rows a multiple of 4 KiB long, which go through a buffer. */
+        {
+            uint64_t row = 4096 / nrtemu__dtype_size(dts[t]);
+            check_permutation(dts[t], 2, SHAPE(133, row),
+                              (const uint32_t[]){1, 0});
+            check_permutation(dts[t], 2, SHAPE(300, 2 * row),
+                              (const uint32_t[]){1, 0});
+            check_permutation(dts[t], 3, SHAPE(3, 70, row),
+                              (const uint32_t[]){2, 0, 1});
+        }
         /* Random shapes of 2 to 5 dimensions and random permutations,
          * up to about 300k elements. */
         for (int trial = 0; trial < 120; trial++) {
