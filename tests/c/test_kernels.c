@@ -1233,6 +1233,11 @@ test_transpose_permutations(void)
             check_permutation(dts[t], 3, SHAPE(3, 70, row),
                               (const uint32_t[]){2, 0, 1});
         }
+        /* The last axis kept: contiguous runs, short and long. */
+        check_permutation(dts[t], 3, SHAPE(5, 7, 33),
+                          (const uint32_t[]){1, 0, 2});
+        check_permutation(dts[t], 4, SHAPE(3, 4, 5, 4096),
+                          (const uint32_t[]){2, 0, 1, 3});
         /* Random shapes of 2 to 5 dimensions and random permutations,
          * up to about 300k elements. */
         for (int trial = 0; trial < 120; trial++) {
