@@ -1129,6 +1129,156 @@ test_transpose(void)
     }
 }
 
+/* ---- transposes: random permutations against a naive reference ---- */
+
+/* A small deterministic generator (xorshift64*) for the shapes below. */
+static uint64_t perm_rng = 0x9e3779b97f4a7c15u;
+
+static uint64_t
+perm_rand(uint64_t n)
+{
+    perm_rng ^= perm_rng >> 12;
+    perm_rng ^= perm_rng << 25;
+    perm_rng ^= perm_rng >> 27;
+    return (perm_rng * 0x2545f4914f6cdd1du >> 33) % n;
+}
+
+/*
+ * Transpose a (ndim, shape) array of dt by `perm` with the kernel and
+ * compare every byte with a naive element-by-element reference; the
+ * bytes after the output must be untouched.
+ */
+static void
+check_permutation(enum nrtemu_dtype dt, uint32_t ndim, const uint64_t *shape,
+                  const uint32_t *perm)
+{
+    size_t size = nrtemu__dtype_size(dt);
+    uint64_t oshape[NRTEMU_MAX_DIMS], istride[NRTEMU_MAX_DIMS];
+    uint64_t n = 1, mismatches = 0;
+    struct nrtemu_array in, out;
+    unsigned char *x, *o;
+
+    for (int d = (int)ndim - 1; d >= 0; d--) {
+        istride[d] = n;
+        n *= shape[d];
+    }
+    for (uint32_t d = 0; d < ndim; d++) {
+        oshape[d] = shape[perm[d]];
+    }
+    in = array(dt, NULL, ndim, shape);
+    out = array(dt, NULL, ndim, oshape);
+    x = alloc_elems(dt, n);
+    o = alloc_elems(dt, n);
+    in.data = x;
+    out.data = o;
+    for (uint64_t i = 0; i < n * size; i++) {
+        x[i] = (unsigned char)(i * 131 + (i >> 8) * 7 + 1);
+    }
+    memset(o, 0x5a, n * size + 64);
+    nrtemu__kernel_transpose(&out, &in, perm);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t rest = i, src = 0;
+        for (int d = (int)ndim - 1; d >= 0; d--) {
+            src += (rest % oshape[d]) * istride[perm[d]];
+            rest /= oshape[d];
+        }
+        mismatches += memcmp(o + i * size, x + src * size, size) != 0;
+    }
+    for (size_t i = 0; i < 64; i++) {
+        mismatches += o[n * size + i] != 0x5a;
+    }
+    if (mismatches != 0) {
+        fprintf(stderr, "transpose of %s [", nrtemu__dtype_name(dt));
+        for (uint32_t d = 0; d < ndim; d++) {
+            fprintf(stderr, " %" PRIu64 "/%" PRIu32, shape[d], perm[d]);
+        }
+        fprintf(stderr, " ] (size/perm)\n");
+    }
+    ASSERT_UEQ(mismatches, 0);
+    free(x);
+    free(o);
+}
+
+static void
+test_transpose_permutations(void)
+{
+    /* One dtype per item size: the kernel moves bytes by item size. */
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_INT8,    NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT32,
+        NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_UINT8,    NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_INT64};
+    /* Sizes around the vector blocks (2, 4, 8, 16 items) and tiles (32 to
+     * 128 items), 1 (collapsed away) and 0 (nothing to do). */
+    static const uint64_t sides[] = {1,  2,   3,   4,   5,   7,  8,
+                                     9,  15,  16,  17,  31,  33, 63,
+                                     65, 127, 129, 131, 200, 259};
+    enum { NSIDES = sizeof sides / sizeof sides[0] };
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        /* 2-D around and across tiles, both ways. */
+        static const uint64_t two_d[][2] = {
+            {1, 1},   {1, 37},   {37, 1},   {16, 16},   {17, 33},
+            {64, 64}, {131, 70}, {70, 259}, {259, 131}, {0, 5},
+        };
+        for (size_t i = 0; i < sizeof two_d / sizeof two_d[0]; i++) {
+            check_permutation(dts[t], 2, two_d[i], (const uint32_t[]){1, 0});
+        }
+        /* Rows a multiple of 4 KiB long, which go through a buffer. */
+        {
+            uint64_t row = 4096 / nrtemu__dtype_size(dts[t]);
+            check_permutation(dts[t], 2, SHAPE(133, row),
+                              (const uint32_t[]){1, 0});
+            check_permutation(dts[t], 2, SHAPE(300, 2 * row),
+                              (const uint32_t[]){1, 0});
+            check_permutation(dts[t], 3, SHAPE(3, 70, row),
+                              (const uint32_t[]){2, 0, 1});
+        }
+        /* The last axis kept: contiguous runs, short and long. */
+        check_permutation(dts[t], 3, SHAPE(5, 7, 33),
+                          (const uint32_t[]){1, 0, 2});
+        check_permutation(dts[t], 4, SHAPE(3, 4, 5, 4096),
+                          (const uint32_t[]){2, 0, 1, 3});
+        /* Random shapes of 2 to 5 dimensions and random permutations,
+         * up to about 300k elements. */
+        for (int trial = 0; trial < 120; trial++) {
+            uint32_t ndim = 2 + (uint32_t)perm_rand(4), perm[NRTEMU_MAX_DIMS];
+            uint64_t shape[NRTEMU_MAX_DIMS], n = 1;
+            for (uint32_t d = 0; d < ndim; d++) {
+                uint64_t s = sides[perm_rand(NSIDES)];
+                while (s > 1 && n * s > 300000) {
+                    s /= 2;
+                }
+                shape[d] = s;
+                n *= s;
+                perm[d] = d;
+            }
+            if (trial % 30 == 7) {
+                shape[perm_rand(ndim)] = 0;
+            }
+            for (uint32_t d = ndim - 1; d > 0; d--) {
+                uint32_t j = (uint32_t)perm_rand(d + 1), tmp = perm[d];
+                perm[d] = perm[j];
+                perm[j] = tmp;
+            }
+            check_permutation(dts[t], ndim, shape, perm);
+        }
+        /* The most dimensions an array has, reversed and rotated. */
+        {
+            uint64_t shape[NRTEMU_MAX_DIMS];
+            uint32_t rev[NRTEMU_MAX_DIMS], rot[NRTEMU_MAX_DIMS];
+            for (uint32_t d = 0; d < NRTEMU_MAX_DIMS; d++) {
+                shape[d] = 2 + d % 3;
+                rev[d] = NRTEMU_MAX_DIMS - 1 - d;
+                rot[d] = (d + 3) % NRTEMU_MAX_DIMS;
+            }
+            check_permutation(dts[t], NRTEMU_MAX_DIMS, shape, rev);
+            check_permutation(dts[t], NRTEMU_MAX_DIMS, shape, rot);
+        }
+    }
+}
+
+/* ---- end of transposes ---- */
+
 static void
 test_slice_concat_take(void)
 {
@@ -1562,6 +1712,7 @@ main(void)
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
     RUN_TEST(test_transpose);
+    RUN_TEST(test_transpose_permutations);
     RUN_TEST(test_slice_concat_take);
     RUN_TEST(test_iota_full);
     RUN_TEST(test_in_place);
