@@ -15,7 +15,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +23,7 @@ import nrtpy
 import nrtpy.neff
 from nrtpy import NrtpyModel, NrtpyTensor
 
-
-def per_call(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
+from _bench import per_call
 
 
 def main() -> int:

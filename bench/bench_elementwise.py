@@ -16,7 +16,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import ml_dtypes
@@ -24,7 +23,8 @@ import numpy as np
 
 import nrtpy
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+
+from _bench import compiled, per_call
 
 CASES = [
     ("a ** 2", lambda a: a ** 2),
@@ -38,26 +38,9 @@ CASES = [
 ]
 
 
-def per_call(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
 def prepared(work: Path, name: str, fn, a: np.ndarray):
     """A zero-argument callable executing the compiled `fn` on `a`."""
-    path = nrtpy.neff.compile(fn, a, path=work / f"{name}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {k: NrtpyTensor.from_numpy(a, name=k) for k in model.input_tensors_info}
-    outputs = {t.name: t for t in model.allocate_output_tensors()}
-    rt = nrtpy.get_nrtpy_singleton()
-    ins = {k: v.tensor_ref for k, v in inputs.items()}
-    outs = {k: v.tensor_ref for k, v in outputs.items()}
-
-    def run():
-        rt.execute(model.model_ref, ins, outs)
-
+    model, inputs, outputs, run = compiled(work, name, fn, a)
     run()  # check once, so that the benchmark times real work
     got = next(iter(outputs.values())).numpy().astype(np.float32)
     want = np.asarray(fn(a)).astype(np.float32)

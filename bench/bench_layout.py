@@ -22,7 +22,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import ml_dtypes
@@ -30,7 +29,8 @@ import numpy as np
 
 import nrtpy
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+
+from _bench import compiled, per_call
 
 DTYPES = [("float32", np.float32), ("bfloat16", ml_dtypes.bfloat16),
           ("int8", np.int8), ("float64", np.float64)]
@@ -38,28 +38,11 @@ CASES = [((2048, 2048), (1, 0)), ((64, 256, 256), (2, 0, 1)),
          ((64, 256, 256), (1, 0, 2)), ((32, 64, 64, 32), (3, 1, 0, 2))]
 
 
-def per_call(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
 def prepared(work: Path, name: str, a: np.ndarray, axes):
     """A zero-argument callable running the compiled transpose of `a`,
     checked once against NumPy."""
-    path = nrtpy.neff.compile(lambda x: np.transpose(x, axes), a,
-                              path=work / f"{name}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {k: NrtpyTensor.from_numpy(a, name=k) for k in model.input_tensors_info}
-    outputs = {t.name: t for t in model.allocate_output_tensors()}
-    rt = nrtpy.get_nrtpy_singleton()
-    ins = {k: v.tensor_ref for k, v in inputs.items()}
-    outs = {k: v.tensor_ref for k, v in outputs.items()}
-
-    def run():
-        rt.execute(model.model_ref, ins, outs)
-
+    model, inputs, outputs, run = compiled(
+        work, name, lambda x: np.transpose(x, axes), a)
     run()
     got = next(iter(outputs.values())).numpy()
     want = np.transpose(a, axes)

@@ -22,21 +22,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 import nrtpy
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
 
-
-def per_call(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
+from _bench import compiled, per_call
 
 
 def compare(ours, theirs, number: int, phases: int):
@@ -80,18 +73,7 @@ def numpy_matmul_seconds(m: int, phases: int) -> float:
 
 def prepared(work: Path, name: str, fn, *arrays):
     """A zero-argument callable executing the compiled `fn` on `arrays`."""
-    path = nrtpy.neff.compile(fn, *arrays, path=work / f"{name}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {k: NrtpyTensor.from_numpy(a, name=k)
-              for k, a in zip(model.input_tensors_info, arrays)}
-    outputs = {t.name: t for t in model.allocate_output_tensors()}
-    rt = nrtpy.get_nrtpy_singleton()
-    ins = {k: v.tensor_ref for k, v in inputs.items()}
-    outs = {k: v.tensor_ref for k, v in outputs.items()}
-
-    def run():
-        rt.execute(model.model_ref, ins, outs)
-
+    model, inputs, outputs, run = compiled(work, name, fn, *arrays)
     # Check the result against NumPy once, so the benchmark times real work.
     run()
     got = [outputs[k].numpy() for k in model.output_tensors_info]

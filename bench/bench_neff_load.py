@@ -26,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-import nrtpy
 from nrtpy import NrtpyModel
 from nrtpy.neff import _container
 

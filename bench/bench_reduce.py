@@ -16,7 +16,6 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import ml_dtypes
@@ -24,7 +23,8 @@ import numpy as np
 
 import nrtpy
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+
+from _bench import compiled, per_call
 
 CASES = [
     ("sum(a, axis=0)", lambda a: np.sum(a, axis=0)),
@@ -35,29 +35,11 @@ CASES = [
 ]
 
 
-def per_call(fn, number: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(number):
-        fn()
-    return (time.perf_counter() - t0) / number
-
-
 def prepared(work: Path, name: str, fn, a):
     """A zero-argument callable executing the compiled `fn` on `a`, after
     checking its result once against NumPy (in float32 for bfloat16, whose
     emulated sums accumulate in float32)."""
-    path = nrtpy.neff.compile(fn, a, path=work / f"{name}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    (key,) = model.input_tensors_info
-    inputs = {key: NrtpyTensor.from_numpy(a, name=key)}
-    outputs = {t.name: t for t in model.allocate_output_tensors()}
-    rt = nrtpy.get_nrtpy_singleton()
-    ins = {k: v.tensor_ref for k, v in inputs.items()}
-    outs = {k: v.tensor_ref for k, v in outputs.items()}
-
-    def run():
-        rt.execute(model.model_ref, ins, outs)
-
+    model, inputs, outputs, run = compiled(work, name, fn, a)
     run()
     (got,) = [outputs[k].numpy() for k in model.output_tensors_info]
     want = fn(a.astype(np.float32))

@@ -1,0 +1,45 @@
+"""What the benchmarks share: timing a callable, and a compiled model
+ready to execute with preallocated inputs and outputs.
+
+Each benchmark checks the model's result once against NumPy, its own way,
+before timing it, so that what is timed is real work.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+import nrtpy
+import nrtpy.neff
+from nrtpy import NrtpyModel, NrtpyTensor
+
+
+def per_call(fn: Callable[[], Any], number: int) -> float:
+    """Seconds per call of `fn`, over `number` calls."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def compiled(work: Path, name: str, fn: Callable[..., Any], *arrays: np.ndarray):
+    """`fn` compiled for `arrays`, loaded, with inputs holding them and
+    outputs allocated: (model, inputs, outputs, run), where run() executes
+    once through Nrtpy.execute (the lowest-overhead call)."""
+    path = nrtpy.neff.compile(fn, *arrays, path=work / f"{name}.neff")
+    model = NrtpyModel.load_from_neff(path)
+    inputs = {k: NrtpyTensor.from_numpy(a, name=k)
+              for k, a in zip(model.input_tensors_info, arrays)}
+    outputs = {t.name: t for t in model.allocate_output_tensors()}
+    rt = nrtpy.get_nrtpy_singleton()
+    ins = {k: v.tensor_ref for k, v in inputs.items()}
+    outs = {k: v.tensor_ref for k, v in outputs.items()}
+
+    def run() -> None:
+        rt.execute(model.model_ref, ins, outs)
+
+    return model, inputs, outputs, run
