@@ -1,11 +1,13 @@
 /*
  * model_call.c - NrtpyModel.__call__, whose common case runs in C.
  *
- * A call with preallocated outputs, no trace and nothing to log is checked
- * against the model's signature (NrtModel._execute_checked) and executed
- * without running any Python code; every other call, and any call that
- * does not match the signature exactly, goes to NrtpyModel._call, the
- * Python implementation, which checks in full and says what is wrong.
+ * A call with no trace and nothing to log is checked against the model's
+ * signature (NrtModel._set_signature) and executed without running any
+ * Python code: with the caller's outputs, or with outputs allocated from
+ * the signature when none are given.  Every other call, and any call
+ * that does not match the signature exactly, goes to NrtpyModel._call,
+ * the Python implementation, which checks in full and says what is
+ * wrong.
  * The function is installed on the class as a method descriptor (the kind
  * of object C types' methods are), which the interpreter calls with
  * `self` prepended and without making a bound method first.
