@@ -79,6 +79,7 @@ bench: install
 	$(PY) bench/bench_neff_load.py
 	$(PY) bench/bench_elementwise.py
 	$(PY) bench/bench_reduce.py
+	$(PY) bench/bench_ops.py --report
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c

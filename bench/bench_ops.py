@@ -1,0 +1,378 @@
+"""Every operation of the emulator's operation table against NumPy.
+
+For each op of NRTEMU_OP_LIST (src/emulator/kernel.h, read at run time when
+the source tree is there, else the copy in OPS below), each dtype (float32,
+bfloat16, float16, int32, float8_e4m3) and two sizes (64x64, cache-resident;
+2048x2048, memory-bound), the NumPy expression of the op's case is compiled
+with nrtpy.neff.compile, loaded, and executed with preallocated inputs and
+outputs; NumPy evaluates the same expression on the same arrays in the same
+run, into a preallocated output where NumPy can.  Both are timed in
+interleaved phases after warm-up; the figures are medians.  A dtype the
+tracer or the emulator refuses for an op prints "n/a".
+
+Columns: time per execution, NumPy time / emulator time (above 1 = faster
+than NumPy), and the bytes the op must read and write divided by the
+emulator's time, as a fraction of this machine's memcpy bandwidth
+(np.copyto of 64 MiB, read + written, median, measured in the same run).
+
+Floors (issue 10): every row at >= 1.0x NumPy; memory-bound ops (elementwise,
+casts, copies, transposes, reductions, gathers) at the big size at >= 70% of
+memcpy.  Rows below a floor are listed after the table and make the exit
+status 1, unless --report.  Matmul runs at 64 and 512 (NumPy's bfloat16
+matmul is too slow at 2048 for a benchmark run).
+
+Usage: python bench/bench_ops.py [--quick] [--report] [--ops add,exp]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+
+import nrtpy
+import nrtpy.neff
+from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax
+
+from _bench import compiled, per_call
+
+# The op names of NRTEMU_OP_LIST, for when the source tree is not there.
+OPS = """neg abs exp log sqrt rsqrt reciprocal square tanh sigmoid relu gelu
+sin cos floor ceil sign logical_not add sub mul div pow maximum minimum mod
+floor_divide equal not_equal less less_equal greater greater_equal
+logical_and logical_or logical_xor where cast copy matmul sum mean max min
+prod argmax argmin softmax transpose reshape broadcast_to concatenate slice
+take iota full""".split()
+
+KERNEL_H = Path(__file__).resolve().parent.parent / "src" / "emulator" / "kernel.h"
+
+SMALL, BIG, MATMUL_BIG = 64, 2048, 512
+SPEED_FLOOR, BANDWIDTH_FLOOR = 1.0, 0.70
+FP8 = getattr(ml_dtypes, "float8_e4m3", ml_dtypes.float8_e4m3fn)
+DTYPES = [np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16),
+          np.dtype(np.float16), np.dtype(np.int32), np.dtype(FP8)]
+
+
+def table_ops() -> tuple[list[str], str]:
+    """The op names of the emulator's table, and where they were read."""
+    if KERNEL_H.is_file():
+        text = KERNEL_H.read_text()
+        start = text.find("#define NRTEMU_OP_LIST")
+        block = text[start:text.find("/* clang-format on */", start)]
+        names = re.findall(r'^X\(\s*\w+\s*,\s*"(\w+)"', block, re.M)
+        if names:
+            return names, str(KERNEL_H)
+    return OPS, "the list in bench_ops.py"
+
+
+@dataclass
+class Case:
+    """One benchmark of `op`: `fn` over arrays from `make(dtype, n)`.
+
+    `into(out, *arrays)` is NumPy doing the same work into a preallocated
+    `out` (None: `fn` itself, allocating).  `why` instead of `fn`: the op
+    cannot be produced by nrtpy.neff.compile, and the reason."""
+
+    op: str
+    label: str
+    fn: Callable[..., Any] | None = None
+    make: Callable[[np.dtype, int], tuple[np.ndarray, ...]] | None = None
+    into: Callable[..., Any] | None = None
+    memory_bound: bool = True
+    why: str = ""
+
+
+RNG = np.random.default_rng(0)
+
+
+def values(dt: np.dtype, shape: tuple[int, ...], lo=0.5, hi=2.0) -> np.ndarray:
+    """Random values of `dt`: floats in [lo, hi), ints in [1, 100)."""
+    if dt.kind in "iu":
+        return RNG.integers(1, 100, shape).astype(dt)
+    return RNG.uniform(lo, hi, shape).astype(np.float32).astype(dt)
+
+
+def one(dt, n):
+    return (values(dt, (n, n)),)
+
+
+def two(dt, n):
+    return values(dt, (n, n)), values(dt, (n, n))
+
+
+def three(dt, n):
+    cond = (RNG.uniform(-1.0, 1.0, (n, n)) > 0).astype(dt)  # half true
+    return cond, values(dt, (n, n)), values(dt, (n, n))
+
+
+def signed(dt, n):
+    return (values(dt, (n, n), -2.0, 2.0) if dt.kind == "f" else
+            (values(dt, (n, n)) - 50).astype(dt),)
+
+
+def unary(op, label, ufunc=None, fn=None, make=one):
+    if ufunc is not None:
+        return Case(op, label, ufunc, make, lambda out, a: ufunc(a, out=out))
+    return Case(op, label, fn, make)
+
+
+def binary(op, label, ufunc, make=two):
+    return Case(op, label, ufunc, make, lambda out, a, b: ufunc(a, b, out=out))
+
+
+def copied(op, label, fn, make=one):
+    """A view in NumPy, so NumPy's same work is copying it out."""
+    return Case(op, label, fn, make, lambda out, *xs: np.copyto(out, fn(*xs)))
+
+
+def reduction(op, fn, axis):
+    return Case(op, f"np.{op}(a, axis={axis})", lambda a: fn(a, axis=axis), one,
+                lambda out, a: fn(a, axis=axis, out=out))
+
+
+def cast_target(dt: np.dtype) -> np.dtype:
+    return np.dtype(ml_dtypes.bfloat16) if dt == np.float32 else np.dtype(np.float32)
+
+
+CASES: list[Case] = [
+    unary("neg", "-a", np.negative, make=signed),
+    unary("abs", "np.abs(a)", np.absolute, make=signed),
+    unary("exp", "np.exp(a)", np.exp),
+    unary("log", "np.log(a)", np.log),
+    unary("sqrt", "np.sqrt(a)", np.sqrt),
+    unary("rsqrt", "rsqrt(a)", fn=rsqrt),
+    unary("reciprocal", "np.reciprocal(a)", np.reciprocal),
+    unary("square", "np.square(a)", np.square),
+    unary("tanh", "np.tanh(a)", np.tanh, make=signed),
+    unary("sigmoid", "sigmoid(a)", fn=sigmoid, make=signed),
+    unary("relu", "relu(a)", fn=relu, make=signed),
+    unary("gelu", "gelu(a)", fn=gelu, make=signed),
+    unary("sin", "np.sin(a)", np.sin, make=signed),
+    unary("cos", "np.cos(a)", np.cos, make=signed),
+    unary("floor", "np.floor(a)", np.floor, make=signed),
+    unary("ceil", "np.ceil(a)", np.ceil, make=signed),
+    unary("sign", "np.sign(a)", np.sign, make=signed),
+    unary("logical_not", "np.logical_not(a)", np.logical_not, make=signed),
+    binary("add", "a + b", np.add),
+    binary("sub", "a - b", np.subtract),
+    binary("mul", "a * b", np.multiply),
+    binary("div", "a / b", np.true_divide),
+    binary("pow", "a ** b", np.power),
+    binary("maximum", "np.maximum(a, b)", np.maximum),
+    binary("minimum", "np.minimum(a, b)", np.minimum),
+    binary("mod", "a % b", np.remainder),
+    binary("floor_divide", "a // b", np.floor_divide),
+    binary("equal", "a == b", np.equal),
+    binary("not_equal", "a != b", np.not_equal),
+    binary("less", "a < b", np.less),
+    binary("less_equal", "a <= b", np.less_equal),
+    binary("greater", "a > b", np.greater),
+    binary("greater_equal", "a >= b", np.greater_equal),
+    binary("logical_and", "np.logical_and(a, b)", np.logical_and),
+    binary("logical_or", "np.logical_or(a, b)", np.logical_or),
+    binary("logical_xor", "np.logical_xor(a, b)", np.logical_xor),
+    Case("where", "np.where(c, a, b)", np.where, three,
+         lambda out, c, a, b: np.copyto(out, np.where(c, a, b))),
+    Case("cast", "a.astype(float32 | bfloat16)",
+         lambda a: a.astype(cast_target(a.dtype)), one,
+         lambda out, a: np.copyto(out, a, casting="unsafe")),
+    unary("copy", "+a", np.positive),
+    Case("matmul", "a @ b", np.matmul, two,
+         lambda out, a, b: np.matmul(a, b, out=out), memory_bound=False),
+    reduction("sum", np.sum, 0), reduction("sum", np.sum, 1),
+    reduction("mean", np.mean, 0), reduction("mean", np.mean, 1),
+    reduction("max", np.max, 0), reduction("max", np.max, 1),
+    reduction("min", np.min, 0), reduction("min", np.min, 1),
+    reduction("prod", np.prod, 0), reduction("prod", np.prod, 1),
+    reduction("argmax", np.argmax, 0), reduction("argmax", np.argmax, 1),
+    reduction("argmin", np.argmin, 0), reduction("argmin", np.argmin, 1),
+    Case("softmax", "softmax(a, axis=-1)", lambda a: softmax(a, axis=-1), signed,
+         memory_bound=False),
+    copied("transpose", "a.T", lambda a: a.T),
+    copied("reshape", "a.reshape(n // 2, 2 * n)",
+           lambda a: a.reshape(a.shape[0] // 2, 2 * a.shape[1])),
+    copied("broadcast_to", "np.broadcast_to(r, (n, n))",
+           lambda r: np.broadcast_to(r, (r.shape[1], r.shape[1])),
+           make=lambda dt, n: (values(dt, (1, n)),)),
+    Case("concatenate", "np.concatenate([a, b])",
+         lambda a, b: np.concatenate([a, b]),
+         lambda dt, n: (values(dt, (n // 2, n)), values(dt, (n // 2, n))),
+         lambda out, a, b: np.concatenate([a, b], out=out)),
+    copied("slice", "a[:, ::2]", lambda a: a[:, ::2]),
+    Case("take", "np.take(a, idx, axis=0)", lambda a, idx: np.take(a, idx, axis=0),
+         lambda dt, n: (values(dt, (n, n)),
+                        RNG.integers(0, n, n).astype(np.int64)),
+         lambda out, a, idx: np.take(a, idx, axis=0, out=out)),
+    Case("iota", "", why="nrtpy.neff.compile never emits it"),
+    Case("full", "", why="nrtpy.neff.compile emits it only for scalar "
+         "constants (shape ()), inside other ops' rows"),
+]
+
+
+def traffic(case: Case, arrays: tuple[np.ndarray, ...], out: np.ndarray) -> int:
+    """Bytes the op must read and write."""
+    if case.op == "take":  # the rows gathered, not the whole table
+        return arrays[1].nbytes + 2 * out.nbytes
+    return sum(a.nbytes for a in arrays) + out.nbytes
+
+
+def memcpy_bandwidth(phases: int) -> float:
+    """Bytes per second np.copyto reads and writes, 64 MiB, median."""
+    src = np.ones(64 << 20, np.uint8)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)
+    t = statistics.median(per_call(lambda: np.copyto(dst, src), 3)
+                          for _ in range(max(phases, 5)))
+    return 2 * src.nbytes / t
+
+
+def timed(ours: Callable[[], None], theirs: Callable[[], Any], phases: int):
+    """Median seconds per call of each, interleaved, after warm-up."""
+    ours(), theirs()
+    t0 = time.perf_counter()
+    ours(), theirs()
+    pair = time.perf_counter() - t0
+    number = max(1, min(200, int(0.02 / max(pair, 1e-7))))
+    t_ours, t_np = [], []
+    for _ in range(phases):
+        t_np.append(per_call(theirs, number))
+        t_ours.append(per_call(ours, number))
+    return statistics.median(t_ours), statistics.median(t_np)
+
+
+def agrees(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether the emulator's result is NumPy's, loosely: 99% of the
+    elements within low-precision rounding (NumPy computes bfloat16, float16
+    and fp8 in that type; the emulator rounds once from float32)."""
+    g = np.asarray(got).astype(np.float64)
+    w = np.asarray(want).astype(np.float64)
+    if g.shape != w.shape:
+        return False
+    close = np.isclose(g, w, rtol=0.1, atol=1e-2, equal_nan=True)
+    return bool(close.mean() >= 0.99)
+
+
+def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: int):
+    """(t_ours, t_numpy, bytes, agrees), or the reason the row is n/a."""
+    assert case.fn is not None and case.make is not None
+    arrays = case.make(dt, n)
+    try:
+        want = np.asarray(case.fn(*arrays))
+    except (TypeError, ValueError) as e:
+        return f"NumPy refuses it: {e}".splitlines()[0]
+    try:
+        _, _, outputs, run = compiled(work, f"c{idx}", case.fn, *arrays)
+        run()
+    except Exception as e:  # the tracer's TypeError, the emulator's NrtError
+        return f"{type(e).__name__}: {e}".splitlines()[0][:70]
+    got = next(iter(outputs.values())).numpy()
+    out = np.empty_like(want)
+    if case.into is not None:
+        into = case.into
+
+        def theirs():
+            into(out, *arrays)
+        try:
+            theirs()
+        except (TypeError, ValueError):  # NumPy's out= refused: allocate
+            def theirs():
+                case.fn(*arrays)
+    else:
+        def theirs():
+            case.fn(*arrays)
+    t_ours, t_np = timed(run, theirs, phases)
+    return t_ours, t_np, traffic(case, arrays, want), agrees(got, want)
+
+
+def fmt_time(t: float) -> str:
+    return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer phases, the big size only")
+    ap.add_argument("--report", action="store_true",
+                    help="print rows below their floor, but exit 0")
+    ap.add_argument("--ops", default="",
+                    help="comma-separated op names (default: all)")
+    args = ap.parse_args()
+
+    names, source = table_ops()
+    covered = {c.op for c in CASES}
+    missing = [op for op in names if op not in covered]
+    if missing:
+        print(f"bench_ops: no benchmark case for op(s) {', '.join(missing)} of "
+              f"the emulator's op table ({source}); add a Case to bench_ops.py",
+              file=sys.stderr)
+        return 2
+    wanted = [o for o in args.ops.split(",") if o]
+    unknown = [o for o in wanted if o not in names]
+    if unknown:
+        print(f"bench_ops: --ops names unknown op(s) {', '.join(unknown)}; the "
+              f"ops are: {' '.join(names)}", file=sys.stderr)
+        return 2
+    cases = [c for c in CASES if c.op in names and (not wanted or c.op in wanted)]
+    phases = 3 if args.quick else 5
+
+    memcpy = memcpy_bandwidth(phases)
+    print(f"nrtpy {nrtpy.__version__}, emulated={nrtpy.runtime_info()['emulated']}, "
+          f"numpy {np.__version__}; ops from {source}; median of {phases} phases; "
+          f"memcpy {memcpy / 1e9:.1f} GB/s (read + written)\n")
+    print("| op | expression | dtype | size | emulator | NumPy | NumPy / emulator "
+          "| of memcpy | note |")
+    print("|---|---|---|---|---:|---:|---:|---:|---|")
+    below: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="nrtpy-bench-ops-"))
+    idx = 0
+    with np.errstate(all="ignore"):
+        for case in cases:
+            if case.fn is None:
+                print(f"| {case.op} | | | | n/a | | | | {case.why} |", flush=True)
+                continue
+            for dt in DTYPES:
+                sizes = [BIG] if args.quick else [SMALL, BIG]
+                if case.op == "matmul":
+                    sizes = [MATMUL_BIG] if args.quick else [SMALL, MATMUL_BIG]
+                for n in sizes:
+                    idx += 1
+                    head = f"| {case.op} | `{case.label}` | {dt.name} | {n}x{n} |"
+                    r = bench_row(work, case, dt, n, phases, idx)
+                    if isinstance(r, str):
+                        print(f"{head} n/a | | | | {r.replace('|', '/')} |", flush=True)
+                        continue
+                    t_ours, t_np, nbytes, ok = r
+                    ratio, frac = t_np / t_ours, nbytes / t_ours / memcpy
+                    notes = []
+                    if ratio < SPEED_FLOOR:
+                        notes.append(f"< {SPEED_FLOOR:.1f}x NumPy")
+                    if case.memory_bound and n == BIG and frac < BANDWIDTH_FLOOR:
+                        notes.append(f"< {BANDWIDTH_FLOOR:.0%} memcpy")
+                    if notes:
+                        below.append(f"{case.op} {dt.name} {n}x{n} ({case.label}): "
+                                     f"{ratio:.2f}x NumPy, {frac:.0%} of memcpy: "
+                                     + ", ".join(notes))
+                    if not ok:
+                        notes.append("result differs from NumPy")
+                    print(f"{head} {fmt_time(t_ours)} | {fmt_time(t_np)} | "
+                          f"{ratio:.2f} | {frac:.0%} | {'; '.join(notes)} |", flush=True)
+
+    print(f"\n{len(below)} row(s) below their floor (>= {SPEED_FLOOR:.1f}x NumPy; "
+          f">= {BANDWIDTH_FLOOR:.0%} of memcpy for memory-bound ops at {BIG}x{BIG}):")
+    for line in below:
+        print(f"  {line}")
+    return 1 if below and not args.report else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
