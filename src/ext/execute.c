@@ -3,7 +3,7 @@
  * the model's reusable tensor sets, and the call without the GIL.
  *
  * Both Nrtpy.execute (any mapping of names to tensors) and the checked
- * fast path of NrtpyModel.__call__ (NrtModel._execute_checked) end here.
+ * fast path of NrtpyModel.__call__ (model_call.c) end here.
  * The per-call cost is what the emulated device cannot hide for small
  * models, so nothing here allocates on the common path: mappings of up to
  * IO_ON_STACK tensors are pinned on the stack, and each model keeps the
@@ -284,14 +284,11 @@ execute_pinned(NrtModelObject *m, io_list *in, io_list *out, const char *ntff)
         return -1;
     }
     bool use_cache = !m->sets_busy;
-    bool rebuild[2] = {false, false};
     nrt_tensor_set_t *sets[2] = {NULL, NULL};
     const io_list *lists[2] = {in, out};
     if (use_cache) {
         for (int i = 0; i < 2; i++) {
-            rebuild[i] =
-                m->sets[i] == NULL || !same_names(m->set_names[i], lists[i]);
-            if (rebuild[i]) {
+            if (m->sets[i] == NULL || !same_names(m->set_names[i], lists[i])) {
                 PyObject *names = names_of(lists[i]);
                 nrt_tensor_t **handles =
                     names != NULL

@@ -228,32 +228,13 @@ model_execute_checked(NrtModelObject *m, PyObject *inputs, PyObject *outputs)
     return model_execute(m, inputs, outputs, NULL) < 0 ? -1 : 1;
 }
 
-static PyObject *
-NrtModel_execute_checked(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "_execute_checked() takes 2 arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    int done = model_execute_checked((NrtModelObject *)op, args[0], args[1]);
-    return done < 0 ? NULL : PyBool_FromLong(done);
-}
-
 static PyMethodDef NrtModel_methods[] = {
     {"_set_signature", NrtModel_set_signature, METH_VARARGS,
      "_set_signature(inputs, outputs, auto_outputs=False)\n--\n\n"
      "The (name, shape or None, size, dtype or None) of each input and "
-     "output,\nin NEFF order, that _execute_checked() requires; with "
-     "auto_outputs, calls\nwithout outputs may allocate them from it "
+     "output,\nin NEFF order, that NrtpyModel.__call__'s C path requires; "
+     "with auto_outputs,\ncalls without outputs may allocate them from it "
      "(no output aliases an input)."},
-    {"_execute_checked", (PyCFunction)(void (*)(void))NrtModel_execute_checked,
-     METH_FASTCALL,
-     "_execute_checked(inputs, outputs)\n--\n\n"
-     "Execute once if the two dicts match the signature exactly (names, "
-     "and\nNrtpyTensors of its core, size, shape and dtype): True.  False, "
-     "having\ndone nothing, when anything differs."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,8 +18,8 @@ from nrtpy._nrtpy import DTYPES
 #: Names of the types the emulator computes with (all but "unknown").
 NAMES: frozenset[str] = frozenset(n for n in DTYPES if n != "unknown")
 
-#: Names whose libnrt code is shared or absent, so that hardware NEFFs
-#: report them by another name (fp8 comes back as int8 from libnrt).
+#: The fp8 dtypes: the real runtime reports fp8 tensors as int8, so an
+#: int8 tensor of a hardware NEFF accepts any of them.
 FP8: frozenset[np.dtype] = frozenset(
     np.dtype(getattr(ml_dtypes, n)) for n in NAMES if n.startswith("float8_"))
 

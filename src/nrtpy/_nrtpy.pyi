@@ -163,10 +163,9 @@ class NrtModel:
         self,
         inputs: tuple[tuple[str, tuple[int, ...] | None, int, np.dtype | None], ...],
         outputs: tuple[tuple[str, tuple[int, ...] | None, int, np.dtype | None], ...],
+        auto_outputs: bool = False,
         /,
     ) -> None: ...
-    def _execute_checked(self, inputs: Mapping[str, NrtpyTensor],
-                         outputs: Mapping[str, NrtpyTensor], /) -> bool: ...
 
 class SystemTraceSession:
     def __init__(self, core_id: int | None = None) -> None: ...

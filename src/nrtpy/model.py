@@ -36,7 +36,6 @@ from nrtpy._singleton import get_nrtpy_singleton
 MUST_ALIAS_SUFFIX = ".must_alias_input"
 
 
-
 @dataclass
 class BenchmarkResult:
     """Timing of a benchmark, in milliseconds.
@@ -145,7 +144,7 @@ class NrtpyModel:
         self._expect = (self._expectations(self.input_tensors_info),
                         self._expectations(self.output_tensors_info))
         # The same expectations in C: a call whose dicts match them exactly
-        # is checked and executed there in one step (_execute_checked);
+        # is checked and executed there in one step (model_call.c);
         # any other call takes the full check below, which says what is
         # wrong.
         aliased = any(f"{k}{MUST_ALIAS_SUFFIX}" in self.input_tensors_info
