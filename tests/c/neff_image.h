@@ -8,6 +8,7 @@
 #ifndef NRTEMU_TEST_NEFF_IMAGE_H
 #define NRTEMU_TEST_NEFF_IMAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,5 +146,55 @@ neff_image_simple(const char *name, const char *def_json,
     "\"shape\": [4]}}, "                                            \
     "\"ops\": [{\"op\": \"add\", \"in\": [\"a\", \"b\"], "          \
     "\"out\": \"output_0\"}]}"
+
+/*
+ * A program of `ops` chained n x n float32 matmuls: x @ w @ w ... into
+ * output_0 (through temporaries t0, t1), or x @ x @ x ... without `w`
+ * (a one-input model).  Long enough to catch an execution in the act.
+ * Ownership: malloc'd; the caller frees it.  Aborts when out of memory.
+ */
+static inline char *
+matmul_chain_program(int ops, int n, bool with_w)
+{
+    size_t cap = 4096 + (size_t)ops * 96;
+    char *p = malloc(cap);
+    const char *rhs = with_w ? "w" : "x";
+    char w_buffer[128] = "";
+    size_t len;
+
+    if (p == NULL) {
+        abort();
+    }
+    if (with_w) {
+        snprintf(w_buffer, sizeof w_buffer,
+                 "\"w\": {\"kind\": \"input\", \"dtype\": \"float32\", "
+                 "\"shape\": [%d, %d]}, ",
+                 n, n);
+    }
+    len = (size_t)snprintf(
+        p, cap,
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "
+        "\"buffers\": {"
+        "\"x\": {\"kind\": \"input\", \"dtype\": \"float32\", "
+        "\"shape\": [%d, %d]}, "
+        "%s"
+        "\"t0\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
+        "\"shape\": [%d, %d]}, "
+        "\"t1\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
+        "\"shape\": [%d, %d]}, "
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [%d, %d]}}, \"ops\": [",
+        n, n, w_buffer, n, n, n, n, n, n);
+    for (int i = 0; i < ops; i++) {
+        const char *src = i == 0 ? "x" : i % 2 ? "t0" : "t1";
+        const char *dst = i == ops - 1 ? "output_0" : i % 2 ? "t1" : "t0";
+        len += (size_t)snprintf(p + len, cap - len,
+                                "%s{\"op\": \"matmul\", \"in\": [\"%s\", "
+                                "\"%s\"], \"out\": \"%s\"}",
+                                i ? ", " : "", src, rhs, dst);
+    }
+    snprintf(p + len, cap - len, "]}");
+    return p;
+}
 
 #endif /* NRTEMU_TEST_NEFF_IMAGE_H */

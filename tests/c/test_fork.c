@@ -260,40 +260,6 @@ test_fork_idle(void)
 
 /* ----------------------------------------- fork during an execution */
 
-/* Matmuls of BIG x BIG, enough of them to last seconds. */
-static char *
-slow_program(int ops)
-{
-    size_t cap = 4096 + (size_t)ops * 96;
-    char *p = malloc(cap);
-    size_t n;
-
-    ASSERT_NOT_NULL(p);
-    n = (size_t)snprintf(
-        p, cap,
-        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "
-        "\"buffers\": {"
-        "\"x\": {\"kind\": \"input\", \"dtype\": \"float32\", "
-        "\"shape\": [%d, %d]}, "
-        "\"t0\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
-        "\"shape\": [%d, %d]}, "
-        "\"t1\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
-        "\"shape\": [%d, %d]}, "
-        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
-        "\"shape\": [%d, %d]}}, \"ops\": [",
-        BIG, BIG, BIG, BIG, BIG, BIG, BIG, BIG);
-    for (int i = 0; i < ops; i++) {
-        const char *src = i == 0 ? "x" : i % 2 ? "t0" : "t1";
-        const char *dst = i == ops - 1 ? "output_0" : i % 2 ? "t1" : "t0";
-        n += (size_t)snprintf(p + n, cap - n,
-                              "%s{\"op\": \"matmul\", \"in\": [\"%s\", "
-                              "\"x\"], \"out\": \"%s\"}",
-                              i ? ", " : "", src, dst);
-    }
-    snprintf(p + n, cap - n, "]}");
-    return p;
-}
-
 struct slow {
     nrt_model_t *model;
     nrt_tensor_t *x, *out;
@@ -316,7 +282,7 @@ static void
 test_fork_during_execution(void)
 {
     char def[1024];
-    char *program = slow_program(4000);
+    char *program = matmul_chain_program(4000, BIG, false);
     struct slow s;
     struct add m;
     pthread_t thread;

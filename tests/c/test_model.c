@@ -479,44 +479,6 @@ test_after_close(void)
     free(image);
 }
 
-/*
- * A chain of 1024x1024 matmuls: 2 TFLOP, seconds even for a fast
- * multi-threaded kernel.
- */
-static char *
-slow_program(int ops)
-{
-    size_t cap = 4096 + (size_t)ops * 96;
-    char *p = malloc(cap);
-    size_t n;
-
-    ASSERT_NOT_NULL(p);
-    n = (size_t)snprintf(
-        p, cap,
-        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1, "
-        "\"buffers\": {"
-        "\"x\": {\"kind\": \"input\", \"dtype\": \"float32\", "
-        "\"shape\": [1024, 1024]}, "
-        "\"w\": {\"kind\": \"input\", \"dtype\": \"float32\", "
-        "\"shape\": [1024, 1024]}, "
-        "\"t0\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
-        "\"shape\": [1024, 1024]}, "
-        "\"t1\": {\"kind\": \"temp\", \"dtype\": \"float32\", "
-        "\"shape\": [1024, 1024]}, "
-        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
-        "\"shape\": [1024, 1024]}}, \"ops\": [");
-    for (int i = 0; i < ops; i++) {
-        const char *src = i == 0 ? "x" : i % 2 ? "t0" : "t1";
-        const char *dst = i == ops - 1 ? "output_0" : i % 2 ? "t1" : "t0";
-        n += (size_t)snprintf(p + n, cap - n,
-                              "%s{\"op\": \"matmul\", \"in\": [\"%s\", "
-                              "\"w\"], \"out\": \"%s\"}",
-                              i ? ", " : "", src, dst);
-    }
-    snprintf(p + n, cap - n, "]}");
-    return p;
-}
-
 static void
 test_exec_timeout(void)
 {
@@ -532,7 +494,7 @@ test_exec_timeout(void)
     nrt_tensor_set_t *in_set, *out_set;
     nrt_tensor_t *x, *w, *out;
     struct timespec t0, t1;
-    char *program = slow_program(1000);
+    char *program = matmul_chain_program(1000, 1024, true);
     nrt_model_t *model;
     double seconds;
 
