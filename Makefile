@@ -36,6 +36,12 @@ $(VENV)/.deps: pyproject.toml
 	    "numpy>=2.0" "ml_dtypes>=0.5" "pytest>=7"
 	touch $@
 
+# JAX (CPU) is a test dependency only, never a runtime one: the HLO
+# compiler's tests compare its NEFFs with XLA:CPU (tests/python/test_hlo_*.py).
+$(VENV)/.test-deps: $(VENV)/.deps
+	$(PY) -m pip install -q "jax>=0.4.30"
+	touch $@
+
 deps: $(VENV)/.deps
 
 install: deps
@@ -54,7 +60,7 @@ test-c: deps
 	$(VENV)/bin/meson test -C $(BUILD)/c --print-errorlogs
 	@sh tests/c/check_skips.sh $(BUILD)/c/meson-logs/testlog.json
 
-test-python: install
+test-python: install $(VENV)/.test-deps
 	$(PY) -m pytest -q tests/python
 
 # The fuzz target (NEFF container, program loading and a bounded run), for

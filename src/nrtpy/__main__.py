@@ -13,6 +13,10 @@ Commands:
     prints both
 ``info``
     the libnrt in use, as JSON
+``compile-hlo MODULE.pb -o OUT.neff [--name NAME]``
+    compile a serialized XLA ``HloModuleProto`` into an emulator NEFF
+    (``nrtpy.neff.compile_hlo``); exit status 1 with a one-line reason on
+    stderr when the module is malformed or uses what is not supported
 
 A C program builds against the emulator as it would against the Neuron
 runtime::
@@ -45,6 +49,19 @@ def _flags(command: str) -> list[str]:
     return [f"-L{lib}", "-lnrt", f"-Wl,-rpath,{lib}"]
 
 
+def _compile_hlo(module: str, output: str, name: str | None) -> int:
+    from nrtpy.neff import compile_hlo
+
+    try:
+        compile_hlo(module, output, name=name)
+    except (ValueError, NotImplementedError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"python -m nrtpy compile-hlo: {type(exc).__name__}: {reason}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # "cflags libs" (in any order, each once) prints both on one line.
@@ -62,7 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("cflags", help="compiler flags; 'cflags libs' prints both")
     sub.add_parser("libs", help="linker flags, with an rpath")
     sub.add_parser("info", help="the libnrt in use, as JSON")
+    hlo = sub.add_parser("compile-hlo", help="compile an HloModuleProto (.pb) "
+                         "into an emulator NEFF")
+    hlo.add_argument("module", help="the serialized HloModuleProto")
+    hlo.add_argument("-o", "--output", required=True, help="the NEFF to write")
+    hlo.add_argument("--name", help="the NEFF's name (default: the module's)")
     args = parser.parse_args(argv)
+
+    if args.command == "compile-hlo":
+        return _compile_hlo(args.module, args.output, args.name)
 
     if args.command == "libdir":
         print(_PKG / "lib")

@@ -38,12 +38,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from nrtpy import _nrtpy
+from nrtpy import _dtypes, _nrtpy
 from nrtpy.neff import _container
 from nrtpy.neff._ops import gelu, relu, rsqrt, sigmoid, softmax
 from nrtpy.neff._trace import Program, Traced
 
-__all__ = ["compile", "inspect", "relu", "gelu", "sigmoid", "rsqrt", "softmax"]
+__all__ = ["compile", "compile_hlo", "inspect", "relu", "gelu", "sigmoid",
+           "rsqrt", "softmax"]
 
 PROGRAM_FORMAT = "nrtpy-emulator-program"
 PROGRAM_VERSION = 1
@@ -157,32 +158,77 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
                              f"str without '.', distinct from the inputs "
                              f"{names} and the other outputs")
         taken.add(out_name)
-    writers: dict[str, int] = {}
-    for op in program.ops:
-        writers[op["out"]] = writers.get(op["out"], 0) + 1
+    outputs = _attach_outputs(program, [(n, program.operand(v)) for n, v in
+                                        zip(output_names, results)])
+    neff_name = name or getattr(fn, "__name__", "kernel")
+    return _write_neff(path, program, [t.name for t in inputs], outputs,
+                       neff_name=neff_name, generator="nrtpy.neff")
 
+
+def _walk_ops(ops: list[dict[str, Any]]):
+    """Every op of a program, those in nested op lists (``while``'s
+    ``cond``/``body``, ``conditional``'s ``branches``) included."""
+    stack = [ops]
+    while stack:
+        for op in stack.pop():
+            yield op
+            for value in op.values():
+                if isinstance(value, list) and value:
+                    if isinstance(value[0], dict):
+                        stack.append(value)
+                    elif isinstance(value[0], list):
+                        stack.extend(v for v in value if v and isinstance(v[0], dict))
+
+
+def _attach_outputs(program: Program, results: list[tuple[str, Traced]],
+                    copy: frozenset[str] | set[str] = frozenset()
+                    ) -> list[tuple[str, dict[str, Any]]]:
+    """Make each (name, value) of `results` an output buffer of `program`.
+
+    A temporary written by exactly one op becomes the output itself (the
+    op writes it directly), unless its name is in `copy`; anything else
+    (an input, a constant, a value output twice) is copied into the output
+    by an op appended at the end.  Returns (name, buffer entry) per output.
+    """
+    writers: dict[str, int] = {}
+    for op in _walk_ops(program.ops):
+        if "out" in op:
+            writers[op["out"]] = writers.get(op["out"], 0) + 1
+    top_writers = {op["out"] for op in program.ops if "out" in op}
     outputs = []
-    for out_name, value in zip(output_names, results):
-        t = program.operand(value)
+    for out_name, t in results:
         if 0 in t.shape:
             raise ValueError(f"{out_name} has no elements (shape {t.shape}); "
                              f"NEFF tensors need at least one")
         info = program.buffers[t.name]
-        if info["kind"] == "temp" and writers.get(t.name) == 1:
+        if info["kind"] == "temp" and writers.get(t.name) == 1 and \
+                t.name in top_writers and out_name not in copy:
             # Let the op that computes the result write the output directly.
             program.buffers[out_name] = dict(info, kind="output")
             del program.buffers[t.name]
-            for op in program.ops:
-                op["in"] = [out_name if n == t.name else n for n in op["in"]]
-                if op["out"] == t.name:
+            old = t.name
+            for op in _walk_ops(program.ops):
+                if old in op.get("in", ()):
+                    op["in"] = [out_name if n == old else n for n in op["in"]]
+                if op.get("out") == old:
                     op["out"] = out_name
+                for key in ("pred",):
+                    if op.get(key) == old:
+                        op[key] = out_name
             t.name = out_name
         else:
             program.buffers[out_name] = dict(info, kind="output")
             program.buffers[out_name].pop("var", None)
             program.ops.append({"op": "copy", "in": [t.name], "out": out_name})
         outputs.append((out_name, program.buffers[out_name]))
+    return outputs
 
+
+def _write_neff(path: str | Path, program: Program, input_names: list[str],
+                outputs: list[tuple[str, dict[str, Any]]], *, neff_name: str,
+                generator: str) -> Path:
+    """Write `program` (inputs `input_names`, outputs from _attach_outputs)
+    as a NEFF at `path`: def.json, program.json and the constants."""
     var: dict[str, dict[str, Any]] = {}
     var_id = 0
 
@@ -191,12 +237,15 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
         var[vname] = dict(entry, var_id=var_id)
         var_id += 1
 
-    for t in inputs:
-        b = program.buffers[t.name]
-        add_var(t.name, {"type": "input", "size": t.size * t.dtype.itemsize,
-                         "shape": b["shape"], "dtype": b["dtype"]})
+    for in_name in input_names:
+        b = program.buffers[in_name]
+        size = int(np.prod(b["shape"], dtype=np.int64)) * \
+            _dtypes.to_numpy(b["dtype"]).itemsize
+        add_var(in_name, {"type": "input", "size": size,
+                          "shape": b["shape"], "dtype": b["dtype"]})
     for out_name, b in outputs:
-        size = int(np.prod(b["shape"], dtype=np.int64)) * np.dtype(b["dtype"]).itemsize
+        size = int(np.prod(b["shape"], dtype=np.int64)) * \
+            _dtypes.to_numpy(b["dtype"]).itemsize
         add_var(out_name, {"type": "output", "size": size, "shape": b["shape"],
                            "dtype": b["dtype"]})
     files: dict[str, bytes] = {}
@@ -205,16 +254,62 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
                         "size": array.nbytes})
         files[f"sg00/{cname}.npy"] = _npy_bytes(array)
 
-    neff_name = name or getattr(fn, "__name__", "kernel")
     prog = {"format": PROGRAM_FORMAT, "version": PROGRAM_VERSION,
             "buffers": program.buffers, "ops": program.ops}
     files["neff.json"] = json.dumps({
-        "name": neff_name, "version": "2.0", "generator": "nrtpy.neff",
+        "name": neff_name, "version": "2.0", "generator": generator,
         "subgraphs": ["sg00"]}, indent=1).encode()
     files["sg00/def.json"] = json.dumps(
         {"var": var, "emulator_program": "program.json"}, indent=1).encode()
     files["sg00/program.json"] = json.dumps(prog, indent=1).encode()
     return _container.write(path, files, name=neff_name)
+
+
+def compile_hlo(module: Any, path: str | Path, *, name: str | None = None,
+                input_names: Sequence[str] | None = None,
+                output_names: Sequence[str] | None = None) -> Path:
+    """Compile an XLA HLO module into a NEFF that the emulator executes.
+
+    Args:
+        module: the bytes of a serialized ``HloModuleProto``; a str or
+            ``os.PathLike`` naming a file holding them (``.pb``); an object
+            with ``as_serialized_hlo_module_proto()`` (what JAX's
+            ``jax.jit(f).lower(*args).compiler_ir("hlo")`` returns); or a
+            JAX ``Lowered`` (``jax.jit(f).lower(*args)``).
+        path: where to write the NEFF (written to a temporary file beside
+            it, then renamed: ``path`` never holds a partial NEFF).
+        name: the NEFF's name (default: the module's name).
+        input_names: names of the entry parameters, in parameter-number
+            order (default: each parameter's
+            ``frontend_attributes["neff_input_names"]``, else its name
+            without XLA's ``.N`` suffix, else ``input{N}``).
+        output_names: names of the outputs, the leaves of the entry root
+            in order (default: the root's comma-separated
+            ``frontend_attributes["neff_output_names"]``, else ``output0``,
+            ``output1``, ...).
+
+    An ``input_output_alias`` entry makes the parameter
+    ``<name>.must_alias_input`` and the output ``<name>``, which
+    ``NrtpyModel`` updates in place (``<name>`` is the output's explicit
+    name, else the parameter's).  Semantics are XLA's; docs/hlo.md lists
+    the opcodes covered and the tolerance of reductions and dots.
+
+    Returns:
+        ``path``, as a ``Path``.
+
+    Raises:
+        NotImplementedError: an opcode, attribute or dtype the compiler
+            does not cover (naming the opcode, instruction and computation).
+        ValueError: a malformed module (naming the byte offset or the
+            instruction), or names that do not fit (duplicates, counts).
+        TypeError: ``module`` or a name of the wrong type.
+        FileNotFoundError, IsADirectoryError: ``path``'s folder is missing,
+            or ``path`` is a folder.
+    """
+    from nrtpy.hlo._compile import compile_hlo as _compile_hlo
+
+    return _compile_hlo(module, path, name=name, input_names=input_names,
+                        output_names=output_names)
 
 
 def inspect(path: str | Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import io
 import os
 import struct
 import tarfile
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -94,9 +95,16 @@ def write(path: str | Path, files: dict[str, bytes], *, name: str,
         "lnc_size": 1,
     })
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    # A name of its own in the same folder (two writers of one path never
+    # share a temporary file); mkstemp creates it 0600, and a NEFF is no
+    # secret: 0644 like the archive's members.
+    fd, tmp_name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp",
+                                    dir=path.parent)
+    tmp = Path(tmp_name)
     try:
-        tmp.write_bytes(header + payload)
+        with os.fdopen(fd, "wb") as f:
+            f.write(header + payload)
+            os.fchmod(f.fileno(), 0o644)
         tmp.replace(path)  # never leave a half-written NEFF behind
     except BaseException:
         try:

@@ -1,0 +1,15 @@
+"""The HLO compiler: XLA ``HloModuleProto`` -> emulator NEFF.
+
+``nrtpy.neff.compile_hlo`` (and ``python -m nrtpy compile-hlo``) is the
+public entry point; docs/hlo.md describes it.  The package is NumPy-only at
+run time: ``_wire`` reads the protobuf wire format, ``_module`` turns an
+HloModuleProto into typed objects, ``_lower`` holds the lowering framework
+(the registry of lowerings per opcode and the context they emit ops
+through), the ``_lower_*`` modules the lowerings, ``_compile`` the driver.
+"""
+
+from __future__ import annotations
+
+from nrtpy.hlo._compile import compile_hlo
+
+__all__ = ["compile_hlo"]
