@@ -34,6 +34,9 @@ enum nrtemu_op_class {
     NRTEMU_OPC_LOGICAL, /* on truth values, bool result */
     NRTEMU_OPC_WHERE,   /* select: cond, x, y */
     NRTEMU_OPC_CONVERT, /* cast, copy: one conversion, no arithmetic */
+    NRTEMU_OPC_BITWISE, /* on the bits of integers (bool: logical), one or
+                           two operands; the width of the compute dtype
+                           matters (shifts, bool) */
 };
 
 /*
@@ -114,7 +117,24 @@ X(CONCATENATE,   "concatenate",   -1, NONE,    concatenate, concatenate, element
 X(SLICE,         "slice",          1, NONE,    slice,       slice,       elements, START | STEP,    0)                    \
 X(TAKE,          "take",           2, NONE,    take,        take,        elements, AXIS,            0)                    \
 X(IOTA,          "iota",           0, NONE,    iota,        iota,        elements, AXIS,            0)                    \
-X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)
+X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)                    \
+X(BITWISE_AND,   "bitwise_and",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_OR,    "bitwise_or",     2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_XOR,   "bitwise_xor",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_NOT,   "bitwise_not",    1, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(SHL,           "shift_left",     2, BITWISE, shift,       elementwise, elements, 0,               STREAMS)              \
+X(SHR_LOGICAL,   "shift_right_logical", 2, BITWISE, shift,  elementwise, elements, 0,               STREAMS)              \
+X(SHR_ARITH,     "shift_right_arithmetic", 2, BITWISE, shift, elementwise, elements, 0,             STREAMS)              \
+X(REM,           "rem",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(TRUNC_DIVIDE,  "trunc_divide",   2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(EXPM1,         "expm1",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(LOG1P,         "log1p",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(CBRT,          "cbrt",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(ERF,           "erf",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(ROUND_EVEN,    "round_even",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(IS_FINITE,     "is_finite",      1, UNARY,   is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)
 /* clang-format on */
 
 enum nrtemu_op {

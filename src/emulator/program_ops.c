@@ -44,7 +44,7 @@ static const char *const attr_keys[NRTEMU_ATTR_COUNT] = {
  * hold op + 1 (0: empty); at most half of them are used, so a probe for
  * a name that is not there ends soon.
  */
-#define OP_SLOTS 128
+#define OP_SLOTS 256
 
 _Static_assert(NRTEMU_OP_COUNT * 2 <= OP_SLOTS, "grow OP_SLOTS");
 _Static_assert(NRTEMU_OP_COUNT < 256, "op slots hold a byte");

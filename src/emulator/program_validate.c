@@ -827,6 +827,77 @@ nrtemu__op_check_iota(const struct op_ctx *ctx, struct op *op)
     return get_axis(ctx, NRTEMU_ATTR_AXIS, out->ndim, &op->axis, &present);
 }
 
+/*
+ * bitwise_and/or/xor/not: the compute dtype ("dtype", else the out's) is
+ * an integer or bool (on which they are the logical ops).
+ */
+NRT_STATUS
+nrtemu__op_check_bitwise(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = nrtemu__op_check_arith(ctx, op);
+
+    if (st == NRT_SUCCESS && nrtemu__dtype_is_float(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not an integer "
+                                  "or bool type, which %s needs",
+                                  nrtemu__dtype_name(op->compute),
+                                  nrtemu__op_name(op->op));
+    }
+    return st;
+}
+
+/* Shifts: an integer compute dtype (not bool: a shift has no logical
+ * meaning). */
+NRT_STATUS
+nrtemu__op_check_shift(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = nrtemu__op_check_arith(ctx, op);
+
+    if (st == NRT_SUCCESS && !nrtemu__dtype_is_signed_int(op->compute) &&
+        !nrtemu__dtype_is_unsigned_int(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not an integer "
+                                  "type, which %s needs",
+                                  nrtemu__dtype_name(op->compute),
+                                  nrtemu__op_name(op->op));
+    }
+    return st;
+}
+
+/* is_finite: computed in the operand's type (a float: FLOAT_ONLY), bool
+ * out. */
+NRT_STATUS
+nrtemu__op_check_is_finite(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = check_broadcast(ctx, op);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
+        op->compute = in_buf(ctx, 0)->dtype;
+    }
+    return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
+}
+
+/* bitcast: the bytes are reinterpreted, so only their count must agree
+ * (shapes and dtypes may differ). */
+NRT_STATUS
+nrtemu__op_check_bitcast(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
+
+    op->compute = out->dtype;
+    if (in->bytes != out->bytes) {
+        return nrtemu__op_invalid(
+            ctx,
+            "in[0] '%s' has %zu bytes and out '%s' %zu: a bitcast keeps "
+            "the bytes",
+            in->name, in->bytes, out->name, out->bytes);
+    }
+    return NRT_SUCCESS;
+}
+
 NRT_STATUS
 nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
 {
