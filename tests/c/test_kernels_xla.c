@@ -432,6 +432,170 @@ test_saturating_cast_and_pow(void)
     }
 }
 
+static void
+test_scatter(void)
+{
+    float op[] = {1, 2, 3, 4}, upd[] = {10, 20, 30, 40, NAN, 5}, o[4];
+    int64_t idx[] = {1, 1, -1, 4, 3, 0};
+    struct nrtemu_array out = array1(NRTEMU_DTYPE_FLOAT32, o, 4);
+    struct nrtemu_array a = array1(NRTEMU_DTYPE_FLOAT32, op, 4);
+    struct nrtemu_array i = array1(NRTEMU_DTYPE_INT64, idx, 6);
+    struct nrtemu_array u = array1(NRTEMU_DTYPE_FLOAT32, upd, 6);
+
+    /* Repeated indices apply in order; -1 and 4 are skipped. */
+    ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ASSIGN, &out, &a, &i, &u,
+                                     &scratch));
+    ASSERT_TRUE(o[0] == 5 && o[1] == 20 && o[2] == 3 && isnan(o[3]));
+    ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ADD, &out, &a, &i, &u,
+                                     &scratch));
+    ASSERT_TRUE(o[0] == 6 && o[1] == 32 && o[2] == 3 && isnan(o[3]));
+    ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_MUL, &out, &a, &i, &u,
+                                     &scratch));
+    ASSERT_TRUE(o[0] == 5 && o[1] == 400 && o[2] == 3);
+    ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_MAX, &out, &a, &i, &u,
+                                     &scratch));
+    ASSERT_TRUE(o[0] == 5 && o[1] == 20 && o[2] == 3 && isnan(o[3]));
+    ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_MIN, &out, &a, &i, &u,
+                                     &scratch));
+    ASSERT_TRUE(o[0] == 1 && o[1] == 2 && o[2] == 3 && isnan(o[3]));
+    /* In place (out is the operand); the operand is untouched otherwise. */
+    ASSERT_TRUE(op[0] == 1 && op[1] == 2);
+    ASSERT_OK(
+        nrtemu__kernel_scatter(NRTEMU_SCATTER_ADD, &a, &a, &i, &u, &scratch));
+    ASSERT_TRUE(op[0] == 6 && op[1] == 32 && op[2] == 3 && isnan(op[3]));
+    {
+        /* int8 wraps each time; uint16 indices; a scalar operand. */
+        int8_t v[] = {120, 0}, w[] = {10, 10, -128}, r[2];
+        uint16_t k[] = {0, 0, 1};
+        struct nrtemu_array ov = array1(NRTEMU_DTYPE_INT8, r, 2);
+        struct nrtemu_array av = array1(NRTEMU_DTYPE_INT8, v, 2);
+        struct nrtemu_array kv = array1(NRTEMU_DTYPE_UINT16, k, 3);
+        struct nrtemu_array uv = array1(NRTEMU_DTYPE_INT8, w, 3);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ADD, &ov, &av, &kv,
+                                         &uv, &scratch));
+        ASSERT_TRUE(r[0] == -116 && r[1] == -128);
+    }
+    {
+        /* bfloat16 adds round at each step: 256 + 1 + 1 stays 256. */
+        float f[] = {256.0f, 1.0f, 1.0f};
+        uint16_t b[3], r[1];
+        int32_t k[] = {0, 0};
+        nrtemu__convert(NRTEMU_DTYPE_BFLOAT16, b, NRTEMU_DTYPE_FLOAT32, f, 1,
+                        3);
+        struct nrtemu_array ob = array1(NRTEMU_DTYPE_BFLOAT16, r, 1);
+        struct nrtemu_array ab = array1(NRTEMU_DTYPE_BFLOAT16, b, 1);
+        struct nrtemu_array kb = array1(NRTEMU_DTYPE_INT32, k, 2);
+        struct nrtemu_array ub = array1(NRTEMU_DTYPE_BFLOAT16, b + 1, 2);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ADD, &ob, &ab, &kb,
+                                         &ub, &scratch));
+        ASSERT_EQ(r[0], b[0]);
+    }
+    {
+        /* bool: add is or, mul is and; out bytes stay 0/1. */
+        uint8_t bv[] = {0, 1, 1}, bu[] = {1, 1, 0}, r[3];
+        int32_t k[] = {0, 0, 2};
+        struct nrtemu_array ob = array1(NRTEMU_DTYPE_BOOL, r, 3);
+        struct nrtemu_array ab = array1(NRTEMU_DTYPE_BOOL, bv, 3);
+        struct nrtemu_array kb = array1(NRTEMU_DTYPE_INT32, k, 3);
+        struct nrtemu_array ub = array1(NRTEMU_DTYPE_BOOL, bu, 3);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ADD, &ob, &ab, &kb,
+                                         &ub, &scratch));
+        ASSERT_TRUE(r[0] == 1 && r[1] == 1 && r[2] == 1);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_MUL, &ob, &ab, &kb,
+                                         &ub, &scratch));
+        ASSERT_TRUE(r[0] == 0 && r[1] == 1 && r[2] == 0);
+    }
+    {
+        /* A huge uint64 index is out of range, not negative-wrapped in. */
+        double d[] = {1, 2}, e[] = {9}, r[2];
+        uint64_t k[] = {UINT64_MAX};
+        struct nrtemu_array od = array1(NRTEMU_DTYPE_FLOAT64, r, 2);
+        struct nrtemu_array ad = array1(NRTEMU_DTYPE_FLOAT64, d, 2);
+        struct nrtemu_array kd = array1(NRTEMU_DTYPE_UINT64, k, 1);
+        struct nrtemu_array ud = array1(NRTEMU_DTYPE_FLOAT64, e, 1);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ASSIGN, &od, &ad, &kd,
+                                         &ud, &scratch));
+        ASSERT_TRUE(r[0] == 1 && r[1] == 2);
+    }
+}
+
+static void
+argsort(const struct nrtemu_array *keys, uint32_t axis, bool descending,
+        int32_t *out)
+{
+    struct nrtemu_array o = *keys;
+
+    o.dtype = NRTEMU_DTYPE_INT32;
+    o.data = out;
+    ASSERT_OK(nrtemu__kernel_argsort(&o, keys, axis, descending, &scratch));
+}
+
+static void
+test_argsort(void)
+{
+    /* XLA's total order of floats; equal keys keep their order. */
+    float f[] = {1.0f,  -NAN, 0.0f,     NAN,  -INFINITY,
+                 -0.0f, 1.0f, INFINITY, -1.0f};
+    int32_t o[9];
+    struct nrtemu_array k = array1(NRTEMU_DTYPE_FLOAT32, f, 9);
+    static const int32_t asc[] = {1, 4, 8, 5, 2, 0, 6, 7, 3};
+    static const int32_t desc[] = {3, 7, 0, 6, 2, 5, 8, 4, 1};
+
+    argsort(&k, 0, false, o);
+    for (int i = 0; i < 9; i++) {
+        ASSERT_EQ(o[i], asc[i]);
+    }
+    argsort(&k, 0, true, o);
+    for (int i = 0; i < 9; i++) {
+        ASSERT_EQ(o[i], desc[i]);
+    }
+    {
+        /* Axis 0 of a [3,2] int8 array, and unsigned keys. */
+        int8_t v[] = {5, -1, -128, 7, 5, -1};
+        uint32_t u[] = {0xffffffffu, 0, 7};
+        int32_t r[6];
+        struct nrtemu_array kv;
+        memset(&kv, 0, sizeof kv);
+        kv.data = v;
+        kv.dtype = NRTEMU_DTYPE_INT8;
+        kv.ndim = 2;
+        kv.shape[0] = 3;
+        kv.shape[1] = 2;
+        argsort(&kv, 0, false, r);
+        ASSERT_TRUE(r[0] == 1 && r[2] == 0 && r[4] == 2); /* column 0 */
+        ASSERT_TRUE(r[1] == 0 && r[3] == 2 && r[5] == 1); /* column 1 */
+        argsort(&kv, 1, true, r);
+        ASSERT_TRUE(r[0] == 0 && r[1] == 1 && r[2] == 1 && r[3] == 0 &&
+                    r[4] == 0 && r[5] == 1);
+        kv = array1(NRTEMU_DTYPE_UINT32, u, 3);
+        argsort(&kv, 0, false, r);
+        ASSERT_TRUE(r[0] == 1 && r[1] == 2 && r[2] == 0);
+    }
+    {
+        /* Long lines with many ties: stable against a counting reference
+         * (merge passes beyond the insertion runs). */
+        enum { N = 5000 };
+        static uint16_t h[N];
+        static int32_t r[N];
+        static const float levels[] = {2.0f, -1.0f, 0.5f, 2.0f, -3.0f};
+        for (int i = 0; i < N; i++) {
+            h[i] = nrtemu__float_to_half(levels[(i * 7 + i / 3) % 5]);
+        }
+        struct nrtemu_array kh = array1(NRTEMU_DTYPE_FLOAT16, h, N);
+        for (int d = 0; d <= 1; d++) {
+            argsort(&kh, 0, d != 0, r);
+            for (int i = 1; i < N; i++) {
+                float a = nrtemu__half_to_float(h[r[i - 1]]);
+                float b = nrtemu__half_to_float(h[r[i]]);
+                ASSERT_TRUE(d ? a >= b : a <= b);
+                if (a == b) {
+                    ASSERT_TRUE(r[i - 1] < r[i]);
+                }
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -442,6 +606,8 @@ main(void)
     RUN_TEST(test_float32_math);
     RUN_TEST(test_rounding_and_classes);
     RUN_TEST(test_saturating_cast_and_pow);
+    RUN_TEST(test_scatter);
+    RUN_TEST(test_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
 }

@@ -200,6 +200,139 @@ def test_integer_pow_negative_exponents(tmp_path):
     assert one_op(tmp_path, "pow", [b, e], "int32").tolist() == [0, 1, -1, 1, 0, 81, -8]
 
 
+def _scatter_reference(mode, operand, indices, updates):
+    out = operand.copy().reshape(-1)
+    for k, u in zip(indices.reshape(-1).tolist(), updates.reshape(-1)):
+        if 0 <= k < out.size:
+            if mode == "assign":
+                out[k] = u
+            elif mode == "add":
+                out[k] = out[k] + u
+            elif mode == "mul":
+                out[k] = out[k] * u
+            elif mode == "max":
+                out[k] = np.maximum(out[k], u)
+            else:
+                out[k] = np.minimum(out[k], u)
+    return out.reshape(operand.shape)
+
+
+@pytest.mark.parametrize("mode", ["assign", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("dtype, idx_dtype", [("float32", "int32"), ("int16", "int64"),
+                                              ("float16", "uint8"), ("float64", "int8")])
+def test_scatter_modes(tmp_path, mode, dtype, idx_dtype):
+    rng = np.random.default_rng(11)
+    operand = (rng.standard_normal((4, 5)) * 4).astype(dtype)
+    # Repeated indices, and out-of-range ones (skipped) where the type allows.
+    lo = -3 if np.dtype(idx_dtype).kind == "i" else 0
+    indices = rng.integers(lo, 24, (3, 6)).astype(idx_dtype)
+    updates = (rng.standard_normal(18) * 3).astype(dtype)
+    got = run_program(tmp_path, {"a": operand, "i": indices, "u": updates},
+                      {"y": (dtype, [4, 5])},
+                      [{"op": "scatter", "in": ["a", "i", "u"], "out": "y",
+                        "mode": mode}])["y"]
+    np.testing.assert_array_equal(got, _scatter_reference(mode, operand, indices, updates))
+
+
+def test_scatter_in_place_on_an_output(tmp_path):
+    # The HLO compiler's dynamic-update-slice: scatter into the buffer that
+    # already holds the operand.
+    x = np.arange(6, dtype=np.float32)
+    got = run_program(
+        tmp_path, {"x": x, "i": np.array([5, 0, 9], np.int32),
+                   "u": np.array([50, 10, 99], np.float32)},
+        {"y": ("float32", [6])},
+        [{"op": "copy", "in": ["x"], "out": "y"},
+         {"op": "scatter", "in": ["y", "i", "u"], "out": "y", "mode": "add"}])["y"]
+    assert got.tolist() == [10, 1, 2, 3, 4, 55]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "uint8", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_argsort_stable(tmp_path, dtype, descending):
+    import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 7, (3, 40, 5)).astype(dt)  # many ties
+    for axis in (0, 1, -1):
+        got = run_program(tmp_path, {"k": keys}, {"y": ("int32", keys.shape)},
+                          [{"op": "argsort", "in": ["k"], "out": "y", "axis": axis,
+                            "descending": descending}])["y"]
+        if descending:
+            # Stable descending: sort the negated keys stably.
+            want = np.argsort(-keys.astype(np.float64), axis=axis, kind="stable")
+        else:
+            want = np.argsort(keys, axis=axis, kind="stable")
+        np.testing.assert_array_equal(got, want)
+
+
+def test_argsort_float_total_order(tmp_path):
+    neg_nan = -np.float32(np.nan)
+    keys = np.array([1.0, neg_nan, 0.0, np.nan, -np.inf, -0.0, 1.0, np.inf, -1.0],
+                    np.float32)
+    got = run_program(tmp_path, {"k": keys}, {"y": ("int32", [9])},
+                      [{"op": "argsort", "in": ["k"], "out": "y"}])["y"]
+    assert got.tolist() == [1, 4, 8, 5, 2, 0, 6, 7, 3]
+    got = run_program(tmp_path, {"k": keys}, {"y": ("int32", [9])},
+                      [{"op": "argsort", "in": ["k"], "out": "y", "descending": True}])["y"]
+    assert got.tolist() == [3, 7, 0, 6, 2, 5, 8, 4, 1]
+
+
+def test_traced_argsort(tmp_path):
+    x = np.random.default_rng(2).integers(0, 5, (6, 7)).astype(np.float32)
+    for fn in (lambda a: np.argsort(a, kind="stable"),
+               lambda a: np.argsort(a, axis=0, kind="stable"),
+               lambda a: np.argsort(a, axis=None, kind="stable")):
+        path = nrtpy.neff.compile(fn, x, path=tmp_path / f"s{next(_counter)}.neff")
+        model = NrtpyModel.load_from_neff(path)
+        (out,) = model(inputs={"a": NrtpyTensor.from_numpy(x)}).values()
+        got = out.numpy()
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, fn(x))
+
+
+@pytest.mark.parametrize("attrs, ins, out, detail", [
+    ({}, [("float32", [4]), ("int32", [2]), ("float32", [2])], ("float32", [4]),
+     '"mode" must be one of "assign", "add", "mul", "max", "min"'),
+    ({"mode": "sum"}, [("float32", [4]), ("int32", [2]), ("float32", [2])],
+     ("float32", [4]), '"mode" "sum" is not one of "assign"'),
+    ({"mode": 3}, [("float32", [4]), ("int32", [2]), ("float32", [2])],
+     ("float32", [4]), '"mode" must be one of'),
+    ({"mode": "add"}, [("float32", [4]), ("float32", [2]), ("float32", [2])],
+     ("float32", [4]), "in[1] 'x1' holds float32: indices must be integers"),
+    ({"mode": "add"}, [("float32", [4]), ("int32", [3]), ("float32", [2])],
+     ("float32", [4]), "in[1] 'x1' has 3 indices but in[2] 'x2' 2 updates"),
+    ({"mode": "add"}, [("float32", [4]), ("int32", [2]), ("float16", [2])],
+     ("float32", [4]), "out 'y' is float32 but in[2] 'x2' is float16: the op does not convert"),
+    ({"mode": "add"}, [("float32", [4]), ("int32", [2]), ("float32", [2])],
+     ("float32", [2, 2]), "out 'y' has shape [2,2]; the result has [4]"),
+])
+def test_bad_scatter_is_invalid(tmp_path, attrs, ins, out, detail):
+    inputs = {f"x{i}": spec for i, spec in enumerate(ins)}
+    path = program_neff(tmp_path, inputs, {"y": out},
+                        [{"op": "scatter", "in": list(inputs), "out": "y", **attrs}])
+    with pytest.raises(NrtError) as ei:
+        NrtpyModel.load_from_neff(path)
+    assert ei.value.status_code == 2
+    assert f"(scatter): {detail}" in str(ei.value)
+
+
+@pytest.mark.parametrize("attrs, out, detail", [
+    ({"descending": 1}, ("int32", [2, 3]), '"descending" must be true or false'),
+    ({"axis": 2}, ("int32", [2, 3]), '"axis" 2 is out of range for 2 dimensions'),
+    ({"axis": "0"}, ("int32", [2, 3]), '"axis" must be an integer'),
+    ({}, ("int64", [2, 3]), "out 'y' is int64; the result is int32"),
+    ({}, ("int32", [3, 2]), "out 'y' has shape [3,2]; the result has [2,3]"),
+])
+def test_bad_argsort_is_invalid(tmp_path, attrs, out, detail):
+    path = program_neff(tmp_path, {"k": ("float32", [2, 3])}, {"y": out},
+                        [{"op": "argsort", "in": ["k"], "out": "y", **attrs}])
+    with pytest.raises(NrtError) as ei:
+        NrtpyModel.load_from_neff(path)
+    assert ei.value.status_code == 2
+    assert f"(argsort): {detail}" in str(ei.value)
+
+
 @pytest.mark.parametrize("op, ins, out, detail", [
     ("shift_left", [("float32", [3]), ("float32", [3])], ("float32", [3]),
      "the compute dtype float32 is not an integer type, which shift_left needs"),

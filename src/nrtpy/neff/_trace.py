@@ -540,6 +540,22 @@ def _f_broadcast_to(array: Any, shape: Any, subok: bool = False) -> Traced:
     return program.emit("broadcast_to", [t], shape, t.dtype)
 
 
+def _f_argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+               stable: Any = None) -> Traced:
+    # The emulator's argsort is stable, which every kind may be; NumPy's
+    # indices are intp (int64), the op's int32.
+    if order is not None:
+        return _unsupported("numpy.argsort with order=")
+    program = _program_of(a)
+    t = program.operand(a)
+    if axis is None:
+        t = t.reshape(-1)
+        axis = 0
+    ax = _axes(axis, max(t.ndim, 1))[0]
+    perm = program.emit("argsort", [t], t.shape, np.dtype(np.int32), axis=ax)
+    return program.emit("cast", [perm], t.shape, np.dtype(np.int64))
+
+
 def _unsupported(what: str) -> Any:
     raise TypeError(f"nrtpy.neff.compile: unsupported operation {what}")
 
@@ -558,7 +574,7 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.argmax: _method("argmax"), np.argmin: _method("argmin"),
     np.transpose: _method("transpose"), np.reshape: _method("reshape"),
     np.where: _f_where, np.take: _f_take, np.concatenate: _f_concatenate,
-    np.broadcast_to: _f_broadcast_to,
+    np.broadcast_to: _f_broadcast_to, np.argsort: _f_argsort,
     np.matmul: lambda a, b, **kw: _matmul(_program_of(a, b), a, b),
     np.dot: lambda a, b, out=None: _matmul(_program_of(a, b), a, b) if out is None
     else _unsupported("numpy.dot with out="),
