@@ -214,6 +214,29 @@ CASES: list[Case] = [
     Case("iota", "", why="nrtpy.neff.compile never emits it"),
     Case("full", "", why="nrtpy.neff.compile emits it only for scalar "
          "constants (shape ()), inside other ops' rows"),
+    # The ops of XLA's semantics (the HLO compiler's); integer-only ones
+    # are n/a for the float dtypes.
+    binary("bitwise_and", "a & b", np.bitwise_and),
+    binary("bitwise_or", "a | b", np.bitwise_or),
+    binary("bitwise_xor", "a ^ b", np.bitwise_xor),
+    unary("bitwise_not", "~a", np.invert),
+    binary("shift_left", "a << b", np.left_shift),
+    binary("shift_right_arithmetic", "a >> b", np.right_shift),
+    Case("shift_right_logical", "", why="nrtpy.neff.compile emits it for "
+         "unsigned >>; the dtypes here have none"),
+    binary("rem", "np.fmod(a, b)", np.fmod),
+    Case("trunc_divide", "", why="nrtpy.neff.compile never emits it"),
+    unary("expm1", "np.expm1(a)", np.expm1, make=signed),
+    unary("log1p", "np.log1p(a)", np.log1p),
+    unary("cbrt", "np.cbrt(a)", np.cbrt, make=signed),
+    Case("erf", "", why="NumPy has no erf"),
+    unary("round_even", "np.rint(a)", np.rint, make=signed),
+    Case("round_away", "", why="nrtpy.neff.compile never emits it"),
+    unary("is_finite", "np.isfinite(a)", np.isfinite, make=signed),
+    Case("bitcast", "", why="nrtpy.neff.compile never emits it"),
+    Case("scatter", "", why="nrtpy.neff.compile never emits it"),
+    Case("argsort", "np.argsort(a, kind='stable')",
+         lambda a: np.argsort(a, kind="stable"), one, memory_bound=False),
 ]
 
 

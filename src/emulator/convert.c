@@ -279,11 +279,10 @@ float_to_i64(double x)
 static inline uint64_t
 float_to_u64(double x)
 {
-    if (x >= 0x1p63) {
-        return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
+    if (!(x > -1.0)) {
+        return 0; /* NaN, and negatives saturate */
     }
-    /* Negative values wrap, like a negative integer does. */
-    return (uint64_t)float_to_i64(x);
+    return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
 }
 
 /*
@@ -508,7 +507,43 @@ load_u64(uint64_t *d, enum nrtemu_dtype from, const void *src,
         break;
 
 #define AS_U64(x) ((uint64_t)(x))
-#define F_TO_U64(x) float_to_u64(x)
+
+/* Integer targets from a float: truncated and saturated to the range of
+ * the type, NaN to 0 (convert.h).  `lim` is the power of two just above
+ * the largest value; the selects compile to vector compares. */
+#define SAT_STORE(T, minv, maxv, lim)      \
+    STORE_LOOP(T, v != v       ? (T)0      \
+                  : v < (minv) ? (T)(minv) \
+                  : v >= (lim) ? (T)(maxv) \
+                               : (T)v)
+#define FLOAT_INT_STORE_CASES                             \
+    case NRTEMU_DTYPE_BOOL:                               \
+        STORE_LOOP(uint8_t, v != 0);                      \
+        break;                                            \
+    case NRTEMU_DTYPE_INT8:                               \
+        SAT_STORE(int8_t, INT8_MIN, INT8_MAX, 0x1p7);     \
+        break;                                            \
+    case NRTEMU_DTYPE_INT16:                              \
+        SAT_STORE(int16_t, INT16_MIN, INT16_MAX, 0x1p15); \
+        break;                                            \
+    case NRTEMU_DTYPE_INT32:                              \
+        SAT_STORE(int32_t, INT32_MIN, INT32_MAX, 0x1p31); \
+        break;                                            \
+    case NRTEMU_DTYPE_INT64:                              \
+        SAT_STORE(int64_t, INT64_MIN, INT64_MAX, 0x1p63); \
+        break;                                            \
+    case NRTEMU_DTYPE_UINT8:                              \
+        SAT_STORE(uint8_t, 0, UINT8_MAX, 0x1p8);          \
+        break;                                            \
+    case NRTEMU_DTYPE_UINT16:                             \
+        SAT_STORE(uint16_t, 0, UINT16_MAX, 0x1p16);       \
+        break;                                            \
+    case NRTEMU_DTYPE_UINT32:                             \
+        SAT_STORE(uint32_t, 0, UINT32_MAX, 0x1p32);       \
+        break;                                            \
+    case NRTEMU_DTYPE_UINT64:                             \
+        SAT_STORE(uint64_t, 0, UINT64_MAX, 0x1p64);       \
+        break;
 
 static void
 store_fp8(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
@@ -525,7 +560,7 @@ static void
 store_f32(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
 {
     switch (to) {
-        INT_STORE_CASES(F_TO_U64)
+        FLOAT_INT_STORE_CASES
 #if HAVE_FLOAT16
     case NRTEMU_DTYPE_FLOAT16:
         STORE_LOOP(_Float16, v);
@@ -578,7 +613,7 @@ static void
 store_f64(void *dst, enum nrtemu_dtype to, const double *s, size_t n)
 {
     switch (to) {
-        INT_STORE_CASES(F_TO_U64)
+        FLOAT_INT_STORE_CASES
     case NRTEMU_DTYPE_FLOAT16:
         STORE_LOOP(uint16_t, nrtemu__double_to_half(v));
         break;

@@ -8,9 +8,9 @@
  *    integer is first rounded to float32); float16 is rounded directly
  *    from float32 or float64, as NumPy does.  Overflow gives infinity,
  *    except for float8_e4m3fn, which has none and gives NaN (ml_dtypes).
- *  - float to integer: truncation toward zero, then wrap-around to the
- *    width of the type; NaN gives 0 and values beyond the int64 (uint64)
- *    range saturate first.  NumPy leaves these two cases undefined.
+ *  - float to integer: truncation toward zero, saturated to the range of
+ *    the type (negatives give 0 for unsigned types), and NaN gives 0:
+ *    XLA's convert.  NumPy leaves out-of-range values undefined.
  *  - integer to integer: two's-complement wrap-around.
  *  - to bool: nonzero (NaN included) is true; bool reads as 0 or 1, and
  *    any nonzero byte in a bool buffer counts as true.

@@ -34,6 +34,9 @@ enum nrtemu_op_class {
     NRTEMU_OPC_LOGICAL, /* on truth values, bool result */
     NRTEMU_OPC_WHERE,   /* select: cond, x, y */
     NRTEMU_OPC_CONVERT, /* cast, copy: one conversion, no arithmetic */
+    NRTEMU_OPC_BITWISE, /* on the bits of integers (bool: logical), one or
+                           two operands; the width of the compute dtype
+                           matters (shifts, bool) */
 };
 
 /*
@@ -114,7 +117,26 @@ X(CONCATENATE,   "concatenate",   -1, NONE,    concatenate, concatenate, element
 X(SLICE,         "slice",          1, NONE,    slice,       slice,       elements, START | STEP,    0)                    \
 X(TAKE,          "take",           2, NONE,    take,        take,        elements, AXIS,            0)                    \
 X(IOTA,          "iota",           0, NONE,    iota,        iota,        elements, AXIS,            0)                    \
-X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)
+X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)                    \
+X(BITWISE_AND,   "bitwise_and",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_OR,    "bitwise_or",     2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_XOR,   "bitwise_xor",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(BITWISE_NOT,   "bitwise_not",    1, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
+X(SHL,           "shift_left",     2, BITWISE, shift,       elementwise, elements, 0,               STREAMS)              \
+X(SHR_LOGICAL,   "shift_right_logical", 2, BITWISE, shift,  elementwise, elements, 0,               STREAMS)              \
+X(SHR_ARITH,     "shift_right_arithmetic", 2, BITWISE, shift, elementwise, elements, 0,             STREAMS)              \
+X(REM,           "rem",            2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(TRUNC_DIVIDE,  "trunc_divide",   2, BINARY,  arith,       elementwise, elements, 0,               STREAMS)              \
+X(EXPM1,         "expm1",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(LOG1P,         "log1p",          1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(CBRT,          "cbrt",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(ERF,           "erf",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(ROUND_EVEN,    "round_even",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
+X(IS_FINITE,     "is_finite",      1, UNARY,   is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)              \
+X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            0)                    \
+X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)
 /* clang-format on */
 
 enum nrtemu_op {
@@ -250,5 +272,46 @@ NRT_STATUS nrtemu__kernel_take(const struct nrtemu_array *out,
 void nrtemu__kernel_iota(const struct nrtemu_array *out, uint32_t axis);
 /* Fill with `value`, one element of the out dtype. */
 void nrtemu__kernel_full(const struct nrtemu_array *out, const void *value);
+
+/* The "mode" of scatter: X(suffix, name). */
+#define NRTEMU_SCATTER_MODE_LIST(X) \
+    X(ASSIGN, "assign")             \
+    X(ADD, "add")                   \
+    X(MUL, "mul")                   \
+    X(MAX, "max")                   \
+    X(MIN, "min")
+
+enum nrtemu_scatter_mode {
+#define NRTEMU_SCATTER_MODE_ENUM(suffix, name) NRTEMU_SCATTER_##suffix,
+    NRTEMU_SCATTER_MODE_LIST(NRTEMU_SCATTER_MODE_ENUM)
+#undef NRTEMU_SCATTER_MODE_ENUM
+        NRTEMU_SCATTER_MODE_COUNT
+};
+
+/*
+ * out = operand (the same dtype and shape; out may be operand), then in
+ * order for each update i: k = indices.flat[i] (any integer dtype, as
+ * many as updates, which have the out dtype); when 0 <= k < count(out),
+ * out.flat[k] = combine(out.flat[k], updates.flat[i]), stored (rounded)
+ * each time; other indices are skipped.  out must not overlap indices
+ * or updates.
+ */
+NRT_STATUS nrtemu__kernel_scatter(enum nrtemu_scatter_mode mode,
+                                  const struct nrtemu_array *out,
+                                  const struct nrtemu_array *operand,
+                                  const struct nrtemu_array *indices,
+                                  const struct nrtemu_array *updates,
+                                  struct nrtemu_scratch *s);
+
+/*
+ * The stable sorting permutation of `keys` along `axis` into int32 `out`
+ * (same shape; the axis is shorter than 2^31): floats in XLA's total
+ * order (-NaN first, +NaN last, -0 before +0); `descending` reverses the
+ * order, equal keys keeping theirs.  out must not overlap keys.
+ */
+NRT_STATUS nrtemu__kernel_argsort(const struct nrtemu_array *out,
+                                  const struct nrtemu_array *keys,
+                                  uint32_t axis, bool descending,
+                                  struct nrtemu_scratch *s);
 
 #endif /* NRTEMU_KERNEL_H */

@@ -345,8 +345,44 @@ f64_gelu(double x)
     return 0.5 * x * (1.0 + tanh(GELU_C * (x + 0.044715 * x * x * x)));
 }
 
-/* np.sign: NaN stays NaN, both zeros give +0. */
-#define FLOAT_SIGN(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x) == 0 ? 0 : (x))
+/* XLA's sign: NaN stays NaN, and a zero keeps its sign. */
+#define FLOAT_SIGN(x) ((x) > 0 ? 1 : (x) < 0 ? -1 : (x))
+
+/*
+ * The ops of XLA's semantics (docs/neff-emulator-format.md §3).  rem is
+ * C's fmod (the sign of the dividend); trunc_divide of floats is plain
+ * division.  round_away rounds half away from zero (C round) from the
+ * truncation, so that it vectorises like trunc: x - trunc(x) is exact.
+ * is_finite is x - x == 0 (false for infinities and NaN), as 1 or 0.
+ */
+#define DEFINE_XLA_FLOAT(SFX, T, TRUNC, COPYSIGN)                           \
+    static inline T SFX##_round_away(T x)                                   \
+    {                                                                       \
+        T t = TRUNC(x);                                                     \
+        return (x - t >= (T)0.5 || t - x >= (T)0.5) ? t + COPYSIGN((T)1, x) \
+                                                    : t;                    \
+    }                                                                       \
+    static inline T SFX##_is_finite(T x)                                    \
+    {                                                                       \
+        return (T)(x - x == 0);                                             \
+    }
+
+DEFINE_XLA_FLOAT(f32, float, __builtin_truncf, __builtin_copysignf)
+DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
+
+#define f32_rem(x, y) fmodf(x, y)
+#define f64_rem(x, y) fmod(x, y)
+#define f32_round_even(x) __builtin_rintf(x)
+#define f64_round_even(x) __builtin_rint(x)
+/* float32: kernel_math.h, vectorised; float64: libm. */
+#define f32_expm1(x) kmath_expm1(x)
+#define f32_log1p(x) kmath_log1p(x)
+#define f32_cbrt(x) kmath_cbrt(x)
+#define f32_erf(x) kmath_erf(x)
+#define f64_expm1(x) expm1(x)
+#define f64_log1p(x) log1p(x)
+#define f64_cbrt(x) cbrt(x)
+#define f64_erf(x) erf(x)
 /* np.maximum / np.minimum: NaN in either operand wins. */
 #define FLOAT_MAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
 #define FLOAT_MIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
@@ -408,6 +444,27 @@ f64_gelu(double x)
         case NRTEMU_OP_SIGN:                                                 \
             UN_LOOP(T, FLOAT_SIGN(x));                                       \
             break;                                                           \
+        case NRTEMU_OP_EXPM1:                                                \
+            UN_LOOP(T, SFX##_expm1(x));                                      \
+            break;                                                           \
+        case NRTEMU_OP_LOG1P:                                                \
+            UN_LOOP(T, SFX##_log1p(x));                                      \
+            break;                                                           \
+        case NRTEMU_OP_CBRT:                                                 \
+            UN_LOOP(T, SFX##_cbrt(x));                                       \
+            break;                                                           \
+        case NRTEMU_OP_ERF:                                                  \
+            UN_LOOP(T, SFX##_erf(x));                                        \
+            break;                                                           \
+        case NRTEMU_OP_ROUND_EVEN:                                           \
+            UN_LOOP(T, SFX##_round_even(x));                                 \
+            break;                                                           \
+        case NRTEMU_OP_ROUND_AWAY:                                           \
+            UN_LOOP(T, SFX##_round_away(x));                                 \
+            break;                                                           \
+        case NRTEMU_OP_IS_FINITE:                                            \
+            UN_LOOP(T, SFX##_is_finite(x));                                  \
+            break;                                                           \
         default:                                                             \
             break;                                                           \
         }                                                                    \
@@ -447,6 +504,12 @@ f64_gelu(double x)
             break;                                                           \
         case NRTEMU_OP_FLOOR_DIVIDE:                                         \
             BIN_LOOP(T, SFX##_floor_divide(x, y));                           \
+            break;                                                           \
+        case NRTEMU_OP_REM:                                                  \
+            BIN_LOOP(T, SFX##_rem(x, y));                                    \
+            break;                                                           \
+        case NRTEMU_OP_TRUNC_DIVIDE:                                         \
+            BIN_LOOP(T, x / y);                                              \
             break;                                                           \
         default:                                                             \
             break;                                                           \
@@ -531,6 +594,36 @@ i64_pow(int64_t a, int64_t e)
         return 0;
     }
     return i64_wrap(u64_pow((uint64_t)a, (uint64_t)e));
+}
+
+/*
+ * XLA's integer division and remainder: truncated; x / 0 is -1 (all
+ * ones for unsigned), x rem 0 is x; INT_MIN / -1 wraps to INT_MIN and
+ * INT_MIN rem -1 is 0 (at every width: narrower types compute here in
+ * 64 bits, where the quotient wraps when stored).
+ */
+static inline int64_t
+i64_trunc_divide(int64_t a, int64_t b)
+{
+    if (b == 0) {
+        return -1;
+    }
+    if (b == -1) {
+        return i64_wrap(0u - (uint64_t)a);
+    }
+    return a / b;
+}
+
+static inline int64_t
+i64_rem(int64_t a, int64_t b)
+{
+    if (b == 0) {
+        return a;
+    }
+    if (b == -1) {
+        return 0;
+    }
+    return a % b;
 }
 
 NRTEMU_MULTIVERSION
@@ -619,6 +712,12 @@ i64_binary(enum nrtemu_op op, size_t n, const int64_t *a, bool sa,
     case NRTEMU_OP_MOD:
         BIN_LOOP(int64_t, i64_mod(x, y));
         break;
+    case NRTEMU_OP_REM:
+        BIN_LOOP(int64_t, i64_rem(x, y));
+        break;
+    case NRTEMU_OP_TRUNC_DIVIDE:
+        BIN_LOOP(int64_t, i64_trunc_divide(x, y));
+        break;
     default:
         break;
     }
@@ -654,6 +753,12 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
         break;
     case NRTEMU_OP_MOD:
         BIN_LOOP(uint64_t, y != 0 ? x % y : 0);
+        break;
+    case NRTEMU_OP_REM:
+        BIN_LOOP(uint64_t, y != 0 ? x % y : x);
+        break;
+    case NRTEMU_OP_TRUNC_DIVIDE:
+        BIN_LOOP(uint64_t, y != 0 ? x / y : UINT64_MAX);
         break;
     default:
         break;
@@ -713,6 +818,56 @@ logical(enum nrtemu_op op, size_t n, const uint8_t *a, bool sa,
         break;
     case NRTEMU_OP_LOGICAL_XOR:
         BIN_LOOP(uint8_t, (x != 0) ^ (y != 0));
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * Bitwise ops and shifts on the 64-bit load type of a compute dtype of
+ * `width` bits (1 for bool).  Signed values arrive sign-extended and
+ * unsigned zero-extended; results wrap to the width when stored.  XLA's
+ * shifts: a count of at least the width (a negative count reads as a
+ * huge unsigned one) gives 0, or the sign fill for the arithmetic shift,
+ * which sees the bits as signed whatever the type.  On bool, not is
+ * logical (the others keep 0/1 as they are).
+ */
+NRTEMU_MULTIVERSION
+static void
+bitwise(enum nrtemu_op op, uint32_t width, size_t n, const uint64_t *a,
+        bool sa, const uint64_t *b, bool sb, uint64_t *o)
+{
+    const uint64_t mask =
+        width >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << width) - 1;
+    const uint32_t up = 64 - width; /* to sign-extend from the width */
+
+    switch (op) {
+    case NRTEMU_OP_BITWISE_AND:
+        BIN_LOOP(uint64_t, x & y);
+        break;
+    case NRTEMU_OP_BITWISE_OR:
+        BIN_LOOP(uint64_t, x | y);
+        break;
+    case NRTEMU_OP_BITWISE_XOR:
+        BIN_LOOP(uint64_t, x ^ y);
+        break;
+    case NRTEMU_OP_BITWISE_NOT:
+        if (width == 1) {
+            UN_LOOP(uint64_t, x ^ 1u);
+        } else {
+            UN_LOOP(uint64_t, ~x);
+        }
+        break;
+    case NRTEMU_OP_SHL:
+        BIN_LOOP(uint64_t, y < width ? x << y : 0);
+        break;
+    case NRTEMU_OP_SHR_LOGICAL:
+        BIN_LOOP(uint64_t, y < width ? (x & mask) >> y : 0);
+        break;
+    case NRTEMU_OP_SHR_ARITH:
+        BIN_LOOP(uint64_t, (uint64_t)(((int64_t)(x << up) >> up) >>
+                                      (y < width ? y : width - 1)));
         break;
     default:
         break;
@@ -808,9 +963,19 @@ operand_block(const struct operand *op, ptrdiff_t off, ptrdiff_t stride,
 /* Run one block through the loop of `op`. */
 static void
 run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
-          size_t n, const void *const *in, const bool *scalar, void *out)
+          enum nrtemu_dtype compute, size_t n, const void *const *in,
+          const bool *scalar, void *out)
 {
     switch (cls) {
+    case NRTEMU_OPC_BITWISE:
+        bitwise(op,
+                compute == NRTEMU_DTYPE_BOOL
+                    ? 1
+                    : 8 * (uint32_t)nrtemu__dtype_size(compute),
+                n, in[0], scalar[0],
+                op == NRTEMU_OP_BITWISE_NOT ? NULL : in[1],
+                op == NRTEMU_OP_BITWISE_NOT ? false : scalar[1], out);
+        break;
     case NRTEMU_OPC_UNARY:
         switch (kt) {
         case NRTEMU_DTYPE_FLOAT32:
@@ -1002,7 +1167,7 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                                        n, materialize, tmp, &scalar[k]);
             }
             res = out_direct ? (void *)dst : (void *)out_block;
-            run_block(op, cls, kt, n, ptr, scalar, res);
+            run_block(op, cls, kt, compute, n, ptr, scalar, res);
             if (!out_direct) {
                 if (out_two_step) {
                     nrtemu__convert(compute, tmp, rt, out_block, 1, n);

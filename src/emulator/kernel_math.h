@@ -218,4 +218,209 @@ kmath_sincos(float xf, uint64_t shift)
     return (float)v;
 }
 
+/*
+ * float32 expm1, log1p, cbrt and erf, computed in float64 with branch-free
+ * code (selects only, so that the loops calling them vectorise) and
+ * rounded once to float32: the float64 error is far below float32's half
+ * ulp, so the result is within 1 ulp of the exact value (the correctly
+ * rounded float except within a hair of a tie).
+ */
+
+/* ln 2 split for float64: k * KMATH_LN2_HI64 is exact for |k| < 2^20. */
+#define KMATH_LN2_HI64 0x1.62e42feep-1
+#define KMATH_LN2_LO64 0x1.a39ef35793c76p-33
+#define KMATH_LOG2E64 0x1.71547652b82fep0
+/* Adding and subtracting 1.5 * 2^52 rounds to an integer, which the low
+ * mantissa bits then hold (as in kmath_sincos). */
+#define KMATH_SHIFTER64 0x1.8p52
+
+/* 2^k for t = k + KMATH_SHIFTER64, integer k in [-1022, 1023]: the bits
+ * of t hold k in two's complement; the exponent field is k + 1023. */
+static inline double
+kmath_pow2_shifted64(double t)
+{
+    return kmath_double((kmath_bits64(t) + 1023u) << 52);
+}
+
+/* e^r - 1 for |r| <= ln2 / 2 (+ a little): Taylor to r^12, whose first
+ * omitted term is below 2^-52 relative. */
+static inline double
+kmath_expm1_reduced64(double r)
+{
+    double q = 1.0 / 479001600.0; /* 1/12! */
+    q = q * r + 1.0 / 39916800.0;
+    q = q * r + 1.0 / 3628800.0;
+    q = q * r + 1.0 / 362880.0;
+    q = q * r + 1.0 / 40320.0;
+    q = q * r + 1.0 / 5040.0;
+    q = q * r + 1.0 / 720.0;
+    q = q * r + 1.0 / 120.0;
+    q = q * r + 1.0 / 24.0;
+    q = q * r + 1.0 / 6.0;
+    q = q * r + 0.5;
+    return q * r * r + r; /* tiny r comes out exactly */
+}
+
+/* e^x - 1 for float64 x in [-60, 89] (callers clamp): 2^k (e^r - 1) +
+ * (2^k - 1), with no cancellation for small |x| (k = 0). */
+static inline double
+kmath_expm1_64(double x)
+{
+    double t = x * KMATH_LOG2E64 + KMATH_SHIFTER64;
+    double k = t - KMATH_SHIFTER64;
+    double r = x - k * KMATH_LN2_HI64;
+    r = r - k * KMATH_LN2_LO64;
+    double s = kmath_pow2_shifted64(t);
+    return s * kmath_expm1_reduced64(r) + (s - 1.0);
+}
+
+/* e^x for float64 x in [-700, 700]. */
+static inline double
+kmath_exp64(double x)
+{
+    double t = x * KMATH_LOG2E64 + KMATH_SHIFTER64;
+    double k = t - KMATH_SHIFTER64;
+    double r = x - k * KMATH_LN2_HI64;
+    r = r - k * KMATH_LN2_LO64;
+    return kmath_pow2_shifted64(t) * (kmath_expm1_reduced64(r) + 1.0);
+}
+
+static inline float
+kmath_expm1(float xf)
+{
+    /* e^-60 is far below float32's half ulp of 1; e^89 overflows. */
+    double c = (double)xf > -60.0 ? (double)xf : -60.0; /* NaN: -60 */
+    c = c < 89.0 ? c : 89.0;
+    float y = (float)kmath_expm1_64(c);
+    /* -0 stays -0; NaN stays NaN. */
+    return (xf == 0.0f || xf != xf) ? xf : y;
+}
+
+/*
+ * log(u) for float64 u > 0, normal and finite (callers select the other
+ * cases): u = m 2^e with m in [sqrt(1/2), sqrt 2), log m = 2 atanh(s),
+ * s = (m - 1) / (m + 1), |s| <= 0.172: the odd series to s^17 leaves
+ * less than 2^-52 relative.
+ */
+static inline double
+kmath_log64(double u)
+{
+    uint64_t b = kmath_bits64(u);
+    /* The exponent field as a float64, without an int64 conversion
+     * (which baseline and AVX2 lack): 2^52 + field, minus 2^52. */
+    double e =
+        kmath_double(0x4330000000000000u | (b >> 52)) - (0x1p52 + 1023.0);
+    double m = kmath_double((b & 0x000fffffffffffffu) | 0x3ff0000000000000u);
+    int big = m > 1.4142135623730951;
+    m = big ? m * 0.5 : m;
+    e = big ? e + 1.0 : e;
+    double f = m - 1.0;
+    double s = f / (2.0 + f);
+    double z = s * s;
+    double w = 2.0 / 17.0;
+    w = w * z + 2.0 / 15.0;
+    w = w * z + 2.0 / 13.0;
+    w = w * z + 2.0 / 11.0;
+    w = w * z + 2.0 / 9.0;
+    w = w * z + 2.0 / 7.0;
+    w = w * z + 2.0 / 5.0;
+    w = w * z + 2.0 / 3.0;
+    double lm = 2.0 * s + s * z * w;
+    return e * KMATH_LN2_HI64 + (lm + e * KMATH_LN2_LO64);
+}
+
+static inline float
+kmath_log1p(float xf)
+{
+    double x = (double)xf;
+    /* u = 1 + x rounds when x is tiny or huge; the error (u - 1) - x is
+     * exact, and log(1 + x) = log(u) - ((u - 1) - x) / u to first
+     * order, which is all the rounding leaves. */
+    double u = 1.0 + x;
+    double us = u > 0x1p-60 ? u : 1.0; /* keep log64's domain */
+    us = us < 0x1p1000 ? us : 1.0;     /* (and NaN out of it) */
+    double y = kmath_log64(us) - ((u - 1.0) - x) / u;
+    float r = (float)y;
+    r = xf == -1.0f ? -__builtin_inff() : r;
+    r = xf < -1.0f ? __builtin_nanf("") : r;
+    r = xf == __builtin_inff() ? xf : r;
+    return (xf == 0.0f || xf != xf) ? xf : r;
+}
+
+static inline float
+kmath_cbrt(float xf)
+{
+    float a = kmath_float(kmath_bits(xf) & 0x7fffffffu);
+    /* Subnormals are scaled by 2^24 (their cube root by 2^8) so that the
+     * exponent trick below sees a normal number. */
+    int sub = a < 0x1p-126f;
+    float as = sub ? a * 0x1p24f : a;
+    /* A first guess within a few percent: a third of the exponent (and
+     * mantissa) bits, plus 2/3 of the bias, slightly lowered. */
+    float g = kmath_float(kmath_bits(as) / 3u + 709958130u);
+    double ad = (double)as, y = (double)g;
+    /* Halley's iterations triple the correct digits: 3% -> 1e-5 ->
+     * 1e-15. */
+    for (int i = 0; i < 2; i++) {
+        double y3 = y * y * y;
+        y = y * (y3 + 2.0 * ad) / (2.0 * y3 + ad);
+    }
+    y = sub ? y * 0x1p-8 : y;
+    float r = (float)y;
+    r = kmath_float(kmath_bits(r) | (kmath_bits(xf) & 0x80000000u));
+    /* Zeros, infinities and NaN are their own cube roots. */
+    return (a == 0.0f || !(a < __builtin_inff())) ? xf : r;
+}
+
+/*
+ * erf: on |x| < 1 the Taylor series of erf(x) / x in x^2, to x^24 (the
+ * first omitted term is below 1e-11); on [1, 4) 1 - e^(-x^2) Q(|x|),
+ * where Q approximates erfc(x) e^(x^2) on [1, 4] to 5e-11 relative
+ * (degree 15 in |x| - 2.5, a Chebyshev fit to Python's math.erfc);
+ * beyond 3.9, erf rounds to 1 in float32.
+ */
+static inline float
+kmath_erf(float xf)
+{
+    double a = (double)xf;
+    a = a < 0.0 ? -a : a;
+    a = a < 4.0 ? a : 4.0; /* NaN: 4 (the NaN is returned at the end) */
+    double t = a * a;
+    double p = 9.4227590646504113e-11;
+    p = p * t - 1.2290555301717926e-09;
+    p = p * t + 1.4807192815879218e-08;
+    p = p * t - 1.6365844691234924e-07;
+    p = p * t + 1.6462114365889246e-06;
+    p = p * t - 1.492565035840625e-05;
+    p = p * t + 0.00012055332981789664;
+    p = p * t - 0.00085483270234508522;
+    p = p * t + 0.0052239776254421879;
+    p = p * t - 0.026866170645131252;
+    p = p * t + 0.11283791670955126;
+    p = p * t - 0.37612638903183754;
+    p = p * t + 1.1283791670955126;
+    double small = a * p;
+    double v = a - 2.5;
+    double q = -1.4546958689093772e-09;
+    q = q * v + 6.2104521898769455e-09;
+    q = q * v - 1.3716097095027635e-08;
+    q = q * v + 5.7601198390138006e-08;
+    q = q * v - 2.7830588886628799e-07;
+    q = q * v + 1.1041763402438759e-06;
+    q = q * v - 4.2077574283380872e-06;
+    q = q * v + 1.5941341623278381e-05;
+    q = q * v - 5.8873456220292105e-05;
+    q = q * v + 0.00021103177632761814;
+    q = q * v - 0.00073358930901302978;
+    q = q * v + 0.002467033412247523;
+    q = q * v - 0.0080015696462591383;
+    q = q * v + 0.02493799745473739;
+    q = q * v - 0.074347346777320175;
+    q = q * v + 0.21080636405462577;
+    double large = 1.0 - kmath_exp64(-t) * q;
+    float r = (float)(a < 1.0 ? small : large);
+    r = kmath_float(kmath_bits(r) | (kmath_bits(xf) & 0x80000000u));
+    return xf != xf ? xf : r;
+}
+
 #endif /* NRTEMU_KERNEL_MATH_H */

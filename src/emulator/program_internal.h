@@ -49,7 +49,9 @@ struct op {
     bool flatten;  /* argreduce, take without an axis: over all elements */
     uint32_t perm[NRTEMU_MAX_DIMS];
     int64_t start[NRTEMU_MAX_DIMS], step[NRTEMU_MAX_DIMS];
-    unsigned char value[8]; /* full: one element of the out dtype */
+    unsigned char value[8];        /* full: one element of the out dtype */
+    enum nrtemu_scatter_mode mode; /* scatter */
+    bool descending;               /* argsort */
     bool via_scratch; /* out is also an operand: compute aside, then copy */
     char *shapes;     /* owned: "float32[2,3], ... -> float32[2,3]" */
 };
@@ -92,7 +94,9 @@ struct op_ctx {
     X(PERM, "perm")         \
     X(START, "start")       \
     X(STEP, "step")         \
-    X(VALUE, "value")
+    X(VALUE, "value")       \
+    X(MODE, "mode")         \
+    X(DESCENDING, "descending")
 
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,

@@ -44,7 +44,7 @@ static const char *const attr_keys[NRTEMU_ATTR_COUNT] = {
  * hold op + 1 (0: empty); at most half of them are used, so a probe for
  * a name that is not there ends soon.
  */
-#define OP_SLOTS 128
+#define OP_SLOTS 256
 
 _Static_assert(NRTEMU_OP_COUNT * 2 <= OP_SLOTS, "grow OP_SLOTS");
 _Static_assert(NRTEMU_OP_COUNT < 256, "op slots hold a byte");
@@ -111,6 +111,24 @@ uint64_t
 nrtemu__op_cost_elements(const struct nrtemu_program *p, const struct op *op)
 {
     return largest_count(p, op, 0);
+}
+
+/* Elements times the comparisons per element of a merge sort along the
+ * axis, log2 of its length (at least 1). */
+uint64_t
+nrtemu__op_cost_sort(const struct nrtemu_program *p, const struct op *op)
+{
+    const struct buffer *in = &p->buffers[op->in[0]];
+    uint64_t len = in->ndim == 0 ? 1 : in->shape[op->axis], w;
+    uint64_t depth = 1;
+
+    while (depth < 64 && (1ull << depth) < len) {
+        depth++;
+    }
+    if (__builtin_mul_overflow(in->count, depth, &w)) {
+        w = UINT64_MAX;
+    }
+    return largest_count(p, op, w);
 }
 
 /* Result elements times the contracted length. */

@@ -195,6 +195,20 @@ nrtemu__op_run_full(const struct op_call *c)
     return NRT_SUCCESS;
 }
 
+NRT_STATUS
+nrtemu__op_run_scatter(const struct op_call *c)
+{
+    return nrtemu__kernel_scatter(c->op->mode, c->out, &c->in[0], &c->in[1],
+                                  &c->in[2], &c->program->scratch);
+}
+
+NRT_STATUS
+nrtemu__op_run_argsort(const struct op_call *c)
+{
+    return nrtemu__kernel_argsort(c->out, &c->in[0], c->op->axis,
+                                  c->op->descending, &c->program->scratch);
+}
+
 /* The op's operands, as the kernels take them; `out` may be redirected
  * to scratch (via_scratch). */
 static NRT_STATUS

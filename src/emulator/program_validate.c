@@ -827,6 +827,183 @@ nrtemu__op_check_iota(const struct op_ctx *ctx, struct op *op)
     return get_axis(ctx, NRTEMU_ATTR_AXIS, out->ndim, &op->axis, &present);
 }
 
+/*
+ * bitwise_and/or/xor/not: the compute dtype ("dtype", else the out's) is
+ * an integer or bool (on which they are the logical ops).
+ */
+NRT_STATUS
+nrtemu__op_check_bitwise(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = nrtemu__op_check_arith(ctx, op);
+
+    if (st == NRT_SUCCESS && nrtemu__dtype_is_float(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not an integer "
+                                  "or bool type, which %s needs",
+                                  nrtemu__dtype_name(op->compute),
+                                  nrtemu__op_name(op->op));
+    }
+    return st;
+}
+
+/* Shifts: an integer compute dtype (not bool: a shift has no logical
+ * meaning). */
+NRT_STATUS
+nrtemu__op_check_shift(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = nrtemu__op_check_arith(ctx, op);
+
+    if (st == NRT_SUCCESS && !nrtemu__dtype_is_signed_int(op->compute) &&
+        !nrtemu__dtype_is_unsigned_int(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not an integer "
+                                  "type, which %s needs",
+                                  nrtemu__dtype_name(op->compute),
+                                  nrtemu__op_name(op->op));
+    }
+    return st;
+}
+
+/* is_finite: computed in the operand's type (a float: FLOAT_ONLY), bool
+ * out. */
+NRT_STATUS
+nrtemu__op_check_is_finite(const struct op_ctx *ctx, struct op *op)
+{
+    NRT_STATUS st = check_broadcast(ctx, op);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (op->compute == NRTEMU_DTYPE_UNKNOWN) {
+        op->compute = in_buf(ctx, 0)->dtype;
+    }
+    return check_out_dtype(ctx, NRTEMU_DTYPE_BOOL);
+}
+
+/* bitcast: the bytes are reinterpreted, so only their count must agree
+ * (shapes and dtypes may differ). */
+NRT_STATUS
+nrtemu__op_check_bitcast(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
+
+    op->compute = out->dtype;
+    if (in->bytes != out->bytes) {
+        return nrtemu__op_invalid(
+            ctx,
+            "in[0] '%s' has %zu bytes and out '%s' %zu: a bitcast keeps "
+            "the bytes",
+            in->name, in->bytes, out->name, out->bytes);
+    }
+    return NRT_SUCCESS;
+}
+
+/* The scatter modes by name, from their list. */
+static const char *const scatter_modes[NRTEMU_SCATTER_MODE_COUNT] = {
+#define SCATTER_MODE_NAME(suffix, name) [NRTEMU_SCATTER_##suffix] = name,
+    NRTEMU_SCATTER_MODE_LIST(SCATTER_MODE_NAME)
+#undef SCATTER_MODE_NAME
+};
+
+/*
+ * scatter(operand, indices, updates): out like operand; integer indices,
+ * as many as updates, which have the out dtype; "mode" names the
+ * combination.
+ */
+NRT_STATUS
+nrtemu__op_check_scatter(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *operand = in_buf(ctx, 0), *idx = in_buf(ctx, 1);
+    const struct buffer *upd = in_buf(ctx, 2), *out = out_buf(ctx);
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_MODE);
+    NRT_STATUS st;
+
+    op->compute = out->dtype;
+    if (v == NULL || v->type != NRTEMU_JSON_STRING) {
+        return nrtemu__op_invalid(ctx, "\"mode\" must be one of \"assign\", "
+                                       "\"add\", \"mul\", \"max\", \"min\"");
+    }
+    op->mode = NRTEMU_SCATTER_MODE_COUNT;
+    for (int m = 0; m < NRTEMU_SCATTER_MODE_COUNT; m++) {
+        if (strcmp(v->u.string.chars, scatter_modes[m]) == 0) {
+            op->mode = (enum nrtemu_scatter_mode)m;
+        }
+    }
+    if (op->mode == NRTEMU_SCATTER_MODE_COUNT) {
+        return nrtemu__op_invalid(ctx,
+                                  "\"mode\" \"%.40s\" is not one of "
+                                  "\"assign\", \"add\", \"mul\", \"max\", "
+                                  "\"min\"",
+                                  v->u.string.chars);
+    }
+    if (!nrtemu__dtype_is_signed_int(idx->dtype) &&
+        !nrtemu__dtype_is_unsigned_int(idx->dtype)) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[1] '%s' holds %s: indices must be "
+                                  "integers",
+                                  idx->name, nrtemu__dtype_name(idx->dtype));
+    }
+    if (idx->count != upd->count) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[1] '%s' has %llu indices but in[2] '%s' "
+                                  "%llu updates",
+                                  idx->name, (unsigned long long)idx->count,
+                                  upd->name, (unsigned long long)upd->count);
+    }
+    st = check_same_dtype(ctx, 0);
+    if (st == NRT_SUCCESS) {
+        st = check_same_dtype(ctx, 2);
+    }
+    return st != NRT_SUCCESS
+               ? st
+               : check_out_shape(ctx, operand->shape, operand->ndim);
+}
+
+/* argsort: int32 out of the keys' shape; "axis" (default the last),
+ * "descending" (default false). */
+NRT_STATUS
+nrtemu__op_check_argsort(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0);
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_DESCENDING);
+    bool present;
+    NRT_STATUS st;
+
+    op->compute = in->dtype;
+    op->axis = in->ndim == 0 ? 0 : in->ndim - 1;
+    op->descending = false;
+    if (v != NULL && v->type != NRTEMU_JSON_NULL) {
+        if (v->type != NRTEMU_JSON_BOOL) {
+            return nrtemu__op_invalid(ctx, "\"descending\" must be true or "
+                                           "false");
+        }
+        op->descending = v->u.boolean;
+    }
+    if (in->ndim == 0) {
+        const struct nrtemu_json *a = get_attr(ctx, NRTEMU_ATTR_AXIS);
+        if (a != NULL && a->type != NRTEMU_JSON_NULL &&
+            !(a->type == NRTEMU_JSON_NUMBER && a->u.number.is_int &&
+              (a->u.number.ivalue == 0 || a->u.number.ivalue == -1))) {
+            return nrtemu__op_invalid(ctx, "\"axis\" must be 0 or -1 for a "
+                                           "scalar");
+        }
+    } else {
+        st = get_axis(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis, &present);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+        if (in->shape[op->axis] > (uint64_t)INT32_MAX) {
+            return nrtemu__op_invalid(ctx,
+                                      "axis %u has %llu elements: the int32 "
+                                      "permutation holds at most 2^31 - 1",
+                                      op->axis,
+                                      (unsigned long long)in->shape[op->axis]);
+        }
+    }
+    st = check_out_dtype(ctx, NRTEMU_DTYPE_INT32);
+    return st != NRT_SUCCESS ? st : check_out_shape(ctx, in->shape, in->ndim);
+}
+
 NRT_STATUS
 nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
 {

@@ -673,10 +673,13 @@ test_cast_and_copy(void)
     ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_INT32,
                                          &out, &in, 1, &scratch));
     ASSERT_TRUE(i32[0] == 1 && i32[1] == -1 && i32[2] == 0 && i32[3] == 300);
+    ASSERT_EQ(i32[5], INT32_MAX);
+    /* Float to integer saturates (XLA's convert). */
     out = ARRAY(NRTEMU_DTYPE_UINT8, u8, 6);
     ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_UINT8,
                                          &out, &in, 1, &scratch));
-    ASSERT_TRUE(u8[0] == 1 && u8[1] == 255 && u8[3] == 44);
+    ASSERT_TRUE(u8[0] == 1 && u8[1] == 0 && u8[2] == 0 && u8[3] == 255 &&
+                u8[4] == 0 && u8[5] == 255);
     out = ARRAY(NRTEMU_DTYPE_BOOL, b, 6);
     ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_CAST, NRTEMU_DTYPE_BOOL,
                                          &out, &in, 1, &scratch));

@@ -35,7 +35,8 @@ test_rows_complete(void)
         ASSERT_NOT_NULL(d->name);
         ASSERT_TRUE(d->name[0] != '\0');
         for (const char *c = d->name; *c; c++) {
-            ASSERT_TRUE(islower((unsigned char)*c) || *c == '_');
+            ASSERT_TRUE(islower((unsigned char)*c) ||
+                        isdigit((unsigned char)*c) || *c == '_');
         }
         ASSERT_NOT_NULL(d->check);
         ASSERT_NOT_NULL(d->run);
@@ -69,6 +70,7 @@ test_rows_consistent(void)
             ASSERT_EQ(d->arity, 2);
             break;
         case NRTEMU_OPC_LOGICAL:
+        case NRTEMU_OPC_BITWISE:
             ASSERT_TRUE(d->arity == 1 || d->arity == 2);
             break;
         case NRTEMU_OPC_WHERE:

@@ -26,7 +26,8 @@ _UNARY = {
     np.sqrt: "sqrt", np.reciprocal: "reciprocal", np.square: "square",
     np.tanh: "tanh", np.sin: "sin", np.cos: "cos", np.floor: "floor",
     np.ceil: "ceil", np.sign: "sign", np.logical_not: "logical_not",
-    np.positive: "copy",
+    np.positive: "copy", np.expm1: "expm1", np.log1p: "log1p",
+    np.cbrt: "cbrt", np.rint: "round_even", np.isfinite: "is_finite",
 }
 # Binary ufuncs -> program op names.
 _BINARY = {
@@ -37,11 +38,16 @@ _BINARY = {
     np.less_equal: "less_equal", np.greater: "greater",
     np.greater_equal: "greater_equal", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_xor: "logical_xor",
+    np.fmod: "rem", np.left_shift: "shift_left",
 }
-# Bitwise ufuncs that nrtpy supports on booleans only, as logical ops.
+# Bitwise ufuncs: on booleans the logical ops, on integers the bitwise ops.
 _BOOL_BITWISE = {
     np.bitwise_and: np.logical_and, np.bitwise_or: np.logical_or,
     np.bitwise_xor: np.logical_xor, np.invert: np.logical_not,
+}
+_INT_BITWISE = {
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor", np.invert: "bitwise_not",
 }
 def dtype_name(dt: np.dtype) -> str:
     name = _dtypes.name_of(dt)
@@ -272,18 +278,34 @@ class Traced(np.lib.mixins.NDArrayOperatorsMixin):
             return _matmul(self.program, *inputs)
         if ufunc in _BOOL_BITWISE:
             # `&`, `|`, `^` and `~` of booleans (masks such as (x > 0) & (x < 1))
-            # are the logical ops; the emulator has no integer bitwise ops.
+            # are the logical ops; of integers the bitwise ops.
             loop = ufunc.resolve_dtypes(tuple(_weak(v) for v in inputs) + (None,))
-            if loop[-1] != np.bool_:
-                raise TypeError(f"nrtpy.neff.compile: unsupported operation "
-                                f"numpy.{ufunc.__name__} on {loop[0]} (only on bool)")
-            ufunc = _BOOL_BITWISE[ufunc]
+            if loop[-1] == np.bool_:
+                ufunc = _BOOL_BITWISE[ufunc]
+            elif ufunc is np.invert:
+                (x,) = inputs
+                x = self.program.operand(x)
+                return self.program.emit("bitwise_not", [x], x.shape, loop[-1],
+                                         compute=loop[0])
+            else:
+                return _binary(self.program, ufunc, *inputs, op=_INT_BITWISE[ufunc])
+        if ufunc is np.right_shift:
+            # NumPy's right shift is arithmetic for signed types, logical for
+            # unsigned ones; both give 0 or the sign fill past the width, as
+            # the emulator's shifts do.
+            loop = ufunc.resolve_dtypes(tuple(_weak(v) for v in inputs) + (None,))
+            return _binary(self.program, ufunc, *inputs,
+                           op="shift_right_arithmetic" if loop[0].kind == "i"
+                           else "shift_right_logical")
         if ufunc in _UNARY:
             (x,) = inputs
             x = self.program.operand(x)
             loop = ufunc.resolve_dtypes((x.dtype, None))
+            compute = loop[0]
+            if ufunc is np.isfinite and compute.kind != "f":
+                compute = np.dtype(np.float64)  # integers are all finite
             return self.program.emit(_UNARY[ufunc], [x], x.shape, loop[-1],
-                                     compute=loop[0])
+                                     compute=compute)
         if ufunc in _BINARY:
             return _binary(self.program, ufunc, *inputs)
         raise TypeError(f"nrtpy.neff.compile: unsupported operation "
@@ -342,12 +364,14 @@ def _weak(value: Any) -> Any:
                     f"{type(value).__name__}")
 
 
-def _binary(program: Program, ufunc: np.ufunc, a: Any, b: Any) -> Traced:
+def _binary(program: Program, ufunc: np.ufunc, a: Any, b: Any,
+            op: str | None = None) -> Traced:
     loop = ufunc.resolve_dtypes((_weak(a), _weak(b), None))
     ta = program.operand(a, like=loop[0])
     tb = program.operand(b, like=loop[1])
     shape = np.broadcast_shapes(ta.shape, tb.shape)
-    return program.emit(_BINARY[ufunc], [ta, tb], shape, loop[2], compute=loop[0])
+    return program.emit(op or _BINARY[ufunc], [ta, tb], shape, loop[2],
+                        compute=loop[0])
 
 
 def _matmul(program: Program, a: Any, b: Any) -> Traced:
@@ -516,6 +540,22 @@ def _f_broadcast_to(array: Any, shape: Any, subok: bool = False) -> Traced:
     return program.emit("broadcast_to", [t], shape, t.dtype)
 
 
+def _f_argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+               stable: Any = None) -> Traced:
+    # The emulator's argsort is stable, which every kind may be; NumPy's
+    # indices are intp (int64), the op's int32.
+    if order is not None:
+        return _unsupported("numpy.argsort with order=")
+    program = _program_of(a)
+    t = program.operand(a)
+    if axis is None:
+        t = t.reshape(-1)
+        axis = 0
+    ax = _axes(axis, max(t.ndim, 1))[0]
+    perm = program.emit("argsort", [t], t.shape, np.dtype(np.int32), axis=ax)
+    return program.emit("cast", [perm], t.shape, np.dtype(np.int64))
+
+
 def _unsupported(what: str) -> Any:
     raise TypeError(f"nrtpy.neff.compile: unsupported operation {what}")
 
@@ -534,7 +574,7 @@ _FUNCTIONS: dict[Any, Callable[..., Any]] = {
     np.argmax: _method("argmax"), np.argmin: _method("argmin"),
     np.transpose: _method("transpose"), np.reshape: _method("reshape"),
     np.where: _f_where, np.take: _f_take, np.concatenate: _f_concatenate,
-    np.broadcast_to: _f_broadcast_to,
+    np.broadcast_to: _f_broadcast_to, np.argsort: _f_argsort,
     np.matmul: lambda a, b, **kw: _matmul(_program_of(a, b), a, b),
     np.dot: lambda a, b, out=None: _matmul(_program_of(a, b), a, b) if out is None
     else _unsupported("numpy.dot with out="),
