@@ -9,9 +9,11 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "convert.h"
+#include "error.h"
 #include "program_internal.h"
 
 static const struct buffer *
@@ -825,6 +827,153 @@ nrtemu__op_check_iota(const struct op_ctx *ctx, struct op *op)
         return NRT_SUCCESS;
     }
     return get_axis(ctx, NRTEMU_ATTR_AXIS, out->ndim, &op->axis, &present);
+}
+
+/*
+ * A scalar a control op decides on: bool or an integer, shape [].  `what`
+ * names it in messages ("pred", "in[0]").
+ */
+static NRT_STATUS
+check_decider(const struct op_ctx *ctx, const char *what,
+              const struct buffer *b)
+{
+    char desc[160];
+
+    nrtemu__describe_buffer(b, desc, sizeof desc);
+    if (b->ndim != 0) {
+        return nrtemu__op_invalid(ctx,
+                                  "%s '%s' is %s: it must be a scalar "
+                                  "(shape [])",
+                                  what, b->name, desc);
+    }
+    if (b->dtype != NRTEMU_DTYPE_BOOL &&
+        !nrtemu__dtype_is_signed_int(b->dtype) &&
+        !nrtemu__dtype_is_unsigned_int(b->dtype)) {
+        return nrtemu__op_invalid(ctx,
+                                  "%s '%s' is %s: it must be bool or an "
+                                  "integer",
+                                  what, b->name, desc);
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+lists_alloc(const struct op_ctx *ctx, struct op *op, size_t n)
+{
+    op->lists = calloc(n ? n : 1, sizeof *op->lists);
+    if (op->lists == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, ctx->func,
+                            "%s: out of host memory for the ops",
+                            ctx->program->path);
+    }
+    op->n_lists = n;
+    return NRT_SUCCESS;
+}
+
+/*
+ * while: "pred" names a scalar that "cond" (run first, every iteration)
+ * leaves written; "body" runs while it is true.  What the lists write
+ * counts as written after the op (the body may run zero times: the
+ * program then reads what the buffer held before, as XLA's loop state).
+ */
+NRT_STATUS
+nrtemu__op_check_while(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_json *jpred = get_attr(ctx, NRTEMU_ATTR_PRED);
+    const struct buffer *pred;
+    NRT_STATUS st;
+
+    if (jpred == NULL || jpred->type != NRTEMU_JSON_STRING ||
+        !nrtemu__program_find_buffer(ctx->program, jpred->u.string.chars,
+                                     &op->pred)) {
+        return nrtemu__op_invalid(ctx, "\"pred\" must be the name of a "
+                                       "buffer");
+    }
+    pred = &ctx->program->buffers[op->pred];
+    st = check_decider(ctx, "pred", pred);
+    if (st == NRT_SUCCESS) {
+        st = lists_alloc(ctx, op, 2);
+    }
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__program_read_list(ctx, get_attr(ctx, NRTEMU_ATTR_COND),
+                                       "cond", &op->lists[0]);
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if ((pred->kind == BUFFER_TEMP || pred->kind == BUFFER_OUTPUT) &&
+        !ctx->written->is[op->pred]) {
+        return nrtemu__op_invalid(ctx,
+                                  "pred '%s' is read before any op writes "
+                                  "it (cond runs before each test)",
+                                  pred->name);
+    }
+    return nrtemu__program_read_list(ctx, get_attr(ctx, NRTEMU_ATTR_BODY),
+                                     "body", &op->lists[1]);
+}
+
+/*
+ * conditional: in[0] selects one of "branches".  Each branch is read
+ * with what is written before the op; after it, what any branch writes
+ * counts as written.
+ */
+NRT_STATUS
+nrtemu__op_check_conditional(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_json *jb = get_attr(ctx, NRTEMU_ATTR_BRANCHES);
+    const struct buffer *sel = in_buf(ctx, 0);
+    struct written_set *w = ctx->written;
+    size_t mark = w->len, *set = NULL, n_set = 0, cap = 0, n;
+    NRT_STATUS st;
+
+    st = check_decider(ctx, "in[0]", sel);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (jb == NULL || jb->type != NRTEMU_JSON_ARRAY ||
+        jb->u.array.count == 0) {
+        return nrtemu__op_invalid(ctx, "\"branches\" must be a list of one "
+                                       "or more op lists");
+    }
+    n = jb->u.array.count;
+    if (sel->dtype == NRTEMU_DTYPE_BOOL && n != 2) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[0] '%s' is bool: it selects one of 2 "
+                                  "branches, not %zu",
+                                  sel->name, n);
+    }
+    st = lists_alloc(ctx, op, n);
+    for (size_t i = 0; i < n && st == NRT_SUCCESS; i++) {
+        char label[40];
+        snprintf(label, sizeof label, "branches[%zu]", i);
+        st = nrtemu__program_read_list(ctx, jb->u.array.items[i], label,
+                                       &op->lists[i]);
+        /* Keep what the branch set aside, and unset it for the next. */
+        if (st == NRT_SUCCESS && n_set + (w->len - mark) > cap) {
+            size_t want = (n_set + (w->len - mark)) * 2;
+            size_t *grown = realloc(set, want * sizeof *set);
+            if (grown == NULL) {
+                st = nrtemu__fail(NRT_RESOURCE, ctx->func,
+                                  "%s: out of host memory for the ops",
+                                  ctx->program->path);
+                break;
+            }
+            set = grown;
+            cap = want;
+        }
+        for (size_t j = mark; j < w->len; j++) {
+            if (st == NRT_SUCCESS) {
+                set[n_set++] = w->log[j];
+            }
+            w->is[w->log[j]] = false;
+        }
+        w->len = mark;
+    }
+    for (size_t j = 0; j < n_set && st == NRT_SUCCESS; j++) {
+        nrtemu__written_mark(w, set[j]);
+    }
+    free(set);
+    return st;
 }
 
 NRT_STATUS
