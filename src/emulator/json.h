@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NRTEMU_JSON_MAX_DEPTH 64
+#define NRTEMU_JSON_MAX_DEPTH 128
 #define NRTEMU_JSON_MAX_BYTES ((size_t)64 << 20)
 
 enum nrtemu_json_type {

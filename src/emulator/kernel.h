@@ -58,7 +58,8 @@ enum nrtemu_op_class {
  *   flags    STREAMS: reads each operand element at the index it writes,
  *            so its out may be one of its operands (the others compute
  *            into scratch when it is); FLOAT_ONLY: defined only for a
- *            float compute dtype; 0 for neither
+ *            float compute dtype; CONTROL: control flow, which runs the
+ *            nested op lists of its attributes and has no out; 0 for none
  */
 /* clang-format off */
 #define NRTEMU_OP_LIST(X)                                                                                                 \
@@ -116,6 +117,8 @@ X(BROADCAST_TO,  "broadcast_to",   1, NONE,    copy,        broadcast,   element
 X(CONCATENATE,   "concatenate",   -1, NONE,    concatenate, concatenate, elements, AXIS,            0)                    \
 X(SLICE,         "slice",          1, NONE,    slice,       slice,       elements, START | STEP,    0)                    \
 X(TAKE,          "take",           2, NONE,    take,        take,        elements, AXIS,            0)                    \
+X(WHILE,         "while",          0, NONE,    while,       while,       control,  COND | PRED | BODY, CONTROL)           \
+X(CONDITIONAL,   "conditional",    1, NONE,    conditional, conditional, control,  BRANCHES,        CONTROL)              \
 X(IOTA,          "iota",           0, NONE,    iota,        iota,        elements, AXIS,            0)                    \
 X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)                    \
 X(BITWISE_AND,   "bitwise_and",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \

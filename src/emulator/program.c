@@ -46,8 +46,8 @@ nrtemu__op_invalid(const struct op_ctx *ctx, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    return nrtemu__reject(NRT_INVALID, ctx->func, "%s: op %zu (%s): %s",
-                          ctx->program->path, ctx->op->index,
+    return nrtemu__reject(NRT_INVALID, ctx->func, "%s: %sop %zu (%s): %s",
+                          ctx->program->path, ctx->op->where, ctx->op->index,
                           nrtemu__op_name(ctx->op->op), detail);
 }
 
@@ -530,8 +530,9 @@ read_buffers(const char *func, struct nrtemu_program *p,
     return st;
 }
 
-static bool
-find_buffer(const struct nrtemu_program *p, const char *name, size_t *out)
+bool
+nrtemu__program_find_buffer(const struct nrtemu_program *p, const char *name,
+                            size_t *out)
 {
     struct buffer_name key = {name, 0};
     const struct buffer_name *hit;
@@ -560,34 +561,89 @@ describe_op(const struct nrtemu_program *p, const struct op *op)
         nrtemu__describe_buffer(&p->buffers[op->in[k]], desc, sizeof desc);
         nrtemu__strbuf_printf(&sb, "%s%s", k ? ", " : "", desc);
     }
-    nrtemu__describe_buffer(&p->buffers[op->out], desc, sizeof desc);
-    nrtemu__strbuf_printf(&sb, "%s-> %s", op->n_in ? " " : "", desc);
+    if (op->out != NO_BUFFER) {
+        nrtemu__describe_buffer(&p->buffers[op->out], desc, sizeof desc);
+        nrtemu__strbuf_printf(&sb, "%s-> %s", op->n_in ? " " : "", desc);
+    } else if (op->op == NRTEMU_OP_WHILE) {
+        nrtemu__strbuf_printf(&sb, "-> cond %zu ops, body %zu ops",
+                              op->lists[0].count, op->lists[1].count);
+    } else {
+        nrtemu__strbuf_printf(&sb, " -> %zu branches", op->n_lists);
+    }
     return nrtemu__strbuf_take(&sb);
 }
 
-static NRT_STATUS
-read_op(const char *func, struct nrtemu_program *p, size_t index,
-        const struct nrtemu_json *jop, bool *written)
+void
+nrtemu__written_mark(struct written_set *w, size_t b)
 {
-    struct op *op = &p->ops[index];
-    struct op_ctx ctx = {func, p, op, jop};
+    if (!w->is[b]) {
+        w->is[b] = true;
+        w->log[w->len++] = b;
+    }
+}
+
+/* The "out" of `op`: none for a control op, else a buffer it may write. */
+static NRT_STATUS
+read_out(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_program *p = ctx->program;
+    const struct nrtemu_json *jout = nrtemu__json_get(ctx->json, "out");
+    const char *out;
+
+    if (nrtemu__op_defs[op->op].flags & NRTEMU_OPF_CONTROL) {
+        op->out = NO_BUFFER;
+        if (jout != NULL && jout->type != NRTEMU_JSON_NULL) {
+            return nrtemu__op_invalid(ctx, "has no \"out\": its lists write "
+                                           "the buffers");
+        }
+        return NRT_SUCCESS;
+    }
+    if (!nrtemu__json_get_string(ctx->json, "out", &out) ||
+        !nrtemu__program_find_buffer(p, out, &op->out)) {
+        return nrtemu__op_invalid(ctx, "\"out\" must be the name of a buffer");
+    }
+    if (p->buffers[op->out].kind == BUFFER_INPUT ||
+        p->buffers[op->out].kind == BUFFER_CONST) {
+        return nrtemu__op_invalid(
+            ctx,
+            "out '%s' is %s: inputs and consts are "
+            "never written",
+            out,
+            p->buffers[op->out].kind == BUFFER_INPUT ? "an input" : "a const");
+    }
+    return NRT_SUCCESS;
+}
+
+/* Op `index` of `list`, read from `jop`, with `written` and `depth` as
+ * struct op_ctx has them. */
+static NRT_STATUS
+read_op(const char *func, const struct nrtemu_program *p, struct op_list *list,
+        size_t index, const struct nrtemu_json *jop,
+        struct written_set *written, unsigned depth)
+{
+    struct op *op = &list->ops[index];
+    struct op_ctx ctx = {func, p, op, jop, written, depth};
     const struct nrtemu_json *jin;
-    const char *name, *out, *dtype;
+    const char *name, *dtype;
     int arity;
     size_t n_in;
     NRT_STATUS st;
 
     op->index = index;
+    op->where = list->where;
+    op->out = NO_BUFFER;
     if (jop->type != NRTEMU_JSON_OBJECT) {
-        return invalid(func, p, "op %zu must be an object", index);
+        return invalid(func, p, "%sop %zu must be an object", list->where,
+                       index);
     }
     if (!nrtemu__json_get_string(jop, "op", &name)) {
-        return invalid(func, p, "op %zu has no \"op\" name", index);
+        return invalid(func, p, "%sop %zu has no \"op\" name", list->where,
+                       index);
     }
     if (!nrtemu__op_find(name, &op->op)) {
         char excerpt[NRTEMU_EXCERPT_SIZE];
         return invalid(
-            func, p, "op %zu: unknown op \"%s\"", index,
+            func, p, "%sop %zu: unknown op \"%s\"", list->where, index,
             nrtemu__excerpt(excerpt, sizeof excerpt, name, strlen(name)));
     }
     arity = nrtemu__op_defs[op->op].arity;
@@ -616,7 +672,7 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
         const struct nrtemu_json *v = jin->u.array.items[k];
         const struct buffer *b;
         if (v->type != NRTEMU_JSON_STRING ||
-            !find_buffer(p, v->u.string.chars, &op->in[k])) {
+            !nrtemu__program_find_buffer(p, v->u.string.chars, &op->in[k])) {
             return nrtemu__op_invalid(
                 &ctx, "in[%zu] is not the name of a buffer%s%s%s", k,
                 v->type == NRTEMU_JSON_STRING ? " ('" : "",
@@ -625,26 +681,16 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
         }
         b = &p->buffers[op->in[k]];
         if ((b->kind == BUFFER_TEMP || b->kind == BUFFER_OUTPUT) &&
-            !written[op->in[k]]) {
+            !written->is[op->in[k]]) {
             return nrtemu__op_invalid(&ctx,
                                       "in[%zu] '%s' is read before any op "
                                       "writes it",
                                       k, b->name);
         }
     }
-    if (!nrtemu__json_get_string(jop, "out", &out) ||
-        !find_buffer(p, out, &op->out)) {
-        return nrtemu__op_invalid(&ctx,
-                                  "\"out\" must be the name of a buffer");
-    }
-    if (p->buffers[op->out].kind == BUFFER_INPUT ||
-        p->buffers[op->out].kind == BUFFER_CONST) {
-        return nrtemu__op_invalid(
-            &ctx,
-            "out '%s' is %s: inputs and consts are "
-            "never written",
-            out,
-            p->buffers[op->out].kind == BUFFER_INPUT ? "an input" : "a const");
+    st = read_out(&ctx, op);
+    if (st != NRT_SUCCESS) {
+        return st;
     }
     op->compute = NRTEMU_DTYPE_UNKNOWN;
     if (nrtemu__json_get(jop, "dtype") != NULL) {
@@ -670,8 +716,55 @@ read_op(const char *func, struct nrtemu_program *p, size_t index,
     if (op->shapes == NULL) {
         return out_of_memory(func, p, "the ops");
     }
-    written[op->out] = true;
+    if (op->out != NO_BUFFER) {
+        nrtemu__written_mark(written, op->out);
+    }
     return NRT_SUCCESS;
+}
+
+/* The ops of `jops` (a JSON list) into `list`, whose ops are `where`
+ * (owned by the list from here on, freed with it). */
+static NRT_STATUS
+read_list(const char *func, const struct nrtemu_program *p,
+          const struct nrtemu_json *jops, char *where,
+          struct written_set *written, unsigned depth, struct op_list *list)
+{
+    size_t count = jops->u.array.count;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    list->where = where;
+    list->ops = calloc(count ? count : 1, sizeof *list->ops);
+    if (list->where == NULL || list->ops == NULL) {
+        return out_of_memory(func, p, "the ops");
+    }
+    for (size_t i = 0; i < count && st == NRT_SUCCESS; i++) {
+        list->count = i + 1;
+        st = read_op(func, p, list, i, jops->u.array.items[i], written, depth);
+    }
+    return st;
+}
+
+NRT_STATUS
+nrtemu__program_read_list(const struct op_ctx *ctx,
+                          const struct nrtemu_json *json, const char *label,
+                          struct op_list *list)
+{
+    struct nrtemu_strbuf sb = NRTEMU_STRBUF_INIT;
+
+    if (json == NULL || json->type != NRTEMU_JSON_ARRAY) {
+        return nrtemu__op_invalid(ctx, "\"%s\" must be a list of ops", label);
+    }
+    if (ctx->depth + 1 > NRTEMU_PROGRAM_MAX_NESTING) {
+        return nrtemu__op_invalid(ctx,
+                                  "control ops nest more than %d deep (its "
+                                  "%s would be level %u)",
+                                  NRTEMU_PROGRAM_MAX_NESTING, label,
+                                  ctx->depth + 1);
+    }
+    nrtemu__strbuf_printf(&sb, "%sop %zu (%s) %s ", ctx->op->where,
+                          ctx->op->index, nrtemu__op_name(ctx->op->op), label);
+    return read_list(ctx->func, ctx->program, json, nrtemu__strbuf_take(&sb),
+                     ctx->written, ctx->depth + 1, list);
 }
 
 static NRT_STATUS
@@ -680,30 +773,30 @@ read_ops(const char *func, struct nrtemu_program *p,
          const struct nrtemu_json *jops)
 {
     struct io_run run[2];
-    bool *written;
+    struct written_set written = {0};
     NRT_STATUS st = NRT_SUCCESS;
 
     if (jops == NULL || jops->type != NRTEMU_JSON_ARRAY) {
         return invalid(func, p, "\"ops\" must be a list");
     }
-    p->ops =
-        calloc(jops->u.array.count ? jops->u.array.count : 1, sizeof *p->ops);
-    written = calloc(p->buffer_count ? p->buffer_count : 1, sizeof *written);
-    if (p->ops == NULL || written == NULL) {
-        free(written);
+    written.is =
+        calloc(p->buffer_count ? p->buffer_count : 1, sizeof *written.is);
+    written.log =
+        calloc(p->buffer_count ? p->buffer_count : 1, sizeof *written.log);
+    if (written.is == NULL || written.log == NULL) {
+        free(written.is);
+        free(written.log);
         return out_of_memory(func, p, "the ops");
     }
-    for (size_t i = 0; i < jops->u.array.count && st == NRT_SUCCESS; i++) {
-        p->op_count = i + 1;
-        st = read_op(func, p, i, jops->u.array.items[i], written);
-    }
+    st = read_list(func, p, jops, strdup(""), &written, 0, &p->ops);
     for (size_t i = 0; i < p->buffer_count && st == NRT_SUCCESS; i++) {
-        if (p->buffers[i].kind == BUFFER_OUTPUT && !written[i]) {
+        if (p->buffers[i].kind == BUFFER_OUTPUT && !written.is[i]) {
             st = invalid(func, p, "output '%s' is never written by an op",
                          p->buffers[i].name);
         }
     }
-    free(written);
+    free(written.is);
+    free(written.log);
     /* Every output of the subgraph must come from the program. */
     subgraph_io(neff, subgraph, run);
     for (size_t i = run[1].begin; i < run[1].end && st == NRT_SUCCESS; i++) {
@@ -712,7 +805,7 @@ read_ops(const char *func, struct nrtemu_program *p,
         if (io->subgraph != subgraph || io->usage != NRT_TENSOR_USAGE_OUTPUT) {
             continue;
         }
-        if (!find_buffer(p, io->name, &b) ||
+        if (!nrtemu__program_find_buffer(p, io->name, &b) ||
             p->buffers[b].kind != BUFFER_OUTPUT) {
             st = invalid(func, p,
                          "def.json output '%s' is not an output buffer of "
@@ -820,11 +913,27 @@ nrtemu__program_footprint(const struct nrtemu_program *program,
             *bytes = add_saturating(*bytes, b->bytes);
         }
     }
-    for (size_t i = 0; i < program->op_count; i++) {
-        const struct op *op = &program->ops[i];
+    for (size_t i = 0; i < program->ops.count; i++) {
+        const struct op *op = &program->ops.ops[i];
         uint64_t w = nrtemu__op_defs[op->op].cost(program, op);
         *work = w > *work ? w : *work;
     }
+}
+
+static void
+op_list_free(struct op_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        struct op *op = &list->ops[i];
+        free(op->in);
+        free(op->shapes);
+        for (size_t k = 0; k < op->n_lists; k++) {
+            op_list_free(&op->lists[k]);
+        }
+        free(op->lists);
+    }
+    free(list->ops);
+    free(list->where);
 }
 
 void
@@ -839,11 +948,7 @@ nrtemu__program_free(struct nrtemu_program *program)
     }
     free(program->buffers);
     free(program->by_name);
-    for (size_t i = 0; i < program->op_count; i++) {
-        free(program->ops[i].in);
-        free(program->ops[i].shapes);
-    }
-    free(program->ops);
+    op_list_free(&program->ops);
     nrtemu__scratch_free(&program->scratch);
     nrtemu__scratch_free(&program->result);
     free(program);

@@ -35,6 +35,20 @@ struct buffer {
     void *owned;      /* const copied for alignment; temp memory */
 };
 
+struct op;
+
+/*
+ * A list of ops run in order: a program's own, or one nested in a control
+ * op (the cond and body of a while, a branch of a conditional).
+ */
+struct op_list {
+    struct op *ops; /* owned */
+    size_t count;
+    /* Where the list sits, as messages name an op of it: "" for the
+     * program's list, "op 2 (while) body " for a nested one; owned. */
+    char *where;
+};
+
 /* Largest operand count: where has 3, concatenate any. */
 struct op {
     enum nrtemu_op op;
@@ -52,9 +66,21 @@ struct op {
     unsigned char value[8];        /* full: one element of the out dtype */
     enum nrtemu_scatter_mode mode; /* scatter */
     bool descending;               /* argsort */
-    bool via_scratch; /* out is also an operand: compute aside, then copy */
-    char *shapes;     /* owned: "float32[2,3], ... -> float32[2,3]" */
+    bool via_scratch;  /* out is also an operand: compute aside, then copy */
+    char *shapes;      /* owned: "float32[2,3], ... -> float32[2,3]" */
+    const char *where; /* the `where` of the list holding the op */
+    /* Control ops (no out: `out` is NO_BUFFER): while has lists[0] (cond),
+     * lists[1] (body) and the buffer `pred`; conditional its branches. */
+    struct op_list *lists; /* owned */
+    size_t n_lists;
+    size_t pred;
 };
+
+/* The `out` of an op that has none (control ops). */
+#define NO_BUFFER SIZE_MAX
+
+/* Control ops nest at most this deep (docs/neff-emulator-format.md §3). */
+#define NRTEMU_PROGRAM_MAX_NESTING 32
 
 /* A buffer name and its index, for lookups by name (sorted). */
 struct buffer_name {
@@ -67,12 +93,27 @@ struct nrtemu_program {
     struct buffer *buffers;
     size_t buffer_count;
     struct buffer_name *by_name; /* owned, sorted by name */
-    struct op *ops;
-    size_t op_count;
+    struct op_list ops;
     bool temps_ready;
     struct nrtemu_scratch scratch; /* kernels' working memory */
     struct nrtemu_scratch result;  /* results of via_scratch ops */
 };
+
+/*
+ * The buffers written so far while a program is read (an op may read a
+ * temporary or output only once one is).  `log` lists those set, in order,
+ * so that a conditional can unset what one branch wrote before it reads
+ * the next: each branch sees only what is written before the conditional.
+ * A buffer is in the log at most once, so it holds buffer_count entries.
+ */
+struct written_set {
+    bool *is;    /* owned: per buffer */
+    size_t *log; /* owned: buffer_count entries */
+    size_t len;
+};
+
+/* Set buffer `b` as written (logged when it was not). */
+void nrtemu__written_mark(struct written_set *w, size_t b);
 
 /* Context of the op being validated, for messages. */
 struct op_ctx {
@@ -80,6 +121,11 @@ struct op_ctx {
     const struct nrtemu_program *program;
     const struct op *op;
     const struct nrtemu_json *json;
+    /* What the loader tracks while it reads the op's list: what is
+     * written before this op (a control op's checker reads its lists
+     * with it), and `depth`, the control ops around the op. */
+    struct written_set *written;
+    unsigned depth;
 };
 
 /*
@@ -90,6 +136,10 @@ struct op_ctx {
 #define NRTEMU_ATTR_LIST(X) \
     X(AXES, "axes")         \
     X(KEEPDIMS, "keepdims") \
+    X(COND, "cond")         \
+    X(PRED, "pred")         \
+    X(BODY, "body")         \
+    X(BRANCHES, "branches") \
     X(AXIS, "axis")         \
     X(PERM, "perm")         \
     X(START, "start")       \
@@ -108,6 +158,7 @@ enum nrtemu_attr {
 /* Flags of an op (the flags column of NRTEMU_OP_LIST). */
 #define NRTEMU_OPF_STREAMS 1u
 #define NRTEMU_OPF_FLOAT_ONLY 2u
+#define NRTEMU_OPF_CONTROL 4u
 
 /*
  * Check the shapes, dtypes and attributes of `op` (operands resolved,
@@ -122,8 +173,10 @@ struct op_call {
     const char *func; /* the API call, for messages */
     struct nrtemu_program *program;
     const struct op *op;
-    const struct nrtemu_array *out;
+    const struct nrtemu_array *out; /* NULL for a control op */
     struct nrtemu_array *in; /* op->n_in operands; a copy, may be adjusted */
+    void **data;             /* every buffer's memory (control ops) */
+    uint64_t deadline_ns;    /* of the run, 0 for none (control ops) */
 };
 
 /*
@@ -182,7 +235,26 @@ NRTEMU_OP_LIST(NRTEMU_OP_DECLARE)
  */
 NRT_STATUS nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op);
 
-/* Record NRT_INVALID with "<path>: op N (name): <detail>". */
+/*
+ * Read the op list `json` (a JSON list of ops) into `list`, nested in the
+ * control op of `ctx` and named `label` in messages ("body",
+ * "branches[1]"), with ctx->written as what is written before it; marks
+ * what the list writes in ctx->written.
+ * @return NRT_SUCCESS; NRT_INVALID naming the op path; NRT_RESOURCE.
+ */
+NRT_STATUS nrtemu__program_read_list(const struct op_ctx *ctx,
+                                     const struct nrtemu_json *json,
+                                     const char *label, struct op_list *list);
+
+/* The buffer named `name`; false when there is none. */
+bool nrtemu__program_find_buffer(const struct nrtemu_program *p,
+                                 const char *name, size_t *out);
+
+/* Run the ops of `list` in order, checking the deadline before each. */
+NRT_STATUS nrtemu__program_run_list(const struct op_call *c,
+                                    const struct op_list *list);
+
+/* Record NRT_INVALID with "<path>: <where>op N (name): <detail>". */
 NRT_STATUS nrtemu__op_invalid(const struct op_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -18,6 +18,7 @@ enum {
 enum {
     STREAMS = NRTEMU_OPF_STREAMS,
     FLOAT_ONLY = NRTEMU_OPF_FLOAT_ONLY,
+    CONTROL = NRTEMU_OPF_CONTROL,
 };
 
 const struct nrtemu_op_def nrtemu__op_defs[NRTEMU_OP_COUNT] = {
@@ -142,4 +143,22 @@ nrtemu__op_cost_matmul(const struct nrtemu_program *p, const struct op *op)
         w = UINT64_MAX;
     }
     return largest_count(p, op, w);
+}
+
+/* Control ops: the costliest op of their lists (one run of it; loops
+ * are bounded by the deadline, not by this estimate). */
+uint64_t
+nrtemu__op_cost_control(const struct nrtemu_program *p, const struct op *op)
+{
+    uint64_t w = 0;
+
+    for (size_t k = 0; k < op->n_lists; k++) {
+        const struct op_list *list = &op->lists[k];
+        for (size_t i = 0; i < list->count; i++) {
+            const struct op *o = &list->ops[i];
+            uint64_t c = nrtemu__op_defs[o->op].cost(p, o);
+            w = c > w ? c : w;
+        }
+    }
+    return w;
 }

@@ -5,14 +5,17 @@
  * buffers, then runs the ops in order through the kernels.  Temporaries
  * are allocated at the first run and kept: runs of one program never
  * overlap (the model serialises them), and a program is usually run many
- * times.  The deadline is checked before each op.  Each op runs through
- * the run column of its row in the op table (NRTEMU_OP_LIST).
+ * times.  The deadline is checked before each op and at each iteration
+ * of a loop.  Each op runs through the run column of its row in the op
+ * table (NRTEMU_OP_LIST); control ops run their nested lists here too.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
+#include "convert.h"
 #include "error.h"
 #include "program_internal.h"
 
@@ -175,9 +178,10 @@ nrtemu__op_run_take(const struct op_call *c)
         return st;
     }
     return nrtemu__reject(NRT_EXEC_OOB, c->func,
-                          "op %zu (take): index %lld out of bounds for "
+                          "%sop %zu (take): index %lld out of bounds for "
                           "axis %u with size %llu",
-                          c->op->index, (long long)bad_index, c->op->axis,
+                          c->op->where, c->op->index, (long long)bad_index,
+                          c->op->axis,
                           (unsigned long long)c->in[0].shape[c->op->axis]);
 }
 
@@ -209,26 +213,116 @@ nrtemu__op_run_argsort(const struct op_call *c)
                                   c->op->descending, &c->program->scratch);
 }
 
+/* Whether the scalar `b` (bool or an integer) is nonzero: some byte is. */
+static bool
+scalar_true(const struct buffer *b, const void *data)
+{
+    const unsigned char *bytes = data;
+
+    for (size_t i = 0; i < b->bytes; i++) {
+        if (bytes[i] != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static NRT_STATUS
+past_deadline(const struct op_call *c, const char *when)
+{
+    return nrtemu__fail(NRT_TIMEOUT, c->func,
+                        "%s: the execution ran past its deadline %s "
+                        "(NEURON_RT_EXEC_TIMEOUT)",
+                        c->program->path, when);
+}
+
+/* Loop: cond, test pred, body; the deadline is checked every iteration,
+ * so that a loop that never ends ends the run with NRT_TIMEOUT. */
+NRT_STATUS
+nrtemu__op_run_while(const struct op_call *c)
+{
+    const struct op *op = c->op;
+    const struct buffer *pred = &c->program->buffers[op->pred];
+    NRT_STATUS st;
+
+    for (uint64_t iteration = 0;; iteration++) {
+        if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
+            char when[256];
+            snprintf(when, sizeof when,
+                     "in %sop %zu (while), after %llu iterations", op->where,
+                     op->index, (unsigned long long)iteration);
+            return past_deadline(c, when);
+        }
+        st = nrtemu__program_run_list(c, &op->lists[0]);
+        if (st != NRT_SUCCESS || !scalar_true(pred, c->data[op->pred])) {
+            return st;
+        }
+        st = nrtemu__program_run_list(c, &op->lists[1]);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+}
+
+/* XLA's conditional: a bool picks branches[0] when true, branches[1]
+ * when false; an integer i picks branches[i], the last one when i is
+ * out of range. */
+NRT_STATUS
+nrtemu__op_run_conditional(const struct op_call *c)
+{
+    const struct op *op = c->op;
+    const struct buffer *sel = &c->program->buffers[op->in[0]];
+    size_t pick = op->n_lists - 1;
+
+    if (sel->dtype == NRTEMU_DTYPE_BOOL) {
+        pick = scalar_true(sel, c->in[0].data) ? 0 : 1;
+    } else if (nrtemu__dtype_is_signed_int(sel->dtype)) {
+        int64_t i;
+        nrtemu__convert(NRTEMU_DTYPE_INT64, &i, sel->dtype, c->in[0].data, 1,
+                        1);
+        pick = i >= 0 && (uint64_t)i < op->n_lists ? (size_t)i : pick;
+    } else {
+        uint64_t u;
+        nrtemu__convert(NRTEMU_DTYPE_UINT64, &u, sel->dtype, c->in[0].data, 1,
+                        1);
+        pick = u < op->n_lists ? (size_t)u : pick;
+    }
+    return nrtemu__program_run_list(c, &op->lists[pick]);
+}
+
 /* The op's operands, as the kernels take them; `out` may be redirected
  * to scratch (via_scratch). */
 static NRT_STATUS
-run_op(const char *func, struct nrtemu_program *p, const struct op *op,
-       void **data)
+run_op(const struct op_call *parent, const struct op *op)
 {
+    const char *func = parent->func;
+    struct nrtemu_program *p = parent->program;
+    void **data = parent->data;
     struct nrtemu_array ins[3], *in = ins, out;
-    struct op_call call = {func, p, op, &out, NULL};
-    const struct buffer *ob = &p->buffers[op->out];
-    void *out_data = data[op->out];
+    struct op_call call = {func, p, op, &out, NULL, data, parent->deadline_ns};
+    const struct buffer *ob;
+    void *out_data = NULL;
     NRT_STATUS st = NRT_SUCCESS;
 
     if (op->n_in > 3) {
         in = calloc(op->n_in, sizeof *in);
         if (in == NULL) {
-            return nrtemu__fail(NRT_RESOURCE, func,
-                                "%s: op %zu (%s): out of host memory", p->path,
-                                op->index, nrtemu__op_name(op->op));
+            return nrtemu__fail(
+                NRT_RESOURCE, func, "%s: %sop %zu (%s): out of host memory",
+                p->path, op->where, op->index, nrtemu__op_name(op->op));
         }
     }
+    for (size_t k = 0; k < op->n_in; k++) {
+        as_array(&p->buffers[op->in[k]], data[op->in[k]], &in[k]);
+    }
+    call.in = in;
+    if (op->out == NO_BUFFER) {
+        call.out = NULL;
+        st = nrtemu__op_defs[op->op].run(&call);
+        goto done;
+    }
+    ob = &p->buffers[op->out];
+    out_data = data[op->out];
     if (op->via_scratch || aliases_operand(p, op, data)) {
         out_data = nrtemu__scratch_get(&p->result, ob->bytes);
         if (out_data == NULL) {
@@ -236,12 +330,7 @@ run_op(const char *func, struct nrtemu_program *p, const struct op *op,
             goto done;
         }
     }
-    for (size_t k = 0; k < op->n_in; k++) {
-        as_array(&p->buffers[op->in[k]], data[op->in[k]], &in[k]);
-    }
     as_array(ob, out_data, &out);
-
-    call.in = in;
     st = nrtemu__op_defs[op->op].run(&call);
     if (st == NRT_SUCCESS && out_data != data[op->out]) {
         memcpy(data[op->out], out_data, ob->bytes);
@@ -251,13 +340,34 @@ done:
     if (in != ins) {
         free(in);
     }
-    if (st == NRT_RESOURCE) {
+    if (st == NRT_RESOURCE && op->out != NO_BUFFER) {
         return nrtemu__fail(st, func,
-                            "%s: op %zu (%s): out of host memory for its "
+                            "%s: %sop %zu (%s): out of host memory for its "
                             "working space",
-                            p->path, op->index, nrtemu__op_name(op->op));
+                            p->path, op->where, op->index,
+                            nrtemu__op_name(op->op));
     }
     return st;
+}
+
+NRT_STATUS
+nrtemu__program_run_list(const struct op_call *c, const struct op_list *list)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        const struct op *op = &list->ops[i];
+        NRT_STATUS st;
+        if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
+            char when[256];
+            snprintf(when, sizeof when, "before %sop %zu (%s)", op->where,
+                     op->index, nrtemu__op_name(op->op));
+            return past_deadline(c, when);
+        }
+        st = run_op(c, op);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+    return NRT_SUCCESS;
 }
 
 #define RUN_DATA_ON_STACK 128
@@ -271,6 +381,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
      * nearly all models, so that a run allocates nothing. */
     void *data_stack[RUN_DATA_ON_STACK];
     void **data;
+    struct op_call top = {func, program, NULL, NULL, NULL, NULL, deadline_ns};
     NRT_STATUS st = NRT_SUCCESS;
 
     if (!program->temps_ready) {
@@ -286,6 +397,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
         return nrtemu__fail(NRT_RESOURCE, func,
                             "%s: out of host memory to run", program->path);
     }
+    top.data = data;
     for (size_t i = 0; i < program->buffer_count; i++) {
         struct buffer *b = &program->buffers[i];
         if (b->kind == BUFFER_INPUT || b->kind == BUFFER_OUTPUT) {
@@ -301,21 +413,13 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
             data[i] = (void *)b->data;
         }
     }
-    for (size_t i = 0; i < program->op_count; i++) {
-        const struct op *op = &program->ops[i];
-        uint64_t start = 0;
-        if (deadline_ns != 0 || observer != NULL) {
-            start = nrtemu__monotonic_ns();
-        }
-        if (deadline_ns != 0 && start > deadline_ns) {
-            st = nrtemu__fail(NRT_TIMEOUT, func,
-                              "%s: the execution ran past its deadline "
-                              "before op %zu (%s) (NEURON_RT_EXEC_TIMEOUT)",
-                              program->path, op->index,
-                              nrtemu__op_name(op->op));
-            goto done;
-        }
-        st = run_op(func, program, op, data);
+    /* The program's own ops one at a time, for the observer; the ops
+     * nested in a control op are part of its time. */
+    for (size_t i = 0; i < program->ops.count; i++) {
+        const struct op *op = &program->ops.ops[i];
+        struct op_list one = {(struct op *)op, 1, NULL};
+        uint64_t start = observer != NULL ? nrtemu__monotonic_ns() : 0;
+        st = nrtemu__program_run_list(&top, &one);
         if (st != NRT_SUCCESS) {
             goto done;
         }

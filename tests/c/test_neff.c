@@ -727,40 +727,40 @@ test_json_syntax_errors(void)
 static void
 test_json_depth(void)
 {
-    char text[2 * 200 + 1];
+    char text[4 * 140 + 1];
     struct nrtemu_json_doc *doc;
     const struct nrtemu_json *v;
 
-    /* 64 levels are fine... */
-    memset(text, '[', 64);
-    memset(text + 64, ']', 64);
-    text[128] = '\0';
+    /* 128 levels are fine (32 levels of control ops in a program)... */
+    memset(text, '[', 128);
+    memset(text + 128, ']', 128);
+    text[256] = '\0';
     doc = json_ok(text);
     v = nrtemu__json_root(doc);
-    for (int i = 1; i < 64; i++) {
+    for (int i = 1; i < 128; i++) {
         ASSERT_UEQ(v->u.array.count, 1);
         v = v->u.array.items[0];
     }
     ASSERT_UEQ(v->u.array.count, 0);
     nrtemu__json_free(doc);
 
-    /* ... 65 are not, and neither are objects that deep. */
-    memset(text, '[', 65);
-    memset(text + 65, ']', 65);
-    text[130] = '\0';
-    json_bad(text, "nesting deeper than 64 levels at offset 64");
+    /* ... 129 are not, and neither are objects that deep. */
+    memset(text, '[', 129);
+    memset(text + 129, ']', 129);
+    text[258] = '\0';
+    json_bad(text, "nesting deeper than 128 levels at offset 128");
     text[0] = '\0';
-    for (int i = 0; i < 65; i++) {
+    for (int i = 0; i < 129; i++) {
         strcat(text, "{\"\":");
     }
-    json_bad(text, "nesting deeper than 64 levels");
+    json_bad(text, "nesting deeper than 128 levels");
 
     /* A deep, unterminated hostile document fails at the limit. */
     size_t n = (size_t)1 << 20;
     char *deep = malloc(n);
     ASSERT_NOT_NULL(deep);
     memset(deep, '[', n);
-    json_bad_n(deep, n, "nesting deeper than 64 levels at offset 64");
+    json_bad_n(deep, n, "nesting deeper than 128 levels at offset 128");
     free(deep);
 }
 

@@ -25,7 +25,8 @@ static const enum nrtemu_op_class op_class[NRTEMU_OP_COUNT] = {
 static const char *doc_path; /* docs/neff-emulator-format.md */
 
 static const uint32_t all_attrs = (1u << NRTEMU_ATTR_COUNT) - 1;
-static const uint32_t all_flags = NRTEMU_OPF_STREAMS | NRTEMU_OPF_FLOAT_ONLY;
+static const uint32_t all_flags =
+    NRTEMU_OPF_STREAMS | NRTEMU_OPF_FLOAT_ONLY | NRTEMU_OPF_CONTROL;
 
 static void
 test_rows_complete(void)

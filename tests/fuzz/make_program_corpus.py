@@ -286,7 +286,34 @@ def hand_two_subgraphs():
     return files
 
 
+def hand_control():
+    """A counted loop around a conditional on an input, a loop in a
+    branch, a bool selector and an empty branch."""
+    v = {"k": io_var("input", [], "int32"),
+         "x": io_var("input", [3], "float32"),
+         "y": io_var("output", [3], "float32")}
+    b = {"k": buf("input", [], "int32"), "x": buf("input", [3], "float32"),
+         "y": buf("output", [3], "float32"),
+         "i": buf("temp", [], "int64"), "n": buf("temp", [], "int64"),
+         "one": buf("temp", [], "int64"), "go": buf("temp", [], "bool")}
+    count = {"op": "while", "in": [], "pred": "go",
+             "cond": [{"op": "less", "in": ["i", "n"], "out": "go"}],
+             "body": [{"op": "add", "in": ["y", "x"], "out": "y"},
+                      {"op": "add", "in": ["i", "one"], "out": "i"}]}
+    ops = [{"op": "full", "out": "i", "value": 0},
+           {"op": "full", "out": "n", "value": 3},
+           {"op": "full", "out": "one", "value": 1},
+           {"op": "copy", "in": ["x"], "out": "y"},
+           {"op": "conditional", "in": ["k"], "branches": [
+               [{"op": "neg", "in": ["y"], "out": "y"}], [count], []]},
+           {"op": "less", "in": ["one", "k"], "out": "go"},
+           {"op": "conditional", "in": ["go"], "branches": [
+               [], [{"op": "full", "out": "i", "value": 0}, count]]}]
+    return dict(neff_json("sg00"), **subgraph("sg00", v, b, ops))
+
+
 HAND = {
+    "control": hand_control,
     "iota_full": hand_iota_full,
     "in_place": hand_in_place,
     "two_subgraphs": hand_two_subgraphs,
@@ -313,12 +340,12 @@ def dictionary():
     kernel_h = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                             "..", "..", "src", "emulator", "kernel.h")
     with open(kernel_h) as f:
-        ops = re.findall(r'X\(\w+, "(\w+)"', f.read())
+        ops = re.findall(r'X\(\w+,\s*"(\w+)"', f.read())
     words = ["format", "version", "buffers", "ops", "kind", "dtype", "shape",
              "var", "op", "in", "out", "axis", "axes", "keepdims", "perm",
              "start", "step", "value", "input", "output", "const", "temp",
              "file", "file_name", "size", "type", "emulator_program", "nan",
-             "inf", "-inf"] + ops + DTYPES
+             "inf", "-inf", "cond", "pred", "body", "branches"] + ops + DTYPES
     lines = ["# libFuzzer dictionary of the NEFF fuzz target: the words of",
              "# emulator programs.  Written by make_program_corpus.py."]
     lines += ['"\\"%s\\""' % w for w in words]
