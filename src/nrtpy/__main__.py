@@ -13,6 +13,9 @@ Commands:
     prints both
 ``info``
     the libnrt in use, as JSON
+``compat install|status|uninstall``
+    the opt-in layer that runs code written for Spike and neuronx-cc on
+    nrtpy (``python -m nrtpy compat --help``; :mod:`nrtpy.compat`)
 
 A C program builds against the emulator as it would against the Neuron
 runtime::
@@ -52,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             and all(a in _FLAG_COMMANDS for a in argv)):
         print(" ".join(flag for a in argv for flag in _flags(a)))
         return 0
+    if argv[:1] == ["compat"]:  # (its own parser: nrtpy.compat._install)
+        from nrtpy.compat._install import main as compat_main
+
+        return compat_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="python -m nrtpy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -62,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("cflags", help="compiler flags; 'cflags libs' prints both")
     sub.add_parser("libs", help="linker flags, with an rpath")
     sub.add_parser("info", help="the libnrt in use, as JSON")
+    sub.add_parser("compat", help="install|status|uninstall the spike/neuronxcc "
+                   "compat layer")
     args = parser.parse_args(argv)
 
     if args.command == "libdir":
