@@ -17,6 +17,9 @@ Commands:
     compile a serialized XLA ``HloModuleProto`` into an emulator NEFF
     (``nrtpy.neff.compile_hlo``); exit status 1 with a one-line reason on
     stderr when the module is malformed or uses what is not supported
+``compat install|status|uninstall``
+    the opt-in layer that runs code written for Spike and neuronx-cc on
+    nrtpy (``python -m nrtpy compat --help``; :mod:`nrtpy.compat`)
 
 A C program builds against the emulator as it would against the Neuron
 runtime::
@@ -69,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             and all(a in _FLAG_COMMANDS for a in argv)):
         print(" ".join(flag for a in argv for flag in _flags(a)))
         return 0
+    if argv[:1] == ["compat"]:  # (its own parser: nrtpy.compat._install)
+        from nrtpy.compat._install import main as compat_main
+
+        return compat_main(argv[1:])
 
     parser = argparse.ArgumentParser(prog="python -m nrtpy", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     hlo.add_argument("module", help="the serialized HloModuleProto")
     hlo.add_argument("-o", "--output", required=True, help="the NEFF to write")
     hlo.add_argument("--name", help="the NEFF's name (default: the module's)")
+    sub.add_parser("compat", help="install|status|uninstall the spike/neuronxcc "
+                   "compat layer")
     args = parser.parse_args(argv)
 
     if args.command == "compile-hlo":

@@ -37,7 +37,8 @@ def run_example(name: str, tmp_path: Path, tmpdir: Path | None = None) -> str:
 def test_all_examples_are_covered():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(
         ["quickstart.py", "tutorial_debug_oob.py", "tutorial_validate_benchmark.py",
-         "model_page.py"])
+         "model_page.py",
+         "spike_compat.py"])  # (run by test_compat.py, with the compat layer)
 
 
 def test_quickstart(tmp_path):
