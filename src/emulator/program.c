@@ -842,6 +842,7 @@ nrtemu__program_free(struct nrtemu_program *program)
     for (size_t i = 0; i < program->op_count; i++) {
         free(program->ops[i].in);
         free(program->ops[i].shapes);
+        free(program->ops[i].coll);
     }
     free(program->ops);
     nrtemu__scratch_free(&program->scratch);

@@ -15,6 +15,9 @@
 #include "neff.h"
 #include "program.h"
 
+struct nrtemu_coll_attrs; /* collective.h */
+struct nrtemu_rank;       /* collective.h */
+
 enum buffer_kind {
     BUFFER_INPUT,
     BUFFER_OUTPUT,
@@ -52,6 +55,7 @@ struct op {
     unsigned char value[8]; /* full: one element of the out dtype */
     bool via_scratch; /* out is also an operand: compute aside, then copy */
     char *shapes;     /* owned: "float32[2,3], ... -> float32[2,3]" */
+    struct nrtemu_coll_attrs *coll; /* owned: collective ops' attributes */
 };
 
 /* A buffer name and its index, for lookups by name (sorted). */
@@ -68,6 +72,9 @@ struct nrtemu_program {
     struct op *ops;
     size_t op_count;
     bool temps_ready;
+    /* The rank that runs the program's collectives; NULL: a world of one
+     * (nrtemu__program_bind_rank). */
+    struct nrtemu_rank *rank;
     struct nrtemu_scratch scratch; /* kernels' working memory */
     struct nrtemu_scratch result;  /* results of via_scratch ops */
 };
@@ -85,14 +92,19 @@ struct op_ctx {
  * and "dtype", which every op has): X(suffix, JSON key).  An op reads
  * only those its row of NRTEMU_OP_LIST names; others are ignored.
  */
-#define NRTEMU_ATTR_LIST(X) \
-    X(AXES, "axes")         \
-    X(KEEPDIMS, "keepdims") \
-    X(AXIS, "axis")         \
-    X(PERM, "perm")         \
-    X(START, "start")       \
-    X(STEP, "step")         \
-    X(VALUE, "value")
+#define NRTEMU_ATTR_LIST(X)             \
+    X(AXES, "axes")                     \
+    X(KEEPDIMS, "keepdims")             \
+    X(AXIS, "axis")                     \
+    X(PERM, "perm")                     \
+    X(START, "start")                   \
+    X(STEP, "step")                     \
+    X(VALUE, "value")                   \
+    X(REDUCE, "reduce")                 \
+    X(REPLICA_GROUPS, "replica_groups") \
+    X(SPLIT_AXIS, "split_axis")         \
+    X(CONCAT_AXIS, "concat_axis")       \
+    X(PAIRS, "pairs")
 
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,
@@ -120,6 +132,7 @@ struct op_call {
     const struct op *op;
     const struct nrtemu_array *out;
     struct nrtemu_array *in; /* op->n_in operands; a copy, may be adjusted */
+    uint64_t deadline_ns;    /* of the execution (CLOCK_MONOTONIC); 0: none */
 };
 
 /*

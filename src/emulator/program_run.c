@@ -199,10 +199,10 @@ nrtemu__op_run_full(const struct op_call *c)
  * to scratch (via_scratch). */
 static NRT_STATUS
 run_op(const char *func, struct nrtemu_program *p, const struct op *op,
-       void **data)
+       void **data, uint64_t deadline_ns)
 {
     struct nrtemu_array ins[3], *in = ins, out;
-    struct op_call call = {func, p, op, &out, NULL};
+    struct op_call call = {func, p, op, &out, NULL, deadline_ns};
     const struct buffer *ob = &p->buffers[op->out];
     void *out_data = data[op->out];
     NRT_STATUS st = NRT_SUCCESS;
@@ -301,7 +301,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
                               nrtemu__op_name(op->op));
             goto done;
         }
-        st = run_op(func, program, op, data);
+        st = run_op(func, program, op, data, deadline_ns);
         if (st != NRT_SUCCESS) {
             goto done;
         }
