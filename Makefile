@@ -86,6 +86,7 @@ bench: install
 	$(PY) bench/bench_elementwise.py
 	$(PY) bench/bench_reduce.py
 	$(PY) bench/bench_ops.py --report
+	$(PY) bench/bench_collectives.py
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c

@@ -7,8 +7,7 @@
  * the emulator that ships with nrtpy.  Like the runtime's own headers, the
  * declarations are split over nrt.h (this file), nrt_status.h,
  * nrt_version.h, nrt_experimental.h, nrt_profile.h, nrt_sys_trace.h and
- * nrt_async.h.  The collectives host API (nrt_build_global_comm,
- * nrt_cc_global_comm_init) is not declared here yet.
+ * nrt_async.h.
  *
  * Conventions for every function below:
  *  - "vnc" is a logical NeuronCore index relative to the cores visible to
@@ -427,15 +426,40 @@ NRT_STATUS nrt_load(const void *neff_bytes, size_t size, int32_t vnc,
 
 /**
  * nrt_load() for a NEFF with collective operations, as rank
- * `ctx_device_id` of `ctx_device_count` participants.
- * The emulator supports a world of one rank only: other counts give
- * NRT_INVALID.
+ * `ctx_device_id` of `ctx_device_count` participants.  Every rank loads
+ * the same NEFF; a collective op of an execution completes when every
+ * rank of its group has reached it.  In the emulator the ranks of a world
+ * are models of one process on distinct vncs (threads executing them),
+ * matched by the NEFF's SHA-256 and the count.  A rank that does not
+ * arrive within NEURON_RT_EXEC_TIMEOUT fails the others' execution with
+ * NRT_TIMEOUT naming it; one that unloads meanwhile, with
+ * NRT_EXEC_HW_ERR_COLLECTIVES.  A count of 1 runs the collectives as a
+ * world of one.
+ * @return as nrt_load(); NRT_INVALID also when `ctx_device_id` is not
+ *         below `ctx_device_count`, the NEFF's replica groups do not fit
+ *         the count, or another rank of the world is on `vnc`.
  */
 NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size,
                                 int32_t vnc, int32_t vnc_count,
                                 uint32_t ctx_device_id,
                                 uint32_t ctx_device_count,
                                 nrt_model_t **model);
+
+/**
+ * Make vnc `vnc` rank `g_device_id` of the `g_device_count` ranks of the
+ * global communicator (the host-level collectives nrt_barrier() and
+ * nrt_all_gather() of nrt_experimental.h).  Calling it again with the
+ * same rank does nothing; the membership ends at nrt_close().
+ * @return NRT_SUCCESS; NRT_INVALID for a vnc that is not visible, an id
+ *         not below the count, or a vnc that is already another rank;
+ *         NRT_UNINITIALIZED or NRT_CLOSED.
+ */
+NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
+                                 uint32_t g_device_count);
+
+/** nrt_build_global_comm() under the name of newer runtimes. */
+NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id,
+                                   uint32_t g_device_count);
 
 /**
  * Release a model.  Works after nrt_close() too (it then frees host memory

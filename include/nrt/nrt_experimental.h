@@ -4,8 +4,7 @@
  *
  * Clean-room header of the nrtpy project: names, signatures, enum values
  * and struct layouts are those of the Neuron runtime's header of the same
- * name.  The collective calls of that header (nrt_barrier,
- * nrt_all_gather) are not declared here yet.
+ * name.
  *
  * Thread safety: every function may be called from any thread.  On
  * failure the emulator keeps a description readable with
@@ -170,6 +169,29 @@ NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info);
  * `err_msg_size` bytes, NUL included) when those are not NULL.
  */
 void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size);
+
+/**
+ * Wait until every rank of the global communicator (nrt_build_global_comm(),
+ * which this joins first if needed) has called nrt_barrier() as often.
+ * @return NRT_SUCCESS; NRT_TIMEOUT naming the ranks missing after
+ *         NEURON_RT_EXEC_TIMEOUT; NRT_EXEC_HW_ERR_COLLECTIVES after such a
+ *         failure or when a rank left; NRT_INVALID as
+ *         nrt_build_global_comm().
+ */
+NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id,
+                       uint32_t g_device_count);
+
+/**
+ * Gather `rank_input_size` bytes of `input` from every rank of the global
+ * communicator into `output` (g_device_count * rank_input_size bytes, in
+ * rank order); a barrier too.
+ * Ownership: both buffers stay the caller's; only read and written during
+ * the call.
+ * @return as nrt_barrier(); NRT_INVALID for a NULL buffer.
+ */
+NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id,
+                          uint32_t g_device_count, uint32_t rank_input_size,
+                          void *input, void *output);
 
 #ifdef __cplusplus
 }

@@ -119,6 +119,11 @@ X(SLICE,         "slice",          1, NONE,    slice,       slice,       element
 X(TAKE,          "take",           2, NONE,    take,        take,        elements, AXIS,            0)                    \
 X(WHILE,         "while",          0, NONE,    while,       while,       control,  COND | PRED | BODY, CONTROL)           \
 X(CONDITIONAL,   "conditional",    1, NONE,    conditional, conditional, control,  BRANCHES,        CONTROL)              \
+X(ALL_REDUCE,    "all_reduce",     1, NONE,    collective,  collective,  elements, REDUCE | REPLICA_GROUPS, 0)           \
+X(ALL_GATHER,    "all_gather",     1, NONE,    collective,  collective,  elements, AXIS | REPLICA_GROUPS, 0)             \
+X(REDUCE_SCATTER, "reduce_scatter", 1, NONE,   collective,  collective,  elements, AXIS | REDUCE | REPLICA_GROUPS, 0)    \
+X(ALL_TO_ALL,    "all_to_all",     1, NONE,    collective,  collective,  elements, SPLIT_AXIS | CONCAT_AXIS | REPLICA_GROUPS, 0) \
+X(COLLECTIVE_PERMUTE, "collective_permute", 1, NONE, collective, collective, elements, PAIRS,         0)                    \
 X(IOTA,          "iota",           0, NONE,    iota,        iota,        elements, AXIS,            0)                    \
 X(FULL,          "full",           0, NONE,    full,        full,        elements, VALUE,           0)                    \
 X(BITWISE_AND,   "bitwise_and",    2, BITWISE, bitwise,     elementwise, elements, 0,               STREAMS)              \
@@ -271,6 +276,25 @@ NRT_STATUS nrtemu__kernel_take(const struct nrtemu_array *out,
                                const struct nrtemu_array *indices,
                                uint32_t axis, int64_t *bad_index,
                                struct nrtemu_scratch *s);
+/* The reductions of collective operations ("reduce" of all_reduce and
+ * reduce_scatter). */
+enum nrtemu_reduce {
+    NRTEMU_REDUCE_SUM,
+    NRTEMU_REDUCE_PROD,
+    NRTEMU_REDUCE_MAX,
+    NRTEMU_REDUCE_MIN,
+};
+
+/*
+ * out[i] = in[0][i] (op) in[1][i] (op) ... in[n_in - 1][i] for `count`
+ * elements of `dtype`, combined in that order in the kernel dtype and
+ * rounded once (max/min propagate NaN; integers wrap).  `out` may be
+ * in[0] but no other operand.
+ */
+void nrtemu__kernel_combine(enum nrtemu_reduce op, enum nrtemu_dtype dtype,
+                            void *out, const void *const *in, size_t n_in,
+                            size_t count);
+
 /* out = the index along `axis`, converted to the out dtype. */
 void nrtemu__kernel_iota(const struct nrtemu_array *out, uint32_t axis);
 /* Fill with `value`, one element of the out dtype. */

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "collective.h"
 #include "env_parse.h"
 #include "error.h"
 #include "export.h"
@@ -113,8 +114,8 @@ env_bool(const char *func, const char *name, bool dflt, bool *out)
  * NEURON_RT_EXEC_TIMEOUT: whole seconds in [0, INT_MAX]; 0 disables the
  * limit (a deadline that expires at once would make the model unusable).
  */
-static NRT_STATUS
-env_exec_timeout(const char *func, uint64_t *timeout_ns)
+NRT_STATUS
+nrtemu__env_exec_timeout(const char *func, uint64_t *timeout_ns)
 {
     const char *name = "NEURON_RT_EXEC_TIMEOUT";
     const char *value = getenv(name);
@@ -148,6 +149,7 @@ env_exec_timeout(const char *func, uint64_t *timeout_ns)
 static void
 model_free(nrt_model_t *model)
 {
+    nrtemu__rank_leave(model->cc_rank);
     if (model->programs != NULL) {
         for (int k = 0; k < model->subgraph_count; k++) {
             nrtemu__program_free(model->programs[k]);
@@ -184,7 +186,7 @@ load_into(const char *func, const void *bytes, size_t size, uint32_t first,
 
     st = env_bool(func, "NEURON_RT_VALIDATE_HASH", false, &validate_hash);
     if (st == NRT_SUCCESS) {
-        st = env_exec_timeout(func, &model->timeout_ns);
+        st = nrtemu__env_exec_timeout(func, &model->timeout_ns);
     }
     if (st == NRT_SUCCESS) {
         st = nrtemu__neff_open(func, bytes, size, validate_hash, &model->neff);
@@ -228,7 +230,18 @@ load_into(const char *func, const void *bytes, size_t size, uint32_t first,
         }
         model->runnable = model->runnable && model->programs[k] != NULL;
     }
-    return NRT_SUCCESS;
+    /* Ranks of one world meet in the communicator of their NEFF. */
+    if (model->world > 1) {
+        st = nrtemu__rank_join(func, bytes, size, first, model->rank,
+                               model->world, &model->cc_rank);
+    }
+    for (int k = 0; k < model->subgraph_count && st == NRT_SUCCESS; k++) {
+        if (model->programs[k] != NULL) {
+            st = nrtemu__program_bind_rank(func, model->programs[k],
+                                           model->cc_rank, model->world);
+        }
+    }
+    return st;
 }
 
 static NRT_STATUS
@@ -308,12 +321,6 @@ nrt_load_collectives(const void *neff_bytes, size_t size, int32_t vnc,
                               "ctx_device_id %u is not below "
                               "ctx_device_count %u",
                               ctx_device_id, ctx_device_count);
-    }
-    if (ctx_device_count != 1) {
-        return nrtemu__reject(NRT_INVALID, __func__,
-                              "multi-rank collectives are not emulated yet "
-                              "(ctx_device_count %u; only 1 is supported)",
-                              ctx_device_count);
     }
     return load_model(__func__, neff_bytes, size, vnc, vnc_count,
                       ctx_device_id, ctx_device_count, model);

@@ -17,6 +17,8 @@
 #include "neff.h"
 #include "program.h"
 
+struct nrtemu_rank; /* collective.h */
+
 /* The NEFF header's name field (256 bytes) and a NUL. */
 #define NRTEMU_MODEL_NAME_MAX 257
 
@@ -40,6 +42,9 @@ struct nrt_model {
     uint64_t timeout_ns; /* NEURON_RT_EXEC_TIMEOUT at load; 0: none */
     uint32_t rank;       /* nrt_load_collectives() ctx_device_id */
     uint32_t world;      /* ctx_device_count; 1 for nrt_load() */
+    /* Owned: the model's rank in its communicator; NULL for a world of
+     * one. */
+    struct nrtemu_rank *cc_rank;
     char name[NRTEMU_MODEL_NAME_MAX]; /* NEFF name, for messages and traces */
 };
 
@@ -48,5 +53,13 @@ struct nrt_model {
  * are rejected with NRT_INVALID).  The runtime state is not checked.
  */
 NRT_STATUS nrtemu__model_check(const char *func, const nrt_model_t *model);
+
+/*
+ * NEURON_RT_EXEC_TIMEOUT as nanoseconds (0: no limit; unset: the default
+ * of 600 s).
+ * @return NRT_SUCCESS, or NRT_INVALID for a value that is not whole
+ *         seconds from 0 to INT_MAX.
+ */
+NRT_STATUS nrtemu__env_exec_timeout(const char *func, uint64_t *timeout_ns);
 
 #endif /* NRTEMU_MODEL_H */

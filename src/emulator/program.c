@@ -927,6 +927,7 @@ op_list_free(struct op_list *list)
         struct op *op = &list->ops[i];
         free(op->in);
         free(op->shapes);
+        free(op->coll);
         for (size_t k = 0; k < op->n_lists; k++) {
             op_list_free(&op->lists[k]);
         }

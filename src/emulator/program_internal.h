@@ -15,6 +15,9 @@
 #include "neff.h"
 #include "program.h"
 
+struct nrtemu_coll_attrs; /* collective.h */
+struct nrtemu_rank;       /* collective.h */
+
 enum buffer_kind {
     BUFFER_INPUT,
     BUFFER_OUTPUT,
@@ -74,6 +77,7 @@ struct op {
     struct op_list *lists; /* owned */
     size_t n_lists;
     size_t pred;
+    struct nrtemu_coll_attrs *coll; /* owned: collective ops' attributes */
 };
 
 /* The `out` of an op that has none (control ops). */
@@ -95,6 +99,9 @@ struct nrtemu_program {
     struct buffer_name *by_name; /* owned, sorted by name */
     struct op_list ops;
     bool temps_ready;
+    /* The rank that runs the program's collectives; NULL: a world of one
+     * (nrtemu__program_bind_rank). */
+    struct nrtemu_rank *rank;
     struct nrtemu_scratch scratch; /* kernels' working memory */
     struct nrtemu_scratch result;  /* results of via_scratch ops */
 };
@@ -147,6 +154,17 @@ struct op_ctx {
     X(VALUE, "value")       \
     X(MODE, "mode")         \
     X(DESCENDING, "descending")
+X(KEEPDIMS, "keepdims")
+X(AXIS, "axis")
+X(PERM, "perm")
+X(START, "start")
+X(STEP, "step")
+X(VALUE, "value")
+X(REDUCE, "reduce")
+X(REPLICA_GROUPS, "replica_groups")
+X(SPLIT_AXIS, "split_axis")
+X(CONCAT_AXIS, "concat_axis")
+X(PAIRS, "pairs")
 
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,

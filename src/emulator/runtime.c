@@ -12,6 +12,7 @@
 #include "nrt/nrtemu.h"
 
 #include "async.h"
+#include "collective.h"
 #include "core_lock.h"
 #include "env_parse.h"
 #include "error.h"
@@ -282,6 +283,7 @@ nrt_close(void)
     /* Queued nrta_* requests now fail fast with NRT_CLOSED; their workers
      * take rt.lock to say so, hence after the unlock. */
     nrtemu__async_close();
+    nrtemu__global_comm_close();
     nrtemu__log(NRTEMU_LOG_INFO, __func__, "runtime closed");
 }
 

@@ -351,7 +351,7 @@ test_models(void)
 
     image = neff_image_simple("add", ADD4_DEF, ADD4_PROGRAM, &size);
     ASSERT_OK(nrt_load_collectives(image, size, 1, -1, 0, 1, &coll));
-    ASSERT_STATUS(nrt_load_collectives(image, size, 1, -1, 0, 2, &coll),
+    ASSERT_STATUS(nrt_load_collectives(image, size, 1, -1, 2, 2, &coll),
                   NRT_INVALID);
     ASSERT_STATUS(nrt_load_collectives(NULL, size, 1, -1, 0, 1, &coll),
                   NRT_INVALID);
@@ -894,6 +894,56 @@ test_async_close_with_queue(void)
     nrt_tensor_free(&t);
 }
 
+/* ------------------------------------------------- host-level collectives */
+
+/* One rank of the global communicator of two: vnc = rank. */
+static void *
+host_rank(void *arg)
+{
+    uint32_t rank = (uint32_t)(uintptr_t)arg;
+    uint32_t in = 100 + rank, out[2] = {0, 0};
+
+    ASSERT_OK(nrt_build_global_comm((int32_t)rank, rank, 2));
+    ASSERT_OK(nrt_cc_global_comm_init(rank, rank, 2)); /* again: no-op */
+    ASSERT_OK(nrt_barrier((int32_t)rank, rank, 2));
+    ASSERT_OK(nrt_all_gather((int32_t)rank, rank, 2, sizeof in, &in, out));
+    ASSERT_UEQ(out[0], 100);
+    ASSERT_UEQ(out[1], 101);
+    ASSERT_OK(nrt_barrier((int32_t)rank, rank, 2));
+    return NULL;
+}
+
+static void
+test_host_collectives(void)
+{
+    pthread_t threads[2];
+    uint32_t in = 7, out = 0;
+
+    ASSERT_STATUS(nrt_build_global_comm(2, 0, 2), NRT_INVALID); /* 2 vncs */
+    ASSERT_STATUS(nrt_build_global_comm(-1, 0, 2), NRT_INVALID);
+    ASSERT_STATUS(nrt_cc_global_comm_init(0, 2, 2), NRT_INVALID);
+    ASSERT_STATUS(nrt_barrier(0, 0, 0), NRT_INVALID);
+    ASSERT_STATUS(nrt_all_gather(0, 0, 2, 4, NULL, &out), NRT_INVALID);
+    ASSERT_STATUS(nrt_all_gather(0, 0, 2, 4, &in, NULL), NRT_INVALID);
+    for (uintptr_t r = 0; r < 2; r++) {
+        ASSERT_EQ(pthread_create(&threads[r], NULL, host_rank, (void *)r), 0);
+    }
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(pthread_join(threads[r], NULL), 0);
+    }
+    /* vnc 0 is rank 0 of 2 until nrt_close. */
+    ASSERT_STATUS(nrt_build_global_comm(0, 1, 2), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "rank 0 of 2");
+    /* Rank 1 never comes: rank 0 gives up after the timeout, naming it,
+     * and the communicator stays broken. */
+    setenv("NEURON_RT_EXEC_TIMEOUT", "1", 1);
+    ASSERT_STATUS(nrt_barrier(0, 0, 2), NRT_TIMEOUT);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "rank 1 did not reach");
+    ASSERT_STATUS(nrt_all_gather(0, 0, 2, sizeof in, &in, &out),
+                  NRT_EXEC_HW_ERR_COLLECTIVES);
+    unsetenv("NEURON_RT_EXEC_TIMEOUT");
+}
+
 /* ---------------------------------------------------------- after close */
 
 static void
@@ -931,6 +981,7 @@ main(void)
     RUN_TEST(test_tensor_sets);
     RUN_TEST(test_models);
     RUN_TEST(test_system);
+    RUN_TEST(test_host_collectives);
     RUN_TEST(test_debug_stream);
     RUN_TEST(test_sendrecv);
     RUN_TEST(test_continuous_profile);

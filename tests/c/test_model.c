@@ -233,7 +233,7 @@ test_host_tensors_and_extra_names(void)
 static void
 test_load_arguments(void)
 {
-    nrt_model_t *model = NULL;
+    nrt_model_t *model = NULL, *other = NULL;
     nrt_model_info_t minfo;
     size_t size;
     unsigned char *image =
@@ -260,9 +260,14 @@ test_load_arguments(void)
     ASSERT_OK(nrt_unload(model));
     model = NULL;
 
-    ASSERT_STATUS(nrt_load_collectives(image, size, 0, 1, 0, 2, &model),
+    /* Rank 0 of two, then rank 1 of the same world on its vnc. */
+    ASSERT_OK(nrt_load_collectives(image, size, 0, 1, 0, 2, &model));
+    ASSERT_STATUS(nrt_load_collectives(image, size, 0, 1, 1, 2, &other),
                   NRT_INVALID);
-    ASSERT_STR_CONTAINS(nrtemu_last_error(), "multi-rank collectives");
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "already on vnc 0");
+    ASSERT_NULL(other);
+    ASSERT_OK(nrt_unload(model));
+    model = NULL;
     ASSERT_STATUS(nrt_load_collectives(image, size, 0, 1, 1, 1, &model),
                   NRT_INVALID);
     ASSERT_STATUS(nrt_load_collectives(image, size, 0, 1, 0, 0, &model),

@@ -627,8 +627,9 @@ def test_load_options(tmp_path):
     assert "is_collective=True" in repr(cc.model_ref)
     (got,) = execute(cc, np.ones(3, np.float32))
     assert got.tolist() == [2.0, 2.0, 2.0]
+    # a rank id not below the world size is refused
     with pytest.raises(NrtError) as ei:
-        NrtpyModel.load_from_neff(path, cc_enabled=True, rank_id=1, world_size=2)
+        NrtpyModel.load_from_neff(path, cc_enabled=True, rank_id=2, world_size=2)
     assert ei.value.status_code == 2
 
 

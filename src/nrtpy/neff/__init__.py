@@ -22,8 +22,11 @@ with ``axis=`` and ``keepdims=``, ``np.matmul``, ``np.take``,
 ``np.transpose`` / ``.T``, ``reshape``, ``astype``, ``np.concatenate``,
 ``np.broadcast_to``, basic slicing with constants (ints, slices, ``None``,
 ``...``), ``& | ^ ~`` on booleans, and this module's
-``relu``, ``gelu``, ``sigmoid``, ``rsqrt``, ``softmax``.  Anything else raises
-``TypeError`` naming the operation.
+``relu``, ``gelu``, ``sigmoid``, ``rsqrt``, ``softmax``, and the collectives
+``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all`` and
+``collective_permute`` (for NEFFs that ``world_size`` ranks load with
+``cc_enabled=True``).  Anything else raises ``TypeError`` naming the
+operation.
 """
 
 from __future__ import annotations
@@ -40,11 +43,14 @@ import numpy as np
 
 from nrtpy import _dtypes, _nrtpy
 from nrtpy.neff import _container
+from nrtpy.neff._collectives import (all_gather, all_reduce, all_to_all,
+                                    collective_permute, reduce_scatter)
 from nrtpy.neff._ops import gelu, relu, rsqrt, sigmoid, softmax
 from nrtpy.neff._trace import Program, Traced
 
 __all__ = ["compile", "compile_hlo", "inspect", "relu", "gelu", "sigmoid",
-           "rsqrt", "softmax"]
+           "rsqrt", "softmax", "all_reduce", "all_gather", "reduce_scatter",
+           "all_to_all", "collective_permute"]
 
 PROGRAM_FORMAT = "nrtpy-emulator-program"
 PROGRAM_VERSION = 1
@@ -73,7 +79,8 @@ def _npy_bytes(array: np.ndarray) -> bytes:
 
 def compile(fn: Callable[..., Any], *example_inputs: Any,
             path: str | Path, name: str | None = None,
-            output_names: Sequence[str] | None = None) -> Path:
+            output_names: Sequence[str] | None = None,
+            world_size: int = 1) -> Path:
     """Trace ``fn`` over arrays shaped like ``example_inputs``; write a NEFF.
 
     Args:
@@ -84,6 +91,8 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
         name: the NEFF's name (default: ``fn.__name__``).
         output_names: names for the outputs instead of ``output_0``,
             ``output_1``, ... (one per returned array).
+        world_size: the number of ranks that will load the NEFF, for the
+            collectives without ``replica_groups`` (which span them all).
 
     Returns:
         ``path``, as a ``Path``.
@@ -125,7 +134,13 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
     if not os.path.isdir(folder):
         raise FileNotFoundError(errno.ENOENT, "the folder of path does not "
                                 "exist", os.fspath(path))
+    if isinstance(world_size, bool) or not isinstance(world_size, int):
+        raise TypeError(f"world_size must be an int, got "
+                        f"{type(world_size).__name__}: {world_size!r:.200}")
+    if not 1 <= world_size <= 1024:
+        raise ValueError(f"world_size must be from 1 to 1024, got {world_size}")
     program = Program()
+    program.world_size = world_size
     names = _input_names(fn, len(example_inputs))
     inputs = []
     for pname, example in zip(names, example_inputs):

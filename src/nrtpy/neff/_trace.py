@@ -69,6 +69,9 @@ class Program:
         # id is not reused by another (temporary) array while tracing.
         self._const_ids: dict[int, tuple[np.ndarray, Traced]] = {}
         self._n = 0
+        # Ranks that load the NEFF: the group of collectives without
+        # replica groups (compile's world_size).
+        self.world_size = 1
 
     def buffer(self, kind: str, shape: tuple[int, ...], dtype: np.dtype,
                name: str | None = None) -> Traced:

@@ -1,0 +1,1124 @@
+/*
+ * collective.c - the communicators of this process, and the collective
+ * operations of emulator programs: validation, binding to a world, and
+ * the exchange (design in collective.h; the host-level API of libnrt
+ * §1.8 is in collective_host.c).
+ *
+ * The rendezvous: every rank has a progress counter, seq * PHASES +
+ * phase + 1 (0 before its first collective), that only grows.  A rank
+ * publishes its operand and result pointers with phase 0 of a
+ * collective, then waits at each phase until every member of its group
+ * has reached it.  The counters are compared, not equated, so a rank
+ * that has already moved on to its next collective still counts as
+ * having passed this one; at phase 0 a member that is a whole collective
+ * ahead is out of step (a broken communicator).  The last phase keeps
+ * every rank's memory valid until all have read it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "collective.h"
+#include "error.h"
+#include "program_internal.h"
+#include "sha256.h"
+
+/* --------------------------------------------------------- communicator */
+
+#define PHASES 4u
+
+struct slot {
+    bool present;
+    bool left; /* was present: not coming back to this communicator */
+    uint32_t vnc;
+    uint64_t progress; /* seq * PHASES + phase + 1 reached; 0: none */
+    const void *in;    /* operand and result of the current collective */
+    void *out;
+};
+
+struct comm {
+    struct comm *next; /* in the registry */
+    unsigned char key[32];
+    bool global; /* nrt_build_global_comm's, keyed by the world only */
+    uint32_t world;
+    uint32_t members; /* present slots */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool failed;
+    NRT_STATUS failure_status;
+    char failure[512]; /* why, for the collectives that follow */
+    struct slot slots[];
+};
+
+struct nrtemu_rank {
+    struct comm *comm;
+    uint32_t rank;
+    uint64_t seq; /* collectives this rank has started */
+};
+
+/* The communicators of the process; registry_lock guards the list and
+ * each comm's `members` and slot presence changes. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct comm *registry;
+
+static struct comm *
+comm_new(const unsigned char *key, bool global, uint32_t world)
+{
+    struct comm *c = calloc(1, sizeof *c + world * sizeof c->slots[0]);
+    pthread_condattr_t attr;
+
+    if (c == NULL) {
+        return NULL;
+    }
+    memcpy(c->key, key, sizeof c->key);
+    c->global = global;
+    c->world = world;
+    pthread_mutex_init(&c->lock, NULL);
+    /* Deadlines are CLOCK_MONOTONIC, as the execution's. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    c->next = registry;
+    registry = c;
+    return c;
+}
+
+static void
+comm_free_locked(struct comm *c)
+{
+    for (struct comm **p = &registry; *p != NULL; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c);
+}
+
+static NRT_STATUS
+join(const char *func, const unsigned char *key, bool global, uint32_t vnc,
+     uint32_t rank, uint32_t world, struct nrtemu_rank **out)
+{
+    struct nrtemu_rank *r = calloc(1, sizeof *r);
+    struct comm *c;
+
+    if (r == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    pthread_mutex_lock(&registry_lock);
+    /* The first unbroken communicator of the world with this rank free;
+     * a rank id taken already starts another world. */
+    for (c = registry; c != NULL; c = c->next) {
+        if (c->global == global && c->world == world &&
+            memcmp(c->key, key, sizeof c->key) == 0 && !c->failed &&
+            !c->slots[rank].present) {
+            break;
+        }
+    }
+    if (c != NULL) {
+        for (uint32_t k = 0; k < world; k++) {
+            if (c->slots[k].present && c->slots[k].vnc == vnc) {
+                pthread_mutex_unlock(&registry_lock);
+                free(r);
+                return nrtemu__reject(NRT_INVALID, func,
+                                      "rank %u of this world of %u is "
+                                      "already on vnc %u: one rank per vnc",
+                                      k, world, vnc);
+            }
+        }
+    } else {
+        c = comm_new(key, global, world);
+        if (c == NULL) {
+            pthread_mutex_unlock(&registry_lock);
+            free(r);
+            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        }
+    }
+    pthread_mutex_lock(&c->lock);
+    c->slots[rank] = (struct slot){.present = true, .vnc = vnc};
+    c->members++;
+    pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&registry_lock);
+    r->comm = c;
+    r->rank = rank;
+    *out = r;
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__rank_join(const char *func, const void *neff, size_t size,
+                  uint32_t vnc, uint32_t rank, uint32_t world,
+                  struct nrtemu_rank **out)
+{
+    unsigned char key[32];
+
+    if (world > NRTEMU_MAX_RANKS) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "a world of %u ranks is over the emulator's "
+                              "%u",
+                              world, NRTEMU_MAX_RANKS);
+    }
+    nrtemu__sha256(neff, size, key);
+    return join(func, key, false, vnc, rank, world, out);
+}
+
+void
+nrtemu__rank_leave(struct nrtemu_rank *r)
+{
+    struct comm *c;
+
+    if (r == NULL) {
+        return;
+    }
+    c = r->comm;
+    pthread_mutex_lock(&registry_lock);
+    pthread_mutex_lock(&c->lock);
+    c->slots[r->rank].present = false;
+    c->slots[r->rank].left = true;
+    c->members--;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    if (c->members == 0) {
+        comm_free_locked(c);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    free(r);
+}
+
+/* Break the communicator (c->lock held): every waiter wakes and fails. */
+static void
+comm_fail_locked(struct comm *c, NRT_STATUS status, const char *why)
+{
+    if (!c->failed) {
+        c->failed = true;
+        c->failure_status = status;
+        snprintf(c->failure, sizeof c->failure, "%s", why);
+    }
+    pthread_cond_broadcast(&c->cond);
+}
+
+/* "1, 3 and 4" of the ranks of `members` for which `pick` holds. */
+static void
+rank_list(char *buf, size_t len, const uint32_t *ranks, uint32_t n)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%u",
+                                 i == 0       ? ""
+                                 : i + 1 == n ? " and "
+                                              : ", ",
+                                 ranks[i]);
+    }
+}
+
+/*
+ * Reach `phase` of collective `seq` and wait for the `g` ranks of
+ * `members` to reach it too.  At phase 0 the rank first publishes `in`
+ * and `out`, and `ins`/`outs` receive the members' (in member order).
+ * `what` names the collective in messages.
+ */
+static NRT_STATUS
+comm_sync(const char *func, struct nrtemu_rank *r, const uint32_t *members,
+          uint32_t g, uint64_t seq, uint32_t phase, const void *in, void *out,
+          const void **ins, void **outs, uint64_t deadline_ns,
+          const char *what)
+{
+    struct comm *c = r->comm;
+    /* 0 is "nothing reached yet" */
+    uint64_t target = seq * PHASES + phase + 1;
+    uint32_t missing[64], n_missing = 0, left = UINT32_MAX;
+    NRT_STATUS st = NRT_SUCCESS;
+    char why[512], list[160];
+
+    pthread_mutex_lock(&c->lock);
+    if (c->failed) {
+        st = nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
+                          "%.120s on rank %u: the communicator failed "
+                          "earlier (%.400s); load the models again",
+                          what, r->rank, c->failure);
+        pthread_mutex_unlock(&c->lock);
+        return st;
+    }
+    if (phase == 0) {
+        c->slots[r->rank].in = in;
+        c->slots[r->rank].out = out;
+    }
+    c->slots[r->rank].progress = target;
+    pthread_cond_broadcast(&c->cond);
+    for (;;) {
+        bool all = true;
+        if (c->failed) {
+            /* while this rank waited: the same failure, said the same */
+            st = nrtemu__fail(c->failure_status, func, "rank %u: %.480s",
+                              r->rank, c->failure);
+            break;
+        }
+        for (uint32_t i = 0; i < g; i++) {
+            const struct slot *s = &c->slots[members[i]];
+            if (s->left && !s->present) {
+                left = members[i];
+                all = false;
+                break;
+            }
+            if (!s->present) {
+                all = false; /* not loaded yet */
+                continue;
+            }
+            if (phase == 0 && s->progress > (seq + 1) * PHASES) {
+                snprintf(why, sizeof why,
+                         "rank %u is at collective #%llu while rank %u is "
+                         "at #%llu: the ranks ran different programs",
+                         members[i],
+                         (unsigned long long)((s->progress - 1) / PHASES),
+                         r->rank, (unsigned long long)seq);
+                comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+                all = false;
+                break;
+            }
+            all = all && (s->progress >= target);
+        }
+        if (c->failed) {
+            continue; /* reported above */
+        }
+        if (left != UINT32_MAX) {
+            snprintf(why, sizeof why,
+                     "rank %u left the communicator (its model was "
+                     "unloaded) during %.120s",
+                     left, what);
+            comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            continue;
+        }
+        if (all) {
+            break;
+        }
+        if (deadline_ns != 0) {
+            struct timespec ts = {(time_t)(deadline_ns / 1000000000u),
+                                  (long)(deadline_ns % 1000000000u)};
+            if (nrtemu__monotonic_ns() >= deadline_ns ||
+                pthread_cond_timedwait(&c->cond, &c->lock, &ts) != 0) {
+                if (nrtemu__monotonic_ns() < deadline_ns) {
+                    continue;
+                }
+                for (uint32_t i = 0; i < g; i++) {
+                    const struct slot *s = &c->slots[members[i]];
+                    if ((!s->present || s->progress < target) &&
+                        n_missing < sizeof missing / sizeof missing[0]) {
+                        missing[n_missing++] = members[i];
+                    }
+                }
+                rank_list(list, sizeof list, missing, n_missing);
+                snprintf(
+                    why, sizeof why,
+                    "rank%s %.160s did not reach %.120s (collective #%llu) "
+                    "within NEURON_RT_EXEC_TIMEOUT",
+                    n_missing == 1 ? "" : "s", list, what,
+                    (unsigned long long)seq);
+                comm_fail_locked(c, NRT_TIMEOUT, why);
+                continue; /* reported above */
+            }
+        } else {
+            pthread_cond_wait(&c->cond, &c->lock);
+        }
+    }
+    if (st == NRT_SUCCESS && phase == 0) {
+        for (uint32_t i = 0; i < g; i++) {
+            ins[i] = c->slots[members[i]].in;
+            outs[i] = c->slots[members[i]].out;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* ----------------------------------------------------------- validation */
+
+static const struct nrtemu_json *
+attr(const struct op_ctx *ctx, enum nrtemu_attr a)
+{
+    const struct nrtemu_json *v;
+
+    if ((nrtemu__op_defs[ctx->op->op].attrs & (1u << a)) == 0) {
+        return NULL;
+    }
+    v = nrtemu__json_get(ctx->json, nrtemu__attr_key(a));
+    return v != NULL && v->type != NRTEMU_JSON_NULL ? v : NULL;
+}
+
+/* A required axis of `ndim` dimensions (negative counts from the end). */
+static NRT_STATUS
+axis_attr(const struct op_ctx *ctx, enum nrtemu_attr a, uint32_t ndim,
+          uint32_t *out)
+{
+    const struct nrtemu_json *v = attr(ctx, a);
+    const char *key = nrtemu__attr_key(a);
+    int64_t x;
+
+    if (v == NULL || v->type != NRTEMU_JSON_NUMBER || !v->u.number.is_int) {
+        return nrtemu__op_invalid(ctx, "\"%s\" must be an integer", key);
+    }
+    x = v->u.number.ivalue;
+    if (x < -(int64_t)ndim || x >= (int64_t)ndim) {
+        return nrtemu__op_invalid(ctx,
+                                  "\"%s\" %lld is out of range for %u "
+                                  "dimension%s",
+                                  key, (long long)x, ndim,
+                                  ndim == 1 ? "" : "s");
+    }
+    *out = (uint32_t)(x < 0 ? x + (int64_t)ndim : x);
+    return NRT_SUCCESS;
+}
+
+static bool
+is_rank(const struct nrtemu_json *v)
+{
+    return v->type == NRTEMU_JSON_NUMBER && v->u.number.is_int &&
+           v->u.number.ivalue >= 0 && v->u.number.ivalue < NRTEMU_MAX_RANKS;
+}
+
+/* Sizes of the replica groups and pairs, for the one allocation. */
+static NRT_STATUS
+count_lists(const struct op_ctx *ctx, const struct nrtemu_json *groups,
+            const struct nrtemu_json *pairs, size_t *n_ranks)
+{
+    *n_ranks = 0;
+    if (groups != NULL) {
+        if (groups->type != NRTEMU_JSON_ARRAY || groups->u.array.count == 0) {
+            return nrtemu__op_invalid(ctx, "\"replica_groups\" must be a "
+                                           "non-empty list of lists of "
+                                           "ranks, or null");
+        }
+        for (size_t i = 0; i < groups->u.array.count; i++) {
+            const struct nrtemu_json *grp = groups->u.array.items[i];
+            if (grp->type != NRTEMU_JSON_ARRAY || grp->u.array.count == 0) {
+                return nrtemu__op_invalid(ctx,
+                                          "replica_groups[%zu] must be a "
+                                          "non-empty list of ranks",
+                                          i);
+            }
+            *n_ranks += grp->u.array.count;
+        }
+        if (*n_ranks > NRTEMU_MAX_RANKS) {
+            return nrtemu__op_invalid(ctx,
+                                      "\"replica_groups\" name %zu ranks, "
+                                      "over the %u of a world",
+                                      *n_ranks, NRTEMU_MAX_RANKS);
+        }
+    }
+    if (pairs != NULL) {
+        if (pairs->type != NRTEMU_JSON_ARRAY ||
+            pairs->u.array.count > NRTEMU_MAX_RANKS) {
+            return nrtemu__op_invalid(ctx, "\"pairs\" must be a list of "
+                                           "[source, target] ranks");
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+read_groups(const struct op_ctx *ctx, const struct nrtemu_json *groups,
+            struct nrtemu_coll_attrs *a, unsigned char *seen)
+{
+    uint32_t n = 0;
+
+    a->n_groups = (uint32_t)groups->u.array.count;
+    for (uint32_t i = 0; i < a->n_groups; i++) {
+        const struct nrtemu_json *grp = groups->u.array.items[i];
+        a->group_start[i] = n;
+        for (size_t k = 0; k < grp->u.array.count; k++) {
+            const struct nrtemu_json *v = grp->u.array.items[k];
+            uint32_t rank;
+            if (!is_rank(v)) {
+                return nrtemu__op_invalid(ctx,
+                                          "replica_groups[%u][%zu] must be a "
+                                          "rank from 0 to %u",
+                                          i, k, NRTEMU_MAX_RANKS - 1);
+            }
+            rank = (uint32_t)v->u.number.ivalue;
+            if (seen[rank]) {
+                return nrtemu__op_invalid(ctx,
+                                          "rank %u is in \"replica_groups\" "
+                                          "twice",
+                                          rank);
+            }
+            seen[rank] = 1;
+            a->ranks[n++] = rank;
+            a->rank_bound =
+                rank + 1 > a->rank_bound ? rank + 1 : a->rank_bound;
+        }
+    }
+    a->group_start[a->n_groups] = n;
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+read_pairs(const struct op_ctx *ctx, const struct nrtemu_json *pairs,
+           struct nrtemu_coll_attrs *a, unsigned char *seen)
+{
+    a->n_pairs = (uint32_t)pairs->u.array.count;
+    for (uint32_t i = 0; i < a->n_pairs; i++) {
+        const struct nrtemu_json *p = pairs->u.array.items[i];
+        if (p->type != NRTEMU_JSON_ARRAY || p->u.array.count != 2 ||
+            !is_rank(p->u.array.items[0]) || !is_rank(p->u.array.items[1])) {
+            return nrtemu__op_invalid(ctx,
+                                      "pairs[%u] must be [source, target], "
+                                      "ranks from 0 to %u",
+                                      i, NRTEMU_MAX_RANKS - 1);
+        }
+        for (int k = 0; k < 2; k++) {
+            uint32_t rank = (uint32_t)p->u.array.items[k]->u.number.ivalue;
+            /* seen: bit 1 a source, bit 2 a target */
+            if (seen[rank] & (1u << k)) {
+                return nrtemu__op_invalid(ctx,
+                                          "rank %u is the %s of two pairs",
+                                          rank, k == 0 ? "source" : "target");
+            }
+            seen[rank] |= (unsigned char)(1u << k);
+            a->pairs[2 * i + (uint32_t)k] = rank;
+            a->rank_bound =
+                rank + 1 > a->rank_bound ? rank + 1 : a->rank_bound;
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+static const char *const reduce_names[] = {
+    [NRTEMU_REDUCE_SUM] = "sum",
+    [NRTEMU_REDUCE_PROD] = "prod",
+    [NRTEMU_REDUCE_MAX] = "max",
+    [NRTEMU_REDUCE_MIN] = "min",
+};
+
+static NRT_STATUS
+read_reduce(const struct op_ctx *ctx, struct nrtemu_coll_attrs *a)
+{
+    const struct nrtemu_json *v = attr(ctx, NRTEMU_ATTR_REDUCE);
+
+    a->reduce = NRTEMU_REDUCE_SUM;
+    if (v == NULL) {
+        return NRT_SUCCESS;
+    }
+    for (size_t i = 0; v->type == NRTEMU_JSON_STRING &&
+                       i < sizeof reduce_names / sizeof reduce_names[0];
+         i++) {
+        if (strcmp(v->u.string.chars, reduce_names[i]) == 0) {
+            a->reduce = (enum nrtemu_reduce)i;
+            return NRT_SUCCESS;
+        }
+    }
+    return nrtemu__op_invalid(ctx, "\"reduce\" must be \"sum\", \"prod\", "
+                                   "\"max\" or \"min\"");
+}
+
+/* The group size of every group, 0 when the groups differ or are absent. */
+static uint32_t
+even_group_size(const struct nrtemu_coll_attrs *a)
+{
+    uint32_t size;
+
+    if (a->n_groups == 0) {
+        return 0;
+    }
+    size = a->group_start[1] - a->group_start[0];
+    for (uint32_t i = 1; i < a->n_groups; i++) {
+        if (a->group_start[i + 1] - a->group_start[i] != size) {
+            return 0;
+        }
+    }
+    return size;
+}
+
+/* out = in but for `axis`, where out = in * mul / div. */
+static bool
+shape_scaled(const struct buffer *in, const struct buffer *out, uint32_t axis,
+             uint64_t *factor, bool gather)
+{
+    if (in->ndim != out->ndim) {
+        return false;
+    }
+    for (uint32_t d = 0; d < in->ndim; d++) {
+        if (d != axis && in->shape[d] != out->shape[d]) {
+            return false;
+        }
+    }
+    if (gather) {
+        if (in->shape[axis] == 0 || out->shape[axis] % in->shape[axis]) {
+            return false;
+        }
+        *factor = out->shape[axis] / in->shape[axis];
+    } else {
+        if (out->shape[axis] == 0 || in->shape[axis] % out->shape[axis]) {
+            return false;
+        }
+        *factor = in->shape[axis] / out->shape[axis];
+    }
+    return *factor >= 1 && *factor <= NRTEMU_MAX_RANKS;
+}
+
+/* The group size the shapes imply, into a->shape_group. */
+static NRT_STATUS
+check_shapes(const struct op_ctx *ctx, struct op *op,
+             struct nrtemu_coll_attrs *a)
+{
+    const struct buffer *in = &ctx->program->buffers[op->in[0]];
+    const struct buffer *out = &ctx->program->buffers[op->out];
+    uint64_t g = 0, g2 = 0;
+    bool ok = true;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    switch (op->op) {
+    case NRTEMU_OP_ALL_GATHER:
+    case NRTEMU_OP_REDUCE_SCATTER:
+        if (in->ndim == 0) {
+            return nrtemu__op_invalid(ctx,
+                                      "in[0] '%s' is a scalar: %s "
+                                      "needs an axis",
+                                      in->name, nrtemu__op_name(op->op));
+        }
+        st = axis_attr(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis);
+        ok = st == NRT_SUCCESS && shape_scaled(in, out, op->axis, &g,
+                                               op->op == NRTEMU_OP_ALL_GATHER);
+        break;
+    case NRTEMU_OP_ALL_TO_ALL:
+        if (in->ndim == 0) {
+            return nrtemu__op_invalid(ctx,
+                                      "in[0] '%s' is a scalar: "
+                                      "all_to_all needs axes",
+                                      in->name);
+        }
+        st = axis_attr(ctx, NRTEMU_ATTR_SPLIT_AXIS, in->ndim, &a->split_axis);
+        if (st == NRT_SUCCESS) {
+            st = axis_attr(ctx, NRTEMU_ATTR_CONCAT_AXIS, in->ndim,
+                           &a->concat_axis);
+        }
+        if (st == NRT_SUCCESS && a->split_axis == a->concat_axis) {
+            ok = in->ndim == out->ndim &&
+                 memcmp(in->shape, out->shape,
+                        in->ndim * sizeof in->shape[0]) == 0;
+        } else if (st == NRT_SUCCESS) {
+            /* concat grows by g what split shrinks by g */
+            struct buffer mid = *in;
+            mid.shape[a->split_axis] = out->shape[a->split_axis];
+            ok = shape_scaled(in, &mid, a->split_axis, &g2, false) &&
+                 shape_scaled(&mid, out, a->concat_axis, &g, true) && g == g2;
+        }
+        break;
+    default:
+        ok =
+            in->ndim == out->ndim &&
+            memcmp(in->shape, out->shape, in->ndim * sizeof in->shape[0]) == 0;
+        break;
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (!ok) {
+        return nrtemu__op_invalid(ctx,
+                                  "the shapes of in[0] '%s' and out '%s' do "
+                                  "not fit %s",
+                                  in->name, out->name,
+                                  nrtemu__op_name(op->op));
+    }
+    a->shape_group = (uint32_t)g;
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_check_collective(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = &ctx->program->buffers[op->in[0]];
+    const struct buffer *out = &ctx->program->buffers[op->out];
+    const struct nrtemu_json *groups = attr(ctx, NRTEMU_ATTR_REPLICA_GROUPS);
+    const struct nrtemu_json *pairs = attr(ctx, NRTEMU_ATTR_PAIRS);
+    struct nrtemu_coll_attrs *a;
+    unsigned char *seen;
+    size_t n_ranks, n_pairs, n_groups;
+    uint32_t even;
+    NRT_STATUS st;
+
+    if (in->dtype != out->dtype) {
+        return nrtemu__op_invalid(ctx,
+                                  "out '%s' is %s but in[0] '%s' is %s: the "
+                                  "op does not convert",
+                                  out->name, nrtemu__dtype_name(out->dtype),
+                                  in->name, nrtemu__dtype_name(in->dtype));
+    }
+    op->compute = out->dtype;
+    if (op->op == NRTEMU_OP_COLLECTIVE_PERMUTE && pairs == NULL) {
+        return nrtemu__op_invalid(ctx, "\"pairs\" must be a list of "
+                                       "[source, target] ranks");
+    }
+    st = count_lists(ctx, groups, pairs, &n_ranks);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    n_groups = groups != NULL ? groups->u.array.count : 0;
+    n_pairs = pairs != NULL ? pairs->u.array.count : 0;
+    a = calloc(1, sizeof *a + (n_groups + 1 + n_ranks + 2 * n_pairs) *
+                                  sizeof(uint32_t));
+    seen = calloc(NRTEMU_MAX_RANKS, 1);
+    if (a == NULL || seen == NULL) {
+        free(a);
+        free(seen);
+        return nrtemu__fail(NRT_RESOURCE, ctx->func, "out of host memory");
+    }
+    op->coll = a; /* freed with the op, also on failure */
+    a->group_start = (uint32_t *)(a + 1);
+    a->ranks = a->group_start + n_groups + 1;
+    a->pairs = a->ranks + n_ranks;
+    st = read_reduce(ctx, a);
+    if (st == NRT_SUCCESS && groups != NULL) {
+        st = read_groups(ctx, groups, a, seen);
+    }
+    if (st == NRT_SUCCESS && pairs != NULL) {
+        st = read_pairs(ctx, pairs, a, seen);
+    }
+    free(seen);
+    if (st == NRT_SUCCESS) {
+        st = check_shapes(ctx, op, a);
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    even = even_group_size(a);
+    if (op->op != NRTEMU_OP_ALL_REDUCE && a->n_groups > 0 && even == 0) {
+        return nrtemu__op_invalid(ctx,
+                                  "the replica groups of %s must all "
+                                  "have the same size",
+                                  nrtemu__op_name(op->op));
+    }
+    if (a->shape_group != 0 && even != 0 && a->shape_group != even) {
+        return nrtemu__op_invalid(ctx,
+                                  "the shapes imply groups of %u ranks, but "
+                                  "the replica groups have %u",
+                                  a->shape_group, even);
+    }
+    return NRT_SUCCESS;
+}
+
+/* Check the collectives of `list` and of the lists nested in its control
+ * ops against a world of `world` ranks. */
+static NRT_STATUS
+bind_list(const char *func, const struct nrtemu_program *p,
+          const struct op_list *list, uint32_t world)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        const struct op *op = &list->ops[i];
+        const struct nrtemu_coll_attrs *a = op->coll;
+        const char *name = nrtemu__op_name(op->op);
+        uint32_t g;
+
+        for (size_t k = 0; k < op->n_lists; k++) {
+            NRT_STATUS st = bind_list(func, p, &op->lists[k], world);
+            if (st != NRT_SUCCESS) {
+                return st;
+            }
+        }
+        if (a == NULL) {
+            continue;
+        }
+        if (a->rank_bound > world) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s: op %zu (%s) names rank %u, but the "
+                                  "world has %u rank%s",
+                                  p->path, op->index, name, a->rank_bound - 1,
+                                  world, world == 1 ? "" : "s");
+        }
+        if (a->n_groups != 0 && a->group_start[a->n_groups] != world) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s: op %zu (%s): the replica groups hold "
+                                  "%u of the world's %u ranks; each rank "
+                                  "must be in one",
+                                  p->path, op->index, name,
+                                  a->group_start[a->n_groups], world);
+        }
+        g = a->n_groups != 0 ? even_group_size(a) : world;
+        if (a->shape_group != 0 && a->shape_group != g) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "%s: op %zu (%s): the shapes imply groups "
+                                  "of %u ranks, but the group%s %u",
+                                  p->path, op->index, name, a->shape_group,
+                                  a->n_groups != 0 ? "s have"
+                                                   : " of the "
+                                                     "world has",
+                                  g);
+        }
+        if (op->op == NRTEMU_OP_ALL_TO_ALL && a->shape_group == 0 &&
+            p->buffers[op->in[0]].shape[a->split_axis] % g != 0) {
+            return nrtemu__reject(
+                NRT_INVALID, func,
+                "%s: op %zu (all_to_all): split axis of "
+                "size %llu does not split in %u",
+                p->path, op->index,
+                (unsigned long long)p->buffers[op->in[0]].shape[a->split_axis],
+                g);
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__program_bind_rank(const char *func, struct nrtemu_program *p,
+                          struct nrtemu_rank *r, uint32_t world)
+{
+    NRT_STATUS st = bind_list(func, p, &p->ops, world);
+
+    if (st == NRT_SUCCESS) {
+        p->rank = r;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------ execution */
+
+/* Copy the box `box` at `soff` of `src` (shape `ss`) to `doff` of `dst`
+ * (shape `ds`); elements of `esize` bytes, C order. */
+static void
+box_copy(char *dst, const uint64_t *ds, const uint64_t *doff, const char *src,
+         const uint64_t *ss, const uint64_t *soff, const uint64_t *box,
+         uint32_t ndim, size_t esize)
+{
+    uint64_t dstride[NRTEMU_MAX_DIMS], sstride[NRTEMU_MAX_DIMS];
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    uint64_t run = esize, d0 = 0, s0 = 0;
+    uint32_t inner = ndim;
+
+    for (uint32_t d = ndim; d-- > 0;) {
+        dstride[d] = d + 1 < ndim ? dstride[d + 1] * ds[d + 1] : esize;
+        sstride[d] = d + 1 < ndim ? sstride[d + 1] * ss[d + 1] : esize;
+        d0 += doff[d] * dstride[d];
+        s0 += soff[d] * sstride[d];
+    }
+    /* Trailing whole dimensions, and then one partial, are one run. */
+    while (inner > 0) {
+        inner--;
+        run *= box[inner];
+        if (box[inner] != ds[inner] || box[inner] != ss[inner]) {
+            break;
+        }
+    }
+    for (uint32_t d = 0; d < inner; d++) {
+        if (box[d] == 0) {
+            return;
+        }
+    }
+    for (;;) {
+        uint64_t dof = d0, sof = s0;
+        uint32_t d;
+        for (d = 0; d < inner; d++) {
+            dof += idx[d] * dstride[d];
+            sof += idx[d] * sstride[d];
+        }
+        memcpy(dst + dof, src + sof, run);
+        for (d = inner; d-- > 0;) {
+            if (++idx[d] < box[d]) {
+                break;
+            }
+            idx[d] = 0;
+        }
+        if (d == UINT32_MAX) {
+            return;
+        }
+    }
+}
+
+/* Elements before and after `axis`. */
+static void
+split_at(const struct nrtemu_array *a, uint32_t axis, uint64_t *outer,
+         uint64_t *inner)
+{
+    *outer = 1;
+    *inner = 1;
+    for (uint32_t d = 0; d < a->ndim; d++) {
+        if (d < axis) {
+            *outer *= a->shape[d];
+        } else if (d > axis) {
+            *inner *= a->shape[d];
+        }
+    }
+}
+
+/* Below this many bytes each rank reduces an all_reduce whole itself:
+ * one rendezvous fewer. */
+#define SMALL_ALL_REDUCE (256u << 10)
+
+struct exchange {
+    const struct op_call *c;
+    const struct nrtemu_coll_attrs *a;
+    uint32_t g, pos;  /* group size, this rank's position in it */
+    const void **ins; /* the members' operands, in group order */
+    void **outs;      /* their results */
+    size_t esize;
+};
+
+/* Part `j` of `n` of `count` elements, on 16-element boundaries. */
+static void
+part(uint64_t count, uint32_t j, uint32_t n, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t step = ((count + n - 1) / n + 15) & ~(uint64_t)15;
+
+    *lo = step * j < count ? step * j : count;
+    *hi = step * (j + 1) < count ? step * (j + 1) : count;
+}
+
+static void
+reduce_part(const struct exchange *x, uint64_t lo, uint64_t hi)
+{
+    const void *src[NRTEMU_MAX_RANKS];
+
+    for (uint32_t j = 0; j < x->g; j++) {
+        src[j] = (const char *)x->ins[j] + lo * x->esize;
+    }
+    nrtemu__kernel_combine(x->a->reduce, x->c->out->dtype,
+                           (char *)x->outs[x->pos] + lo * x->esize, src, x->g,
+                           hi - lo);
+}
+
+/* all_reduce phase 2 of large arrays: the parts the others reduced. */
+static void
+all_reduce_gather(const struct exchange *x)
+{
+    uint64_t count = nrtemu__array_count(x->c->out), lo, hi;
+
+    for (uint32_t j = 0; j < x->g; j++) {
+        if (j == x->pos) {
+            continue;
+        }
+        part(count, j, x->g, &lo, &hi);
+        memcpy((char *)x->outs[x->pos] + lo * x->esize,
+               (const char *)x->outs[j] + lo * x->esize, (hi - lo) * x->esize);
+    }
+}
+
+static void
+reduce_scatter(const struct exchange *x)
+{
+    const struct nrtemu_array *out = x->c->out;
+    const void *src[NRTEMU_MAX_RANKS];
+    uint64_t outer, inner, blk;
+
+    split_at(out, x->c->op->axis, &outer, &inner);
+    blk = out->shape[x->c->op->axis] * inner;
+    for (uint64_t o = 0; o < outer; o++) {
+        for (uint32_t j = 0; j < x->g; j++) {
+            src[j] = (const char *)x->ins[j] +
+                     ((o * x->g + x->pos) * blk) * x->esize;
+        }
+        nrtemu__kernel_combine(x->a->reduce, out->dtype,
+                               (char *)out->data + o * blk * x->esize, src,
+                               x->g, blk);
+    }
+}
+
+static void
+all_gather(const struct exchange *x)
+{
+    const struct nrtemu_array *in = &x->c->in[0];
+    uint64_t outer, inner, blk;
+
+    split_at(in, x->c->op->axis, &outer, &inner);
+    blk = in->shape[x->c->op->axis] * inner * x->esize;
+    for (uint64_t o = 0; o < outer; o++) {
+        for (uint32_t j = 0; j < x->g; j++) {
+            memcpy((char *)x->c->out->data + (o * x->g + j) * blk,
+                   (const char *)x->ins[j] + o * blk, blk);
+        }
+    }
+}
+
+static void
+all_to_all(const struct exchange *x)
+{
+    const struct nrtemu_array *in = &x->c->in[0], *out = x->c->out;
+    uint32_t sa = x->a->split_axis, ca = x->a->concat_axis;
+    uint64_t box[NRTEMU_MAX_DIMS], soff[NRTEMU_MAX_DIMS] = {0};
+    uint64_t doff[NRTEMU_MAX_DIMS] = {0};
+    uint64_t bs = in->shape[sa] / x->g;
+
+    memcpy(box, in->shape, sizeof box);
+    box[sa] = bs;
+    soff[sa] = bs * x->pos;
+    for (uint32_t j = 0; j < x->g; j++) {
+        doff[ca] = j * (sa == ca ? bs : in->shape[ca]);
+        box_copy(out->data, out->shape, doff, x->ins[j], in->shape, soff, box,
+                 in->ndim, x->esize);
+    }
+}
+
+/* collective_permute: `x` spans the whole world, in rank order. */
+static void
+permute(const struct exchange *x, uint32_t me)
+{
+    const struct nrtemu_coll_attrs *a = x->a;
+    size_t bytes = nrtemu__array_count(x->c->out) * x->esize;
+
+    for (uint32_t i = 0; i < a->n_pairs; i++) {
+        if (a->pairs[2 * i + 1] == me) {
+            memcpy(x->c->out->data, x->ins[a->pairs[2 * i]], bytes);
+            return;
+        }
+    }
+    memset(x->c->out->data, 0, bytes);
+}
+
+/* The members of the group of `me` (all ranks for collective_permute). */
+static uint32_t
+group_of(const struct op *op, uint32_t me, uint32_t world, uint32_t *members,
+         uint32_t *pos)
+{
+    const struct nrtemu_coll_attrs *a = op->coll;
+
+    if (a->n_groups == 0 || op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+        for (uint32_t k = 0; k < world; k++) {
+            members[k] = k;
+        }
+        *pos = me;
+        return world;
+    }
+    for (uint32_t i = 0; i < a->n_groups; i++) {
+        uint32_t b = a->group_start[i], e = a->group_start[i + 1];
+        for (uint32_t k = b; k < e; k++) {
+            if (a->ranks[k] == me) {
+                memcpy(members, &a->ranks[b], (e - b) * sizeof *members);
+                *pos = k - b;
+                return e - b;
+            }
+        }
+    }
+    return 0; /* not reached: bind checked that the groups cover the world */
+}
+
+NRT_STATUS
+nrtemu__op_run_collective(const struct op_call *c)
+{
+    struct nrtemu_rank *r = c->program->rank;
+    const struct op *op = c->op;
+    uint32_t world = r != NULL ? r->comm->world : 1;
+    uint32_t me = r != NULL ? r->rank : 0;
+    uint32_t members_stack[64], *members = members_stack;
+    const void *ins_stack[64], **ins = ins_stack;
+    void *outs_stack[64], **outs = outs_stack;
+    struct exchange x = {
+        c, op->coll, 0, 0, NULL, NULL, nrtemu__dtype_size(c->out->dtype)};
+    uint64_t count = nrtemu__array_count(c->out), seq = 0;
+    bool two_phases;
+    char what[96];
+    NRT_STATUS st = NRT_SUCCESS;
+
+    if (world > 64) {
+        members = malloc(world * sizeof *members);
+        ins = malloc(world * sizeof *ins);
+        outs = malloc(world * sizeof *outs);
+        if (members == NULL || ins == NULL || outs == NULL) {
+            st = NRT_RESOURCE;
+            goto done;
+        }
+    }
+    x.g = group_of(op, me, world, members, &x.pos);
+    x.ins = ins;
+    x.outs = outs;
+    two_phases = op->op == NRTEMU_OP_ALL_REDUCE && x.g > 1 &&
+                 count * x.esize >= SMALL_ALL_REDUCE;
+    snprintf(what, sizeof what, "%s: op %zu (%s)", c->program->path, op->index,
+             nrtemu__op_name(op->op));
+    if (r == NULL) {
+        ins[0] = c->in[0].data;
+        outs[0] = c->out->data;
+    } else {
+        seq = r->seq++;
+        st = comm_sync(c->func, r, members, x.g, seq, 0, c->in[0].data,
+                       c->out->data, ins, outs, c->deadline_ns, what);
+        if (st != NRT_SUCCESS) {
+            goto done;
+        }
+    }
+    switch (op->op) {
+    case NRTEMU_OP_ALL_REDUCE:
+        if (two_phases) {
+            uint64_t lo, hi;
+            part(count, x.pos, x.g, &lo, &hi);
+            reduce_part(&x, lo, hi);
+        } else {
+            reduce_part(&x, 0, count);
+        }
+        break;
+    case NRTEMU_OP_REDUCE_SCATTER:
+        reduce_scatter(&x);
+        break;
+    case NRTEMU_OP_ALL_GATHER:
+        all_gather(&x);
+        break;
+    case NRTEMU_OP_ALL_TO_ALL:
+        all_to_all(&x);
+        break;
+    default:
+        permute(&x, me);
+        break;
+    }
+    if (r != NULL && two_phases) {
+        st = comm_sync(c->func, r, members, x.g, seq, 1, NULL, NULL, NULL,
+                       NULL, c->deadline_ns, what);
+        if (st != NRT_SUCCESS) {
+            goto done;
+        }
+        all_reduce_gather(&x);
+    }
+    if (r != NULL) {
+        /* Nobody leaves while another may still read its memory. */
+        st = comm_sync(c->func, r, members, x.g, seq, PHASES - 1, NULL, NULL,
+                       NULL, NULL, c->deadline_ns, what);
+    }
+done:
+    if (members != members_stack) {
+        free(members);
+        free(ins);
+        free(outs);
+    }
+    return st;
+}
+
+/* --------------------------------------------- for collective_host.c */
+
+NRT_STATUS
+nrtemu__rank_join_global(const char *func, uint32_t vnc, uint32_t rank,
+                         uint32_t world, struct nrtemu_rank **out)
+{
+    static const unsigned char global_key[32];
+
+    return join(func, global_key, true, vnc, rank, world, out);
+}
+
+uint32_t
+nrtemu__rank_id(const struct nrtemu_rank *r)
+{
+    return r->rank;
+}
+
+uint32_t
+nrtemu__rank_world(const struct nrtemu_rank *r)
+{
+    return r->comm->world;
+}
+
+uint64_t
+nrtemu__rank_next_seq(struct nrtemu_rank *r)
+{
+    return r->seq++;
+}
+
+NRT_STATUS
+nrtemu__rank_sync(const char *func, struct nrtemu_rank *r,
+                  const uint32_t *members, uint32_t g, uint64_t seq, bool last,
+                  const void *in, void *out, const void **ins, void **outs,
+                  uint64_t deadline_ns, const char *what)
+{
+    return comm_sync(func, r, members, g, seq, last ? PHASES - 1 : 0, in, out,
+                     ins, outs, deadline_ns, what);
+}

@@ -1,0 +1,300 @@
+"""Collective ops across ranks: threads of this process, one core each.
+
+Every rank loads the same NEFF with cc_enabled=True on its own core of an
+emulated trn1.32xlarge and executes it from its own thread; the results
+are checked against NumPy computed from all ranks' inputs (16- and 8-bit
+floats reduced in float32 in group order and rounded once, so exactly).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import threading
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nrtpy.neff as nn
+from nrtpy import NrtError, NrtpyModel, NrtpyTensor
+
+_counter = itertools.count()
+NRT_INVALID, NRT_TIMEOUT, NRT_EXEC_HW_ERR_COLLECTIVES = 2, 5, 1200
+
+
+@pytest.fixture
+def machine(fresh_runtime):
+    """A runtime on an emulated trn1.32xlarge (32 cores)."""
+    fresh_runtime.setenv("NRTPY_EMU_INSTANCE", "trn1.32xlarge")
+    return fresh_runtime
+
+
+def compile_for(tmp_path, fn, x, world):
+    return nn.compile(fn, x, path=tmp_path / f"c{next(_counter)}.neff",
+                      world_size=world)
+
+
+def load(path, world):
+    return [NrtpyModel.load_from_neff(path, core_id=r, cc_enabled=True,
+                                      rank_id=r, world_size=world)
+            for r in range(world)]
+
+
+def run_ranks(models, xs, ranks=None):
+    """Execute rank r's model on xs[r] from a thread per rank: each rank's
+    outputs (a list of arrays) or the exception it raised."""
+    ranks = range(len(models)) if ranks is None else ranks
+    results: dict[int, object] = {}
+
+    def work(r):
+        try:
+            x = NrtpyTensor.from_numpy(xs[r], name="x", core_id=r)
+            out = models[r](inputs={"x": x})
+            results[r] = [v.numpy() for v in out.values()]
+        except Exception as e:  # reported to the test
+            results[r] = e
+
+    threads = [threading.Thread(target=work, args=(r,), daemon=True)
+               for r in ranks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive(), "a rank hung"
+    return results
+
+
+def rank_inputs(world, shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype).kind in "iu":
+        return [rng.integers(-50, 50, shape).astype(dtype) for _ in range(world)]
+    return [rng.standard_normal(shape).astype(np.float32).astype(dtype)
+            for _ in range(world)]
+
+
+def reduce_ref(parts, op, dtype):
+    """The reduction of `parts` in order, in the kernel type, rounded once."""
+    kt = np.float32 if np.dtype(dtype).kind == "f" or dtype in (
+        ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn) else np.int64
+    if np.dtype(dtype) == np.float64:
+        kt = np.float64
+    fn = {"sum": np.add, "prod": np.multiply, "max": np.maximum,
+          "min": np.minimum}[op]
+    acc = parts[0].astype(kt)
+    for p in parts[1:]:
+        acc = fn(acc, p.astype(kt))
+    return acc.astype(dtype)
+
+
+DTYPES = [np.float32, ml_dtypes.bfloat16, np.float16, np.int32,
+          ml_dtypes.float8_e4m3fn]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_op_against_numpy(machine, tmp_path, world, dtype):
+    ring = [(r, (r + 1) % world) for r in range(world)]
+
+    def kernel(x):
+        return (nn.all_reduce(x), nn.all_reduce(x, op="max"),
+                nn.all_reduce(x, op="min"), nn.all_reduce(x, op="prod"),
+                nn.all_gather(x, 1), nn.reduce_scatter(x, 0, op="sum"),
+                nn.all_to_all(x, 0, 1), nn.collective_permute(x, ring[:-1]))
+
+    shape = (4 * world, 6)
+    xs = rank_inputs(world, shape, dtype)
+    models = load(compile_for(tmp_path, kernel, xs[0], world), world)
+    results = run_ranks(models, xs)
+    for r in range(world):
+        ar, amax, amin, aprod, ag, rs, a2a, perm = results[r]
+        np.testing.assert_array_equal(ar, reduce_ref(xs, "sum", dtype))
+        np.testing.assert_array_equal(amax, reduce_ref(xs, "max", dtype))
+        np.testing.assert_array_equal(amin, reduce_ref(xs, "min", dtype))
+        np.testing.assert_array_equal(aprod, reduce_ref(xs, "prod", dtype))
+        np.testing.assert_array_equal(ag, np.concatenate(xs, axis=1))
+        blk = shape[0] // world
+        np.testing.assert_array_equal(
+            rs, reduce_ref(xs, "sum", dtype)[r * blk:(r + 1) * blk])
+        np.testing.assert_array_equal(
+            a2a, np.concatenate([x[r * blk:(r + 1) * blk] for x in xs], axis=1))
+        want = xs[r - 1] if r > 0 else np.zeros(shape, dtype)
+        np.testing.assert_array_equal(perm, want)
+        assert ar.dtype == np.dtype(dtype)
+
+
+def test_uneven_and_reordered_groups(machine, tmp_path):
+    world = 4
+
+    def kernel(x):
+        return (nn.all_reduce(x, replica_groups=[[0], [1, 2, 3]]),
+                nn.all_reduce(x, op="max", replica_groups=[[2, 0, 3], [1]]),
+                nn.all_gather(x, 0, replica_groups=[[3, 1], [0, 2]]),
+                nn.reduce_scatter(x, 1, replica_groups=[[2, 3], [1, 0]]),
+                nn.all_to_all(x, 1, 1, replica_groups=[[1, 0], [2, 3]]))
+
+    xs = rank_inputs(world, (3, 4), np.float32, seed=3)
+    models = load(compile_for(tmp_path, kernel, xs[0], world), world)
+    results = run_ranks(models, xs)
+    gather_groups = [[3, 1], [0, 2]]
+    scatter_groups = [[2, 3], [1, 0]]
+    a2a_groups = [[1, 0], [2, 3]]
+    for r in range(world):
+        ar, amax, ag, rs, a2a = results[r]
+        np.testing.assert_array_equal(
+            ar, xs[0] if r == 0 else reduce_ref([xs[1], xs[2], xs[3]], "sum",
+                                                np.float32))
+        np.testing.assert_array_equal(
+            amax, xs[1] if r == 1 else np.maximum(np.maximum(xs[2], xs[0]), xs[3]))
+        (g,) = [g for g in gather_groups if r in g]
+        np.testing.assert_array_equal(ag, np.concatenate([xs[k] for k in g], 0))
+        (g,) = [g for g in scatter_groups if r in g]
+        pos = g.index(r)
+        np.testing.assert_array_equal(
+            rs, reduce_ref([xs[k] for k in g], "sum", np.float32)[:, 2 * pos:2 * pos + 2])
+        (g,) = [g for g in a2a_groups if r in g]
+        pos = g.index(r)
+        np.testing.assert_array_equal(
+            a2a, np.concatenate([xs[k][:, 2 * pos:2 * pos + 2] for k in g], 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_large_all_reduce(machine, tmp_path, dtype):
+    """Over 256 KiB each rank reduces one part and copies the others':
+    an odd count checks the part boundaries."""
+    world, n = 2, 300_001
+    xs = rank_inputs(world, (n,), dtype, seed=5)
+    models = load(compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0],
+                              world), world)
+    for _ in range(2):  # the second execution reuses the communicator
+        results = run_ranks(models, xs)
+        for r in range(world):
+            np.testing.assert_array_equal(results[r][0],
+                                          reduce_ref(xs, "sum", dtype))
+
+
+def test_world_of_one_is_identity(machine, tmp_path):
+    def kernel(x):
+        return (nn.all_reduce(x, op="prod"), nn.all_gather(x, 0),
+                nn.reduce_scatter(x, 1), nn.all_to_all(x, 0, 1),
+                nn.collective_permute(x, [(0, 0)]),
+                nn.collective_permute(x, []))
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    path = nn.compile(kernel, x, path=tmp_path / "one.neff")
+    for model in (NrtpyModel.load_from_neff(path),
+                  NrtpyModel.load_from_neff(path, cc_enabled=True)):
+        outs = [v.numpy() for v in model(
+            inputs={"x": NrtpyTensor.from_numpy(x, name="x")}).values()]
+        for o in outs[:5]:
+            np.testing.assert_array_equal(o, x)
+        np.testing.assert_array_equal(outs[5], np.zeros_like(x))
+
+
+def test_missing_rank_times_out(machine, tmp_path):
+    """Rank 1 never executes: ranks 0 and 2 fail after the timeout with
+    NRT_TIMEOUT naming it; later collectives fail at once."""
+    machine.setenv("NEURON_RT_EXEC_TIMEOUT", "1")
+    world = 3
+    xs = rank_inputs(world, (8,), np.float32)
+    models = load(compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0],
+                              world), world)
+    start = time.monotonic()
+    results = run_ranks(models, xs, ranks=[0, 2])
+    assert time.monotonic() - start < 10
+    for r in (0, 2):
+        e = results[r]
+        assert isinstance(e, NrtError) and e.status_code == NRT_TIMEOUT, e
+        assert "rank 1 did not reach" in str(e)
+    late = run_ranks(models, xs, ranks=[1])[1]
+    assert isinstance(late, NrtError)
+    assert late.status_code == NRT_EXEC_HW_ERR_COLLECTIVES
+    assert "communicator failed" in str(late)
+    # Loading again makes a new communicator that works.
+    del models
+    gc.collect()
+    models = load(compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0],
+                              world), world)
+    results = run_ranks(models, xs)
+    np.testing.assert_array_equal(results[1][0], reduce_ref(xs, "sum", np.float32))
+
+
+def test_unloaded_rank_fails_the_waiting_ones(machine, tmp_path):
+    machine.setenv("NEURON_RT_EXEC_TIMEOUT", "30")
+    xs = rank_inputs(2, (8,), np.float32)
+    models = load(compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2), 2)
+    results: dict[int, object] = {}
+    t = threading.Thread(target=lambda: results.update(run_ranks(models, xs, [0])))
+    start = time.monotonic()
+    t.start()
+    time.sleep(0.5)
+    del models[1]
+    gc.collect()
+    t.join(20)
+    assert not t.is_alive()
+    assert time.monotonic() - start < 15
+    e = results[0]
+    assert isinstance(e, NrtError), e
+    assert e.status_code == NRT_EXEC_HW_ERR_COLLECTIVES
+    assert "rank 1 left" in str(e)
+
+
+def test_load_errors(machine, tmp_path):
+    x = np.zeros((2, 4), np.float32)
+    gather2 = compile_for(tmp_path, lambda x: nn.all_gather(x, 0), x, 2)
+    # The shapes gather from 2 ranks, the world has 4.
+    with pytest.raises(NrtError, match="shapes imply groups of 2") as e:
+        load(gather2, 4)
+    assert e.value.status_code == NRT_INVALID
+    with pytest.raises(NrtError, match="shapes imply groups of 2"):
+        NrtpyModel.load_from_neff(gather2)
+    # Groups that do not cover the world.
+    grouped = compile_for(tmp_path, lambda x: nn.all_reduce(
+        x, replica_groups=[[0, 1]]), x, 2)
+    with pytest.raises(NrtError, match="hold 2 of the world's 3 ranks"):
+        NrtpyModel.load_from_neff(grouped, core_id=0, cc_enabled=True,
+                                  rank_id=0, world_size=3)
+    with pytest.raises(NrtError, match="names rank 1"):
+        NrtpyModel.load_from_neff(grouped)
+    with pytest.raises(NrtError):
+        NrtpyModel.load_from_neff(grouped, cc_enabled=True, rank_id=2,
+                                  world_size=2)
+    # Two ranks of one world on one core.
+    m = NrtpyModel.load_from_neff(grouped, core_id=0, cc_enabled=True,
+                                  rank_id=0, world_size=2)
+    with pytest.raises(NrtError, match="already on vnc 0"):
+        NrtpyModel.load_from_neff(grouped, core_id=0, cc_enabled=True,
+                                  rank_id=1, world_size=2)
+    del m
+
+
+def test_tracer_checks_arguments(tmp_path):
+    x = np.zeros((4, 6), np.float32)
+
+    def trace(fn, world=4):
+        return nn.compile(fn, x, path=tmp_path / f"t{next(_counter)}.neff",
+                          world_size=world)
+
+    with pytest.raises(TypeError, match="being traced"):
+        nn.all_reduce(x)
+    with pytest.raises(ValueError, match="op must be one of"):
+        trace(lambda x: nn.all_reduce(x, op="mean"))
+    with pytest.raises(ValueError, match="twice"):
+        trace(lambda x: nn.all_reduce(x, replica_groups=[[0, 1], [1, 2, 3]]))
+    with pytest.raises(ValueError, match="each rank must be in one"):
+        trace(lambda x: nn.all_reduce(x, replica_groups=[[0, 1]]))
+    with pytest.raises(ValueError, match="same size"):
+        trace(lambda x: nn.all_gather(x, 0, replica_groups=[[0], [1, 2, 3]]))
+    with pytest.raises(ValueError, match="does not split"):
+        trace(lambda x: nn.reduce_scatter(x, 1))
+    with pytest.raises(ValueError, match="out of range"):
+        trace(lambda x: nn.all_to_all(x, 2, 0))
+    with pytest.raises(ValueError, match="target of two pairs"):
+        trace(lambda x: nn.collective_permute(x, [(0, 1), (2, 1)]))
+    with pytest.raises(ValueError, match="world_size 4"):
+        trace(lambda x: nn.collective_permute(x, [(0, 4)]))
+    with pytest.raises(ValueError, match="world_size must be"):
+        trace(lambda x: nn.all_reduce(x), world=0)
+    with pytest.raises(TypeError, match="world_size must be an int"):
+        trace(lambda x: nn.all_reduce(x), world=2.0)
