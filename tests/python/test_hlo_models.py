@@ -127,3 +127,20 @@ def test_decoder_block_two_layers(tmp_path):
         return decoder(x, jax.tree_util.tree_unflatten(tree, leaves))
 
     check_jax(flat, x, *leaves, tmp_path=tmp_path, rtol=1e-4, atol=1e-4)
+
+
+def test_mlp_fp8_weights(tmp_path):
+    # fp8 weights (e4m3fn and e5m2) dequantized in the graph, as inference
+    # kernels store them; the values are exact in fp8, so only the
+    # accumulation order differs from XLA.
+    w1 = randn(16, 32, scale=0.3).astype(ml_dtypes.float8_e4m3fn)
+    w2 = randn(32, 8, scale=0.3).astype(ml_dtypes.float8_e5m2)
+
+    def f(x, w1, w2, s):
+        h = jax.nn.relu(x @ (w1.astype(jnp.float32) * s))
+        y = h @ w2.astype(jnp.float32)
+        return y, y.astype(ml_dtypes.float8_e4m3fn)
+
+    got = check_jax(f, randn(8, 16), w1, w2, np.float32(0.5), tmp_path=tmp_path,
+                    **F32_TOL)
+    assert got["output1"].dtype == ml_dtypes.float8_e4m3fn

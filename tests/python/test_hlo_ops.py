@@ -238,3 +238,11 @@ def test_call_tuple_and_nested_outputs(tmp_path):
     assert ins == ["x", "y"]
     assert outs == ["output0", "output1", "output2"]
     check_jax(f, X, Y, tmp_path=tmp_path)
+
+
+def test_reduce_precision(tmp_path):
+    x = np.concatenate([X.ravel() * 1000, SPECIAL.ravel(), [70000.0, 1e-8]]).astype(np.float32)
+    check_jax(lambda x: (lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7),
+                         lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10),
+                         lax.reduce_precision(x, exponent_bits=8, mantissa_bits=23)),
+              x, tmp_path=tmp_path)

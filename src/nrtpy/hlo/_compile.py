@@ -210,7 +210,7 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
         if n in ctx.program.buffers:
             raise ValueError(f"duplicate tensor name {n!r}")
     result = ctx.inline(entry, inputs)
-    leaves = _leaves(result)
+    leaves = [ctx.materialize(v) for v in _leaves(result)]
     for n in final_out:
         if n in ctx.program.buffers and ctx.program.buffers[n]["kind"] != "input":
             raise ValueError(f"output name {n!r} collides with a buffer of the "

@@ -33,7 +33,13 @@ What the context offers (each documented below):
   lists of ``while``/``conditional``, hlo-contract section C) instead of
   the current one.
 - helpers that skip no-ops: ``reshape``, ``transpose``, ``cast``,
-  ``broadcast_to``, ``copy``.
+  ``broadcast_to``, ``copy``; ``elementwise(op, inputs, shape, dtype)``
+  for ops that broadcast their operands.
+- lazy broadcasts: ``broadcast`` and ``iota`` give ``Broadcast`` values
+  that elementwise ops read without writing the repeated array out.
+  ``operand()`` and ``value()`` hand every other lowering materialized
+  buffers (``lazy=True`` asks for the lazy ones); ``materialize(v)``
+  writes one out.
 - called computations: ``inline(computation, args)`` lowers a computation
   with the given argument values (inlining: ``call``, loop bodies,
   branches) and returns its root's value; ``computation(ins, k)`` is the
@@ -69,6 +75,23 @@ LOWERINGS: dict[str, LoweringFn] = {}
 
 #: How deep called computations (call, loop bodies, branches) may nest.
 MAX_INLINE_DEPTH = 64
+
+
+class Broadcast(Traced):
+    """A value broadcast lazily: ``source`` (a buffer of the same rank,
+    with 1s where this value repeats) stands for an array of ``shape``.
+
+    Elementwise lowerings read the source directly (the emulator's
+    elementwise ops broadcast their operands, so the repeated array is
+    never written); any other use materializes it once, with one
+    ``broadcast_to`` (``Lowering.materialize``).  ``operand()`` hides it
+    from lowerings that do not ask for it.
+    """
+
+    def __init__(self, source: Traced, shape: tuple[int, ...]) -> None:
+        super().__init__(source.program, "", shape, source.dtype)
+        self.source = source
+        self.full: Traced | None = None
 
 
 def lowers(*opcodes: str) -> Callable[[LoweringFn], LoweringFn]:
@@ -114,19 +137,33 @@ class Lowering:
         return ValueError(f"malformed HLO: {ins.where()}: {what}")
 
     # -- operands ----------------------------------------------------------
-    def value(self, ins: Instruction, k: int) -> Value:
-        """The value of operand ``k`` of ``ins`` (a buffer or a tuple)."""
+    def value(self, ins: Instruction, k: int, lazy: bool = False) -> Value:
+        """The value of operand ``k`` of ``ins`` (a buffer or a tuple).
+        With ``lazy`` it may hold ``Broadcast``s (to pass on unchanged)."""
         if k >= len(ins.operand_ids):
             raise self.malformed(ins, f"has {len(ins.operand_ids)} operands, "
                                       f"operand {k} is needed")
-        return self._scopes[-1][ins.operand_ids[k]]
+        v = self._scopes[-1][ins.operand_ids[k]]
+        return v if lazy else self.materialize(v)
 
-    def operand(self, ins: Instruction, k: int) -> Buf:
-        """The buffer of array operand ``k`` of ``ins``."""
-        v = self.value(ins, k)
+    def operand(self, ins: Instruction, k: int, lazy: bool = False) -> Buf:
+        """The buffer of array operand ``k`` of ``ins``.  With ``lazy`` it
+        may be a ``Broadcast`` (for elementwise lowerings, which pass it to
+        ``emit(..., broadcasting=True)``)."""
+        v = self.value(ins, k, lazy=True)
         if isinstance(v, tuple):
             raise self.malformed(ins, f"operand {k} is a tuple, an array is "
                                       f"needed")
+        return v if lazy else self.materialize(v)
+
+    def materialize(self, v: Value) -> Value:
+        """``v`` with every lazy ``Broadcast`` in it written out."""
+        if isinstance(v, tuple):
+            return tuple(self.materialize(e) for e in v)
+        if isinstance(v, Broadcast):
+            if v.full is None:
+                v.full = self.emit("broadcast_to", [v.source], v.shape, v.dtype)
+            return v.full
         return v
 
     def operands(self, ins: Instruction) -> list[Buf]:
@@ -208,22 +245,37 @@ class Lowering:
         c = self.const(np.array(value, dtype=np.dtype(dtype)))
         return self.broadcast_to(c, shape)
 
+    def splat(self, value: Any, shape: Sequence[int], dtype: Any) -> Buf:
+        """``value`` as a lazy ``Broadcast`` of ``shape`` (for elementwise
+        consumers)."""
+        c = self.const(np.array(value, dtype=np.dtype(dtype)))
+        return self.broadcast_to(c, shape, lazy=True)
+
     # -- ops ---------------------------------------------------------------
     def emit(self, op: str, inputs: Sequence[Buf], shape: Sequence[int],
-             dtype: Any, compute: Any = None, **attrs: Any) -> Buf:
+             dtype: Any, compute: Any = None, broadcasting: bool = False,
+             **attrs: Any) -> Buf:
         """Append ``op`` reading ``inputs`` into a new temporary of ``shape``
         and ``dtype``; ``compute`` is the op's compute dtype (omitted when it
-        is the out dtype).  Returns the temporary."""
+        is the out dtype).  ``broadcasting``: the op broadcasts its operands
+        (elementwise ops), so lazy ``Broadcast`` inputs are read through
+        their sources.  Returns the temporary."""
         out = self.temp(shape, dtype)
-        self.emit_into(out, op, inputs, compute=compute, **attrs)
+        self.emit_into(out, op, inputs, compute=compute,
+                       broadcasting=broadcasting, **attrs)
         return out
 
     def emit_into(self, out: Buf, op: str, inputs: Sequence[Buf],
-                  compute: Any = None, **attrs: Any) -> None:
+                  compute: Any = None, broadcasting: bool = False,
+                  **attrs: Any) -> None:
         """Append ``op`` reading ``inputs`` and writing the existing buffer
         ``out``."""
-        rec: dict[str, Any] = {"op": op, "in": [t.name for t in inputs],
-                               "out": out.name}
+        names = []
+        for t in inputs:
+            if isinstance(t, Broadcast):
+                t = t.source if broadcasting else self.materialize(t)
+            names.append(t.name)
+        rec: dict[str, Any] = {"op": op, "in": names, "out": out.name}
         if compute is not None and np.dtype(compute) != out.dtype:
             rec["dtype"] = _dtypes.name_of(np.dtype(compute))
         rec.update(attrs)
@@ -264,13 +316,36 @@ class Lowering:
         dtype = np.dtype(dtype)
         if x.dtype == dtype:
             return x
-        return self.emit("cast", [x], x.shape, dtype)
+        return self.elementwise("cast", [x], x.shape, dtype)
 
-    def broadcast_to(self, x: Buf, shape: Sequence[int]) -> Buf:
+    def elementwise(self, op: str, inputs: Sequence[Buf], shape: Sequence[int],
+                    dtype: Any, compute: Any = None, **attrs: Any) -> Buf:
+        """An elementwise op (its operands broadcast to ``shape``).  Lazy
+        ``Broadcast`` inputs are read through their sources; when every
+        input is smaller than ``shape``, the op computes at the inputs'
+        common shape and its result is a lazy ``Broadcast`` too."""
+        shape = tuple(int(d) for d in shape)
+        srcs = [t.source if isinstance(t, Broadcast) else t for t in inputs]
+        small = tuple(np.broadcast_shapes(*(tuple(t.shape) for t in srcs))) \
+            if srcs else shape
+        if len(small) == len(shape) and small != shape:
+            r = self.emit(op, srcs, small, dtype, compute=compute, **attrs)
+            return Broadcast(r, shape)
+        return self.emit(op, srcs, shape, dtype, compute=compute, **attrs)
+
+    def broadcast_to(self, x: Buf, shape: Sequence[int], lazy: bool = False) -> Buf:
+        """``x`` broadcast (NumPy's rules) to ``shape``; with ``lazy`` a
+        ``Broadcast`` that elementwise consumers read without writing it
+        out (the source is reshaped to the result's rank)."""
         shape = tuple(int(d) for d in shape)
         if tuple(x.shape) == shape:
             return x
-        return self.emit("broadcast_to", [x], shape, x.dtype)
+        if lazy:
+            if isinstance(x, Broadcast):
+                x = x.source
+            x = self.reshape(x, (1,) * (len(shape) - len(x.shape)) + tuple(x.shape))
+            return Broadcast(x, shape)
+        return self.emit("broadcast_to", [self.materialize(x)], shape, x.dtype)
 
     def copy(self, x: Buf) -> Buf:
         """A new buffer with the contents of ``x`` (for state that is

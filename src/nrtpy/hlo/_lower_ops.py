@@ -9,8 +9,10 @@ with one rounding at the store.
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
+from nrtpy import _dtypes
 from nrtpy.hlo._lower import Buf, Lowering, Value, lowers
 from nrtpy.hlo._module import Computation, Instruction
 
@@ -44,12 +46,12 @@ def _constant(ctx: Lowering, ins: Instruction) -> Value:
 
 @lowers("tuple")
 def _tuple(ctx: Lowering, ins: Instruction) -> Value:
-    return tuple(ctx.value(ins, k) for k in range(len(ins.operand_ids)))
+    return tuple(ctx.value(ins, k, lazy=True) for k in range(len(ins.operand_ids)))
 
 
 @lowers("get-tuple-element")
 def _get_tuple_element(ctx: Lowering, ins: Instruction) -> Value:
-    v = ctx.value(ins, 0)
+    v = ctx.value(ins, 0, lazy=True)
     if not isinstance(v, tuple) or not 0 <= ins.tuple_index < len(v):
         raise ctx.malformed(ins, f"index {ins.tuple_index} of an operand that "
                                  f"is not a tuple of more than "
@@ -60,13 +62,13 @@ def _get_tuple_element(ctx: Lowering, ins: Instruction) -> Value:
 @lowers("call")
 def _call(ctx: Lowering, ins: Instruction) -> Value:
     return ctx.inline(ctx.computation(ins, 0),
-                      [ctx.value(ins, k) for k in range(len(ins.operand_ids))])
+                      [ctx.value(ins, k, lazy=True) for k in range(len(ins.operand_ids))])
 
 
 @lowers("copy", "opt-barrier")
 def _identity(ctx: Lowering, ins: Instruction) -> Value:
     # Buffers are never written twice, so a copy may share its operand's.
-    return ctx.value(ins, 0)
+    return ctx.value(ins, 0, lazy=True)
 
 
 # -- shapes ---------------------------------------------------------------------
@@ -119,7 +121,7 @@ def _broadcast(ctx: Lowering, ins: Instruction) -> Value:
     for i in order:
         expanded[dims[i]] = x.shape[order.index(i)]
     x = ctx.reshape(x, expanded)
-    return ctx.broadcast_to(x, out)
+    return ctx.broadcast_to(x, out, lazy=True)
 
 
 @lowers("slice")
@@ -183,7 +185,7 @@ def _iota(ctx: Lowering, ins: Instruction) -> Value:
     line = ctx.emit("iota", [], (dims[axis],), ins.shape.dtype, axis=0)
     shape = [1] * len(dims)
     shape[axis] = dims[axis]
-    return ctx.broadcast_to(ctx.reshape(line, shape), dims)
+    return ctx.broadcast_to(ctx.reshape(line, shape), dims, lazy=True)
 
 
 # -- elementwise ----------------------------------------------------------------
@@ -203,15 +205,12 @@ _FLOAT_ONLY = {"exponential", "exponential-minus-one", "log", "log-plus-one",
                "erf"}
 
 
-def _is_float(dt: np.dtype) -> bool:
-    from nrtpy import _dtypes
-
-    return _dtypes.is_float(dt)
+_is_float = _dtypes.is_float
 
 
 @lowers(*_UNARY)
 def _unary(ctx: Lowering, ins: Instruction) -> Value:
-    x = ctx.operand(ins, 0)
+    x = ctx.operand(ins, 0, lazy=True)
     _same_shape(ctx, ins, x)
     dt = ins.shape.dtype
     if not _is_float(dt):
@@ -220,25 +219,25 @@ def _unary(ctx: Lowering, ins: Instruction) -> Value:
         if ins.opcode in _FLOAT_ONLY:
             raise ctx.malformed(ins, f"{ins.opcode} of {dt.name}: a float "
                                      f"operation")
-    return ctx.emit(_UNARY[ins.opcode], [x], x.shape, dt)
+    return ctx.elementwise(_UNARY[ins.opcode], [x], x.shape, dt)
 
 
 @lowers("is-finite")
 def _is_finite(ctx: Lowering, ins: Instruction) -> Value:
-    x = ctx.operand(ins, 0)
+    x = ctx.operand(ins, 0, lazy=True)
     _same_shape(ctx, ins, x)
     if not _is_float(x.dtype):
-        return ctx.full(True, x.shape, np.bool_)
-    return ctx.emit("is_finite", [x], x.shape, np.bool_, compute=x.dtype)
+        return ctx.splat(True, x.shape, np.bool_)
+    return ctx.elementwise("is_finite", [x], x.shape, np.bool_, compute=x.dtype)
 
 
 @lowers("not")
 def _not(ctx: Lowering, ins: Instruction) -> Value:
-    x = ctx.operand(ins, 0)
+    x = ctx.operand(ins, 0, lazy=True)
     _same_shape(ctx, ins, x)
     if x.dtype == np.bool_:
-        return ctx.emit("logical_not", [x], x.shape, np.bool_)
-    return ctx.emit("bitwise_not", [x], x.shape, x.dtype)
+        return ctx.elementwise("logical_not", [x], x.shape, np.bool_)
+    return ctx.elementwise("bitwise_not", [x], x.shape, x.dtype)
 
 
 _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "power": "pow",
@@ -254,7 +253,7 @@ _INT_BINARY = {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
 
 @lowers(*_BINARY, "and", "or", "xor", "divide")
 def _binary(ctx: Lowering, ins: Instruction) -> Value:
-    a, b = ctx.operand(ins, 0), ctx.operand(ins, 1)
+    a, b = ctx.operand(ins, 0, lazy=True), ctx.operand(ins, 1, lazy=True)
     _same_shape(ctx, ins, a, b)
     dt = ins.shape.dtype
     if a.dtype != dt or b.dtype != dt:
@@ -270,22 +269,22 @@ def _binary(ctx: Lowering, ins: Instruction) -> Value:
         op = _BINARY[ins.opcode]
     else:
         raise ctx.unsupported(ins, f"on {dt.name}")
-    return ctx.emit(op, [a, b], ins.shape.dims, dt)
+    return ctx.elementwise(op, [a, b], ins.shape.dims, dt)
 
 
 @lowers("select")
 def _select(ctx: Lowering, ins: Instruction) -> Value:
-    p, a, b = ctx.operand(ins, 0), ctx.operand(ins, 1), ctx.operand(ins, 2)
+    p, a, b = (ctx.operand(ins, k, lazy=True) for k in range(3))
     _same_shape(ctx, ins, a, b)
     if p.dtype != np.bool_ or p.shape not in ((), tuple(ins.shape.dims)):
         raise ctx.malformed(ins, f"the predicate is {p.dtype.name}"
                                  f"{list(p.shape)}")
-    return ctx.emit("where", [p, a, b], ins.shape.dims, ins.shape.dtype)
+    return ctx.elementwise("where", [p, a, b], ins.shape.dims, ins.shape.dtype)
 
 
 @lowers("clamp")
 def _clamp(ctx: Lowering, ins: Instruction) -> Value:
-    lo, x, hi = ctx.operand(ins, 0), ctx.operand(ins, 1), ctx.operand(ins, 2)
+    lo, x, hi = (ctx.operand(ins, k, lazy=True) for k in range(3))
     _same_shape(ctx, ins, x)
     for k, bound in ((0, lo), (2, hi)):
         if bound.shape not in ((), x.shape):
@@ -293,13 +292,13 @@ def _clamp(ctx: Lowering, ins: Instruction) -> Value:
     dt = ins.shape.dtype
     if dt == np.bool_:
         raise ctx.unsupported(ins, "on pred")
-    t = ctx.emit("maximum", [x, lo], x.shape, dt)
-    return ctx.emit("minimum", [t, hi], x.shape, dt)
+    t = ctx.elementwise("maximum", [x, lo], x.shape, dt)
+    return ctx.elementwise("minimum", [t, hi], x.shape, dt)
 
 
 @lowers("convert")
 def _convert(ctx: Lowering, ins: Instruction) -> Value:
-    x = ctx.operand(ins, 0)
+    x = ctx.operand(ins, 0, lazy=True)
     _same_shape(ctx, ins, x)
     return ctx.cast(x, ins.shape.dtype)
 
@@ -336,7 +335,7 @@ def total_order_key(ctx: Lowering, x: Buf) -> Buf:
 
 @lowers("compare")
 def _compare(ctx: Lowering, ins: Instruction) -> Value:
-    a, b = ctx.operand(ins, 0), ctx.operand(ins, 1)
+    a, b = ctx.operand(ins, 0, lazy=True), ctx.operand(ins, 1, lazy=True)
     if tuple(a.shape) != ins.shape.dims or tuple(b.shape) != ins.shape.dims or \
             a.dtype != b.dtype:
         raise ctx.malformed(ins, f"operands {a.dtype.name}{list(a.shape)} and "
@@ -348,13 +347,14 @@ def _compare(ctx: Lowering, ins: Instruction) -> Value:
     kind = ins.comparison_type or ("FLOAT" if _is_float(a.dtype) else
                                    "UNSIGNED" if a.dtype.kind in "ub" else "SIGNED")
     if kind == "TOTALORDER" and _is_float(a.dtype):
-        a, b = total_order_key(ctx, a), total_order_key(ctx, b)
+        a = total_order_key(ctx, ctx.materialize(a))
+        b = total_order_key(ctx, ctx.materialize(b))
     elif kind not in ("FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED", "PARTIALORDER"):
         raise ctx.unsupported(ins, f"comparison_type {kind!r}")
     elif kind in ("SIGNED", "UNSIGNED") and _is_float(a.dtype):
         raise ctx.malformed(ins, f"comparison_type {kind} of {a.dtype.name}")
-    return ctx.emit(_COMPARE[direction], [a, b], ins.shape.dims, np.bool_,
-                    compute=a.dtype)
+    return ctx.elementwise(_COMPARE[direction], [a, b], ins.shape.dims, np.bool_,
+                           compute=a.dtype)
 
 
 # -- dot ------------------------------------------------------------------------
@@ -612,3 +612,27 @@ def _reduce_arg(ctx: Lowering, ins: Instruction, xs: list[Buf], inits: list[Buf]
     v = ctx.emit(red, [values], out_shape, vdt, axes=[axis], keepdims=False)
     i64 = ctx.emit(kind, [values], out_shape, np.int64, axis=axis, keepdims=False)
     return (v, ctx.cast(i64, idt))
+
+
+# -- reduce-precision -------------------------------------------------------------
+
+# (exponent_bits, mantissa_bits) -> the type that rounds to exactly those
+# (round to nearest even, overflow to infinity, NaN kept).
+_PRECISIONS = {(8, 7): "bfloat16", (5, 10): "float16", (5, 2): "float8_e5m2"}
+
+
+@lowers("reduce-precision")
+def _reduce_precision(ctx: Lowering, ins: Instruction) -> Value:
+    x = ctx.operand(ins, 0, lazy=True)
+    _same_shape(ctx, ins, x)
+    bits = (ins.raw.int64(18), ins.raw.int64(19))
+    if not _is_float(x.dtype):
+        raise ctx.malformed(ins, f"reduce-precision of {x.dtype.name}")
+    own = ml_dtypes.finfo(x.dtype)
+    if bits == (own.nexp, own.nmant):
+        return x
+    if bits not in _PRECISIONS or bits[0] > own.nexp or bits[1] > own.nmant:
+        raise ctx.unsupported(ins, f"exponent_bits={bits[0]} "
+                                   f"mantissa_bits={bits[1]} of {x.dtype.name}")
+    narrow = np.dtype(getattr(ml_dtypes, _PRECISIONS[bits], None) or _PRECISIONS[bits])
+    return ctx.cast(ctx.cast(x, narrow), x.dtype)
