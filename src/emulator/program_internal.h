@@ -140,31 +140,25 @@ struct op_ctx {
  * and "dtype", which every op has): X(suffix, JSON key).  An op reads
  * only those its row of NRTEMU_OP_LIST names; others are ignored.
  */
-#define NRTEMU_ATTR_LIST(X) \
-    X(AXES, "axes")         \
-    X(KEEPDIMS, "keepdims") \
-    X(COND, "cond")         \
-    X(PRED, "pred")         \
-    X(BODY, "body")         \
-    X(BRANCHES, "branches") \
-    X(AXIS, "axis")         \
-    X(PERM, "perm")         \
-    X(START, "start")       \
-    X(STEP, "step")         \
-    X(VALUE, "value")       \
-    X(MODE, "mode")         \
-    X(DESCENDING, "descending")
-X(KEEPDIMS, "keepdims")
-X(AXIS, "axis")
-X(PERM, "perm")
-X(START, "start")
-X(STEP, "step")
-X(VALUE, "value")
-X(REDUCE, "reduce")
-X(REPLICA_GROUPS, "replica_groups")
-X(SPLIT_AXIS, "split_axis")
-X(CONCAT_AXIS, "concat_axis")
-X(PAIRS, "pairs")
+#define NRTEMU_ATTR_LIST(X)             \
+    X(AXES, "axes")                     \
+    X(KEEPDIMS, "keepdims")             \
+    X(COND, "cond")                     \
+    X(PRED, "pred")                     \
+    X(BODY, "body")                     \
+    X(BRANCHES, "branches")             \
+    X(AXIS, "axis")                     \
+    X(PERM, "perm")                     \
+    X(START, "start")                   \
+    X(STEP, "step")                     \
+    X(VALUE, "value")                   \
+    X(MODE, "mode")                     \
+    X(DESCENDING, "descending")         \
+    X(REDUCE, "reduce")                 \
+    X(REPLICA_GROUPS, "replica_groups") \
+    X(SPLIT_AXIS, "split_axis")         \
+    X(CONCAT_AXIS, "concat_axis")       \
+    X(PAIRS, "pairs")
 
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,

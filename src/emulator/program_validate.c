@@ -896,294 +896,275 @@ nrtemu__op_check_bitcast(const struct op_ctx *ctx, struct op *op)
             "in[0] '%s' has %zu bytes and out '%s' %zu: a bitcast keeps "
             "the bytes",
             in->name, in->bytes, out->name, out->bytes);
-        *A scalar a control op decides on : bool or an integer,
-            shape[].  `what` *names it in messages("pred", "in[0]").* /
-                static NRT_STATUS check_decider(const struct op_ctx *ctx,
-                                                const char *what,
-                                                const struct buffer *b)
-        {
-            char desc[160];
+    }
+    return NRT_SUCCESS;
+}
 
-            nrtemu__describe_buffer(b, desc, sizeof desc);
-            if (b->ndim != 0) {
-                return nrtemu__op_invalid(ctx,
-                                          "%s '%s' is %s: it must be a scalar "
-                                          "(shape [])",
-                                          what, b->name, desc);
-            }
-            if (b->dtype != NRTEMU_DTYPE_BOOL &&
-                !nrtemu__dtype_is_signed_int(b->dtype) &&
-                !nrtemu__dtype_is_unsigned_int(b->dtype)) {
-                return nrtemu__op_invalid(
-                    ctx,
-                    "%s '%s' is %s: it must be bool or an "
-                    "integer",
-                    what, b->name, desc);
-            }
-            return NRT_SUCCESS;
-        }
-
-        /* The scatter modes by name, from their list. */
-        static const char *const scatter_modes[NRTEMU_SCATTER_MODE_COUNT] = {
+/* The scatter modes by name, from their list. */
+static const char *const scatter_modes[NRTEMU_SCATTER_MODE_COUNT] = {
 #define SCATTER_MODE_NAME(suffix, name) [NRTEMU_SCATTER_##suffix] = name,
-            NRTEMU_SCATTER_MODE_LIST(SCATTER_MODE_NAME)
+    NRTEMU_SCATTER_MODE_LIST(SCATTER_MODE_NAME)
 #undef SCATTER_MODE_NAME
-        };
+};
 
-        /*
-         * scatter(operand, indices, updates): out like operand; integer
-         * indices, as many as updates, which have the out dtype; "mode" names
-         * the combination.
-         */
-        NRT_STATUS
-        nrtemu__op_check_scatter(const struct op_ctx *ctx, struct op *op)
-        {
-            const struct buffer *operand = in_buf(ctx, 0),
-                                *idx = in_buf(ctx, 1);
-            const struct buffer *upd = in_buf(ctx, 2), *out = out_buf(ctx);
-            const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_MODE);
-            NRT_STATUS st;
+/*
+ * scatter(operand, indices, updates): out like operand; integer indices,
+ * as many as updates, which have the out dtype; "mode" names the
+ * combination.
+ */
+NRT_STATUS
+nrtemu__op_check_scatter(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *operand = in_buf(ctx, 0), *idx = in_buf(ctx, 1);
+    const struct buffer *upd = in_buf(ctx, 2), *out = out_buf(ctx);
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_MODE);
+    NRT_STATUS st;
 
-            op->compute = out->dtype;
-            if (v == NULL || v->type != NRTEMU_JSON_STRING) {
-                return nrtemu__op_invalid(
-                    ctx, "\"mode\" must be one of \"assign\", "
-                         "\"add\", \"mul\", \"max\", \"min\"");
-            }
-            op->mode = NRTEMU_SCATTER_MODE_COUNT;
-            for (int m = 0; m < NRTEMU_SCATTER_MODE_COUNT; m++) {
-                if (strcmp(v->u.string.chars, scatter_modes[m]) == 0) {
-                    op->mode = (enum nrtemu_scatter_mode)m;
-                }
-            }
-            if (op->mode == NRTEMU_SCATTER_MODE_COUNT) {
-                return nrtemu__op_invalid(
-                    ctx,
-                    "\"mode\" \"%.40s\" is not one of "
-                    "\"assign\", \"add\", \"mul\", \"max\", "
-                    "\"min\"",
-                    v->u.string.chars);
-            }
-            if (!nrtemu__dtype_is_signed_int(idx->dtype) &&
-                !nrtemu__dtype_is_unsigned_int(idx->dtype)) {
-                return nrtemu__op_invalid(
-                    ctx,
-                    "in[1] '%s' holds %s: indices must be "
-                    "integers",
-                    idx->name, nrtemu__dtype_name(idx->dtype));
-            }
-            if (idx->count != upd->count) {
-                return nrtemu__op_invalid(
-                    ctx,
-                    "in[1] '%s' has %llu indices but in[2] '%s' "
-                    "%llu updates",
-                    idx->name, (unsigned long long)idx->count, upd->name,
-                    (unsigned long long)upd->count);
-            }
-            st = check_same_dtype(ctx, 0);
-            if (st == NRT_SUCCESS) {
-                st = check_same_dtype(ctx, 2);
-            }
-            return st != NRT_SUCCESS
-                       ? st
-                       : check_out_shape(ctx, operand->shape, operand->ndim);
+    op->compute = out->dtype;
+    if (v == NULL || v->type != NRTEMU_JSON_STRING) {
+        return nrtemu__op_invalid(ctx, "\"mode\" must be one of \"assign\", "
+                                       "\"add\", \"mul\", \"max\", \"min\"");
+    }
+    op->mode = NRTEMU_SCATTER_MODE_COUNT;
+    for (int m = 0; m < NRTEMU_SCATTER_MODE_COUNT; m++) {
+        if (strcmp(v->u.string.chars, scatter_modes[m]) == 0) {
+            op->mode = (enum nrtemu_scatter_mode)m;
         }
+    }
+    if (op->mode == NRTEMU_SCATTER_MODE_COUNT) {
+        return nrtemu__op_invalid(ctx,
+                                  "\"mode\" \"%.40s\" is not one of "
+                                  "\"assign\", \"add\", \"mul\", \"max\", "
+                                  "\"min\"",
+                                  v->u.string.chars);
+    }
+    if (!nrtemu__dtype_is_signed_int(idx->dtype) &&
+        !nrtemu__dtype_is_unsigned_int(idx->dtype)) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[1] '%s' holds %s: indices must be "
+                                  "integers",
+                                  idx->name, nrtemu__dtype_name(idx->dtype));
+    }
+    if (idx->count != upd->count) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[1] '%s' has %llu indices but in[2] '%s' "
+                                  "%llu updates",
+                                  idx->name, (unsigned long long)idx->count,
+                                  upd->name, (unsigned long long)upd->count);
+    }
+    st = check_same_dtype(ctx, 0);
+    if (st == NRT_SUCCESS) {
+        st = check_same_dtype(ctx, 2);
+    }
+    return st != NRT_SUCCESS
+               ? st
+               : check_out_shape(ctx, operand->shape, operand->ndim);
+}
 
-        /* argsort: int32 out of the keys' shape; "axis" (default the last),
-         * "descending" (default false). */
-        NRT_STATUS
-        nrtemu__op_check_argsort(const struct op_ctx *ctx, struct op *op)
-        {
-            const struct buffer *in = in_buf(ctx, 0);
-            const struct nrtemu_json *v =
-                get_attr(ctx, NRTEMU_ATTR_DESCENDING);
-            bool present;
-            NRT_STATUS st;
+/* argsort: int32 out of the keys' shape; "axis" (default the last),
+ * "descending" (default false). */
+NRT_STATUS
+nrtemu__op_check_argsort(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0);
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_DESCENDING);
+    bool present;
+    NRT_STATUS st;
 
-            op->compute = in->dtype;
-            op->axis = in->ndim == 0 ? 0 : in->ndim - 1;
-            op->descending = false;
-            if (v != NULL && v->type != NRTEMU_JSON_NULL) {
-                if (v->type != NRTEMU_JSON_BOOL) {
-                    return nrtemu__op_invalid(ctx,
-                                              "\"descending\" must be true or "
-                                              "false");
-                }
-                op->descending = v->u.boolean;
+    op->compute = in->dtype;
+    op->axis = in->ndim == 0 ? 0 : in->ndim - 1;
+    op->descending = false;
+    if (v != NULL && v->type != NRTEMU_JSON_NULL) {
+        if (v->type != NRTEMU_JSON_BOOL) {
+            return nrtemu__op_invalid(ctx, "\"descending\" must be true or "
+                                           "false");
+        }
+        op->descending = v->u.boolean;
+    }
+    if (in->ndim == 0) {
+        const struct nrtemu_json *a = get_attr(ctx, NRTEMU_ATTR_AXIS);
+        if (a != NULL && a->type != NRTEMU_JSON_NULL &&
+            !(a->type == NRTEMU_JSON_NUMBER && a->u.number.is_int &&
+              (a->u.number.ivalue == 0 || a->u.number.ivalue == -1))) {
+            return nrtemu__op_invalid(ctx, "\"axis\" must be 0 or -1 for a "
+                                           "scalar");
+        }
+    } else {
+        st = get_axis(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis, &present);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+        if (in->shape[op->axis] > (uint64_t)INT32_MAX) {
+            return nrtemu__op_invalid(ctx,
+                                      "axis %u has %llu elements: the int32 "
+                                      "permutation holds at most 2^31 - 1",
+                                      op->axis,
+                                      (unsigned long long)in->shape[op->axis]);
+        }
+    }
+    st = check_out_dtype(ctx, NRTEMU_DTYPE_INT32);
+    return st != NRT_SUCCESS ? st : check_out_shape(ctx, in->shape, in->ndim);
+}
+
+/*
+ * A scalar a control op decides on: bool or an integer, shape [].  `what`
+ * names it in messages ("pred", "in[0]").
+ */
+static NRT_STATUS
+check_decider(const struct op_ctx *ctx, const char *what,
+              const struct buffer *b)
+{
+    char desc[160];
+
+    nrtemu__describe_buffer(b, desc, sizeof desc);
+    if (b->ndim != 0) {
+        return nrtemu__op_invalid(ctx,
+                                  "%s '%s' is %s: it must be a scalar "
+                                  "(shape [])",
+                                  what, b->name, desc);
+    }
+    if (b->dtype != NRTEMU_DTYPE_BOOL &&
+        !nrtemu__dtype_is_signed_int(b->dtype) &&
+        !nrtemu__dtype_is_unsigned_int(b->dtype)) {
+        return nrtemu__op_invalid(ctx,
+                                  "%s '%s' is %s: it must be bool or an "
+                                  "integer",
+                                  what, b->name, desc);
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+lists_alloc(const struct op_ctx *ctx, struct op *op, size_t n)
+{
+    op->lists = calloc(n ? n : 1, sizeof *op->lists);
+    if (op->lists == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, ctx->func,
+                            "%s: out of host memory for the ops",
+                            ctx->program->path);
+    }
+    op->n_lists = n;
+    return NRT_SUCCESS;
+}
+
+/*
+ * while: "pred" names a scalar that "cond" (run first, every iteration)
+ * leaves written; "body" runs while it is true.  What the lists write
+ * counts as written after the op (the body may run zero times: the
+ * program then reads what the buffer held before, as XLA's loop state).
+ */
+NRT_STATUS
+nrtemu__op_check_while(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_json *jpred = get_attr(ctx, NRTEMU_ATTR_PRED);
+    const struct buffer *pred;
+    NRT_STATUS st;
+
+    if (jpred == NULL || jpred->type != NRTEMU_JSON_STRING ||
+        !nrtemu__program_find_buffer(ctx->program, jpred->u.string.chars,
+                                     &op->pred)) {
+        return nrtemu__op_invalid(ctx, "\"pred\" must be the name of a "
+                                       "buffer");
+    }
+    pred = &ctx->program->buffers[op->pred];
+    st = check_decider(ctx, "pred", pred);
+    if (st == NRT_SUCCESS) {
+        st = lists_alloc(ctx, op, 2);
+    }
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__program_read_list(ctx, get_attr(ctx, NRTEMU_ATTR_COND),
+                                       "cond", &op->lists[0]);
+    }
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if ((pred->kind == BUFFER_TEMP || pred->kind == BUFFER_OUTPUT) &&
+        !ctx->written->is[op->pred]) {
+        return nrtemu__op_invalid(ctx,
+                                  "pred '%s' is read before any op writes "
+                                  "it (cond runs before each test)",
+                                  pred->name);
+    }
+    return nrtemu__program_read_list(ctx, get_attr(ctx, NRTEMU_ATTR_BODY),
+                                     "body", &op->lists[1]);
+}
+
+/*
+ * conditional: in[0] selects one of "branches".  Each branch is read
+ * with what is written before the op; after it, what any branch writes
+ * counts as written.
+ */
+NRT_STATUS
+nrtemu__op_check_conditional(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_json *jb = get_attr(ctx, NRTEMU_ATTR_BRANCHES);
+    const struct buffer *sel = in_buf(ctx, 0);
+    struct written_set *w = ctx->written;
+    size_t mark = w->len, *set = NULL, n_set = 0, cap = 0, n;
+    NRT_STATUS st;
+
+    st = check_decider(ctx, "in[0]", sel);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (jb == NULL || jb->type != NRTEMU_JSON_ARRAY ||
+        jb->u.array.count == 0) {
+        return nrtemu__op_invalid(ctx, "\"branches\" must be a list of one "
+                                       "or more op lists");
+    }
+    n = jb->u.array.count;
+    if (sel->dtype == NRTEMU_DTYPE_BOOL && n != 2) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[0] '%s' is bool: it selects one of 2 "
+                                  "branches, not %zu",
+                                  sel->name, n);
+    }
+    st = lists_alloc(ctx, op, n);
+    for (size_t i = 0; i < n && st == NRT_SUCCESS; i++) {
+        char label[40];
+        snprintf(label, sizeof label, "branches[%zu]", i);
+        st = nrtemu__program_read_list(ctx, jb->u.array.items[i], label,
+                                       &op->lists[i]);
+        /* Keep what the branch set aside, and unset it for the next. */
+        if (st == NRT_SUCCESS && n_set + (w->len - mark) > cap) {
+            size_t want = (n_set + (w->len - mark)) * 2;
+            size_t *grown = realloc(set, want * sizeof *set);
+            if (grown == NULL) {
+                st = nrtemu__fail(NRT_RESOURCE, ctx->func,
+                                  "%s: out of host memory for the ops",
+                                  ctx->program->path);
+                break;
             }
-            if (in->ndim == 0) {
-                const struct nrtemu_json *a = get_attr(ctx, NRTEMU_ATTR_AXIS);
-                if (a != NULL && a->type != NRTEMU_JSON_NULL &&
-                    !(a->type == NRTEMU_JSON_NUMBER && a->u.number.is_int &&
-                      (a->u.number.ivalue == 0 || a->u.number.ivalue == -1))) {
-                    return nrtemu__op_invalid(ctx,
-                                              "\"axis\" must be 0 or -1 for a "
-                                              "scalar");
-                }
-            } else {
-                st = get_axis(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis,
-                              &present);
-                if (st != NRT_SUCCESS) {
-                    return st;
-                }
-                if (in->shape[op->axis] > (uint64_t)INT32_MAX) {
-                    return nrtemu__op_invalid(
-                        ctx,
-                        "axis %u has %llu elements: the int32 "
-                        "permutation holds at most 2^31 - 1",
-                        op->axis, (unsigned long long)in->shape[op->axis]);
-                }
+            set = grown;
+            cap = want;
+        }
+        for (size_t j = mark; j < w->len; j++) {
+            if (st == NRT_SUCCESS) {
+                set[n_set++] = w->log[j];
             }
-            st = check_out_dtype(ctx, NRTEMU_DTYPE_INT32);
-            return st != NRT_SUCCESS
-                       ? st
-                       : check_out_shape(ctx, in->shape, in->ndim);
-            static NRT_STATUS lists_alloc(const struct op_ctx *ctx,
-                                          struct op *op, size_t n)
-            {
-                op->lists = calloc(n ? n : 1, sizeof *op->lists);
-                if (op->lists == NULL) {
-                    return nrtemu__fail(NRT_RESOURCE, ctx->func,
-                                        "%s: out of host memory for the ops",
-                                        ctx->program->path);
-                }
-                op->n_lists = n;
-                return NRT_SUCCESS;
-            }
+            w->is[w->log[j]] = false;
+        }
+        w->len = mark;
+    }
+    for (size_t j = 0; j < n_set && st == NRT_SUCCESS; j++) {
+        nrtemu__written_mark(w, set[j]);
+    }
+    free(set);
+    return st;
+}
 
-            /*
-             * while: "pred" names a scalar that "cond" (run first, every
-             * iteration) leaves written; "body" runs while it is true.  What
-             * the lists write counts as written after the op (the body may run
-             * zero times: the program then reads what the buffer held before,
-             * as XLA's loop state).
-             */
-            NRT_STATUS
-            nrtemu__op_check_while(const struct op_ctx *ctx, struct op *op)
-            {
-                const struct nrtemu_json *jpred =
-                    get_attr(ctx, NRTEMU_ATTR_PRED);
-                const struct buffer *pred;
-                NRT_STATUS st;
+NRT_STATUS
+nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
+{
+    const struct nrtemu_op_def *def = &nrtemu__op_defs[op->op];
+    NRT_STATUS st = def->check(ctx, op);
 
-                if (jpred == NULL || jpred->type != NRTEMU_JSON_STRING ||
-                    !nrtemu__program_find_buffer(
-                        ctx->program, jpred->u.string.chars, &op->pred)) {
-                    return nrtemu__op_invalid(ctx,
-                                              "\"pred\" must be the name of a "
-                                              "buffer");
-                }
-                pred = &ctx->program->buffers[op->pred];
-                st = check_decider(ctx, "pred", pred);
-                if (st == NRT_SUCCESS) {
-                    st = lists_alloc(ctx, op, 2);
-                }
-                if (st == NRT_SUCCESS) {
-                    st = nrtemu__program_read_list(
-                        ctx, get_attr(ctx, NRTEMU_ATTR_COND), "cond",
-                        &op->lists[0]);
-                }
-                if (st != NRT_SUCCESS) {
-                    return st;
-                }
-                if ((pred->kind == BUFFER_TEMP ||
-                     pred->kind == BUFFER_OUTPUT) &&
-                    !ctx->written->is[op->pred]) {
-                    return nrtemu__op_invalid(
-                        ctx,
-                        "pred '%s' is read before any op writes "
-                        "it (cond runs before each test)",
-                        pred->name);
-                }
-                return nrtemu__program_read_list(
-                    ctx, get_attr(ctx, NRTEMU_ATTR_BODY), "body",
-                    &op->lists[1]);
-            }
-
-            /*
-             * conditional: in[0] selects one of "branches".  Each branch is
-             * read with what is written before the op; after it, what any
-             * branch writes counts as written.
-             */
-            NRT_STATUS
-            nrtemu__op_check_conditional(const struct op_ctx *ctx,
-                                         struct op *op)
-            {
-                const struct nrtemu_json *jb =
-                    get_attr(ctx, NRTEMU_ATTR_BRANCHES);
-                const struct buffer *sel = in_buf(ctx, 0);
-                struct written_set *w = ctx->written;
-                size_t mark = w->len, *set = NULL, n_set = 0, cap = 0, n;
-                NRT_STATUS st;
-
-                st = check_decider(ctx, "in[0]", sel);
-                if (st != NRT_SUCCESS) {
-                    return st;
-                }
-                if (jb == NULL || jb->type != NRTEMU_JSON_ARRAY ||
-                    jb->u.array.count == 0) {
-                    return nrtemu__op_invalid(
-                        ctx, "\"branches\" must be a list of one "
-                             "or more op lists");
-                }
-                n = jb->u.array.count;
-                if (sel->dtype == NRTEMU_DTYPE_BOOL && n != 2) {
-                    return nrtemu__op_invalid(
-                        ctx,
-                        "in[0] '%s' is bool: it selects one of 2 "
-                        "branches, not %zu",
-                        sel->name, n);
-                }
-                st = lists_alloc(ctx, op, n);
-                for (size_t i = 0; i < n && st == NRT_SUCCESS; i++) {
-                    char label[40];
-                    snprintf(label, sizeof label, "branches[%zu]", i);
-                    st = nrtemu__program_read_list(ctx, jb->u.array.items[i],
-                                                   label, &op->lists[i]);
-                    /* Keep what the branch set aside, and unset it for the
-                     * next. */
-                    if (st == NRT_SUCCESS && n_set + (w->len - mark) > cap) {
-                        size_t want = (n_set + (w->len - mark)) * 2;
-                        size_t *grown = realloc(set, want * sizeof *set);
-                        if (grown == NULL) {
-                            st = nrtemu__fail(
-                                NRT_RESOURCE, ctx->func,
-                                "%s: out of host memory for the ops",
-                                ctx->program->path);
-                            break;
-                        }
-                        set = grown;
-                        cap = want;
-                    }
-                    for (size_t j = mark; j < w->len; j++) {
-                        if (st == NRT_SUCCESS) {
-                            set[n_set++] = w->log[j];
-                        }
-                        w->is[w->log[j]] = false;
-                    }
-                    w->len = mark;
-                }
-                for (size_t j = 0; j < n_set && st == NRT_SUCCESS; j++) {
-                    nrtemu__written_mark(w, set[j]);
-                }
-                free(set);
-                return st;
-            }
-
-            NRT_STATUS
-            nrtemu__program_check_op(const struct op_ctx *ctx, struct op *op)
-            {
-                const struct nrtemu_op_def *def = &nrtemu__op_defs[op->op];
-                NRT_STATUS st = def->check(ctx, op);
-
-                if (st == NRT_SUCCESS &&
-                    (def->flags & NRTEMU_OPF_FLOAT_ONLY) != 0 &&
-                    !nrtemu__dtype_is_float(op->compute)) {
-                    return nrtemu__op_invalid(
-                        ctx,
-                        "the compute dtype %s is not a float type, "
-                        "which %s needs",
-                        nrtemu__dtype_name(op->compute), def->name);
-                }
-                return st;
-            }
+    if (st == NRT_SUCCESS && (def->flags & NRTEMU_OPF_FLOAT_ONLY) != 0 &&
+        !nrtemu__dtype_is_float(op->compute)) {
+        return nrtemu__op_invalid(ctx,
+                                  "the compute dtype %s is not a float type, "
+                                  "which %s needs",
+                                  nrtemu__dtype_name(op->compute), def->name);
+    }
+    return st;
+}
