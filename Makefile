@@ -85,6 +85,7 @@ bench: install
 	$(PY) bench/bench_neff_load.py
 	$(PY) bench/bench_elementwise.py
 	$(PY) bench/bench_reduce.py
+	$(PY) bench/bench_fusion.py
 	$(PY) bench/bench_ops.py --report
 	$(PY) bench/bench_collectives.py
 

@@ -882,6 +882,9 @@ nrtemu__program_load(const char *func, const struct nrtemu_neff *neff,
         goto fail;
     }
     st = read_ops(func, p, neff, subgraph, nrtemu__json_get(root, "ops"));
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__program_fuse(func, p);
+    }
     if (st != NRT_SUCCESS) {
         goto fail;
     }
@@ -932,6 +935,7 @@ op_list_free(struct op_list *list)
             op_list_free(&op->lists[k]);
         }
         free(op->lists);
+        nrtemu__fusion_free(op->fusion);
     }
     free(list->ops);
     free(list->where);
@@ -952,5 +956,6 @@ nrtemu__program_free(struct nrtemu_program *program)
     op_list_free(&program->ops);
     nrtemu__scratch_free(&program->scratch);
     nrtemu__scratch_free(&program->result);
+    nrtemu__scratch_free(&program->fused);
     free(program);
 }

@@ -56,6 +56,18 @@ void nrtemu__program_free(struct nrtemu_program *program);
 void nrtemu__program_footprint(const struct nrtemu_program *program,
                                uint64_t *bytes, uint64_t *work);
 
+/* What elementwise fusion made of a program (program_fuse.c). */
+struct nrtemu_fusion_stats {
+    size_t chains;        /* fused chains */
+    size_t ops;           /* elementwise ops in them */
+    size_t reductions;    /* reductions that end a chain */
+    size_t hoisted;       /* ops run before a chain they were inside */
+    size_t intermediates; /* results that never reach their buffer */
+};
+
+void nrtemu__program_fusion_stats(const struct nrtemu_program *program,
+                                  struct nrtemu_fusion_stats *stats);
+
 /* Called after each op when profiling; `shapes` describes the operands,
  * e.g. "float32[128,512], float32[512] -> float32[128,512]". */
 typedef void (*nrtemu_op_observer)(void *ctx, size_t index, const char *op,

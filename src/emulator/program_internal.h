@@ -39,6 +39,7 @@ struct buffer {
 };
 
 struct op;
+struct fusion;
 
 /*
  * A list of ops run in order: a program's own, or one nested in a control
@@ -78,6 +79,8 @@ struct op {
     size_t n_lists;
     size_t pred;
     struct nrtemu_coll_attrs *coll; /* owned: collective ops' attributes */
+    /* The fused chain that starts here (program_fuse.c), or NULL. */
+    struct fusion *fusion; /* owned */
 };
 
 /* The `out` of an op that has none (control ops). */
@@ -104,6 +107,7 @@ struct nrtemu_program {
     struct nrtemu_rank *rank;
     struct nrtemu_scratch scratch; /* kernels' working memory */
     struct nrtemu_scratch result;  /* results of via_scratch ops */
+    struct nrtemu_scratch fused;   /* intermediates of fused chains */
 };
 
 /*
@@ -265,6 +269,31 @@ bool nrtemu__program_find_buffer(const struct nrtemu_program *p,
 /* Run the ops of `list` in order, checking the deadline before each. */
 NRT_STATUS nrtemu__program_run_list(const struct op_call *c,
                                     const struct op_list *list);
+
+/* Run one op (not a fused span) with the memory and deadline of `c`. */
+NRT_STATUS nrtemu__program_run_op(const struct op_call *c,
+                                  const struct op *op);
+
+/*
+ * Plan elementwise fusion for every op list of `p` (program_fuse.c),
+ * unless NRTPY_EMU_FUSION is 0 or false: sets op->fusion on the first op
+ * of each fused span.
+ * @return NRT_SUCCESS; NRT_INVALID for a bad NRTPY_EMU_FUSION value;
+ *         NRT_RESOURCE.
+ */
+NRT_STATUS nrtemu__program_fuse(const char *func, struct nrtemu_program *p);
+void nrtemu__fusion_free(struct fusion *f);
+
+/* The ops of `list` covered by the fusion of list->ops[first]. */
+size_t nrtemu__fusion_span(const struct op_list *list, size_t first);
+
+/*
+ * Run the fused span that starts at list->ops[first]: its hoisted ops,
+ * then its chain block by block (or its ops one by one when the caller's
+ * I/O memory overlaps in a way blocks would not honour).
+ */
+NRT_STATUS nrtemu__fusion_run(const struct op_call *c,
+                              const struct op_list *list, size_t first);
 
 /* Record NRT_INVALID with "<path>: <where>op N (name): <detail>". */
 NRT_STATUS nrtemu__op_invalid(const struct op_ctx *ctx, const char *fmt, ...)

@@ -292,8 +292,8 @@ nrtemu__op_run_conditional(const struct op_call *c)
 
 /* The op's operands, as the kernels take them; `out` may be redirected
  * to scratch (via_scratch). */
-static NRT_STATUS
-run_op(const struct op_call *parent, const struct op *op)
+NRT_STATUS
+nrtemu__program_run_op(const struct op_call *parent, const struct op *op)
 {
     const char *func = parent->func;
     struct nrtemu_program *p = parent->program;
@@ -350,22 +350,37 @@ done:
     return st;
 }
 
+/* The ops list->ops[first ...] of one step: an op, or a fused span. */
+static NRT_STATUS
+run_step(const struct op_call *c, const struct op_list *list, size_t first,
+         size_t *count)
+{
+    const struct op *op = &list->ops[first];
+
+    if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
+        char when[256];
+        snprintf(when, sizeof when, "before %sop %zu (%s)", op->where,
+                 op->index, nrtemu__op_name(op->op));
+        return past_deadline(c, when);
+    }
+    if (op->fusion != NULL) {
+        *count = nrtemu__fusion_span(list, first);
+        return nrtemu__fusion_run(c, list, first);
+    }
+    *count = 1;
+    return nrtemu__program_run_op(c, op);
+}
+
 NRT_STATUS
 nrtemu__program_run_list(const struct op_call *c, const struct op_list *list)
 {
-    for (size_t i = 0; i < list->count; i++) {
-        const struct op *op = &list->ops[i];
-        NRT_STATUS st;
-        if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
-            char when[256];
-            snprintf(when, sizeof when, "before %sop %zu (%s)", op->where,
-                     op->index, nrtemu__op_name(op->op));
-            return past_deadline(c, when);
-        }
-        st = run_op(c, op);
+    for (size_t i = 0; i < list->count;) {
+        size_t n = 1;
+        NRT_STATUS st = run_step(c, list, i, &n);
         if (st != NRT_SUCCESS) {
             return st;
         }
+        i += n;
     }
     return NRT_SUCCESS;
 }
@@ -413,20 +428,26 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
             data[i] = (void *)b->data;
         }
     }
-    /* The program's own ops one at a time, for the observer; the ops
-     * nested in a control op are part of its time. */
-    for (size_t i = 0; i < program->ops.count; i++) {
-        const struct op *op = &program->ops.ops[i];
-        struct op_list one = {(struct op *)op, 1, NULL};
-        uint64_t start = observer != NULL ? nrtemu__monotonic_ns() : 0;
-        st = nrtemu__program_run_list(&top, &one);
+    /* The program's own ops one step at a time, for the observer: the
+     * ops nested in a control op are part of its time, and the ops of a
+     * fused span share its time evenly (they ran interleaved). */
+    for (size_t i = 0; i < program->ops.count;) {
+        uint64_t start = observer != NULL ? nrtemu__monotonic_ns() : 0, end;
+        size_t n = 1;
+        st = run_step(&top, &program->ops, i, &n);
         if (st != NRT_SUCCESS) {
             goto done;
         }
         if (observer != NULL) {
-            observer(ctx, op->index, nrtemu__op_name(op->op), op->shapes,
-                     start, nrtemu__monotonic_ns());
+            end = nrtemu__monotonic_ns();
+            for (size_t k = 0; k < n; k++) {
+                const struct op *op = &program->ops.ops[i + k];
+                observer(ctx, op->index, nrtemu__op_name(op->op), op->shapes,
+                         start + (end - start) * k / n,
+                         start + (end - start) * (k + 1) / n);
+            }
         }
+        i += n;
     }
 
 done:
