@@ -13,6 +13,10 @@ Commands:
     prints both
 ``info``
     the libnrt in use, as JSON
+``run MODEL.neff --ranks N [--inputs DIR_OR_NPZ] [--output-dir DIR]
+[--benchmark ITER] [--save-trace]``
+    run a collective NEFF as N ranks, one process and one core each,
+    meeting at ``NEURON_RT_ROOT_COMM_ID`` (``python -m nrtpy run --help``)
 
 A C program builds against the emulator as it would against the Neuron
 runtime::
@@ -62,7 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("cflags", help="compiler flags; 'cflags libs' prints both")
     sub.add_parser("libs", help="linker flags, with an rpath")
     sub.add_parser("info", help="the libnrt in use, as JSON")
+    from nrtpy import _launch
+
+    _launch.add_parser(sub)
     args = parser.parse_args(argv)
+
+    if args.command == "run":
+        return _launch.run(args)
 
     if args.command == "libdir":
         print(_PKG / "lib")

@@ -483,3 +483,51 @@ def test_root_address_in_use(tmp_path):
         ((rc, out),) = finish(launch(tmp_path, neff, xs, 2, machines=True,
                                      ranks=[0], root=root))
     assert rc == 3 and "rank 0 cannot listen" in out, out
+
+
+# -------------------------------------------------------------- launcher
+
+def test_launcher_runs_ranks(tmp_path):
+    """python -m nrtpy run: N processes, {rank} inputs, .npy outputs."""
+    world = 2
+    xs = rank_inputs(world, (3, 4), np.float32, seed=11)
+    neff = compile_for(tmp_path, lambda x: (nn.all_reduce(x),
+                                            nn.all_gather(x, 0)), xs[0], world)
+    for r in range(world):
+        (tmp_path / f"in{r}").mkdir()
+        np.save(tmp_path / f"in{r}" / "x.npy", xs[r])
+    env = child_env(NRTPY_EMU_INSTANCE="trn1.32xlarge",
+                    NRTPY_EMU_NAMESPACE=f"{tmp_path.name}-launch",
+                    NEURON_RT_ROOT_COMM_ID=None, NEURON_RT_EXEC_TIMEOUT="20")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nrtpy", "run", str(neff), "--ranks",
+         str(world), "--inputs", str(tmp_path / "in{rank}"), "--output-dir",
+         str(tmp_path / "out"), "--benchmark", "5"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(world):
+        assert f"[rank {r}] ok in" in proc.stdout
+        assert "benchmark 5 iterations" in proc.stdout
+        got = np.load(tmp_path / "out" / f"rank{r}" / "output_0.npy")
+        np.testing.assert_array_equal(got, xs[0] + xs[1])
+        got = np.load(tmp_path / "out" / f"rank{r}" / "output_1.npy")
+        np.testing.assert_array_equal(got, np.concatenate(xs, 0))
+
+
+def test_launcher_stops_when_a_rank_fails(tmp_path):
+    """The NEFF gathers from 4 ranks: launched as 2, every rank's load
+    fails and the launcher says so (nothing waits for the timeout)."""
+    x = np.zeros((2,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_gather(x, 0), x, 4)
+    env = child_env(NRTPY_EMU_INSTANCE="trn1.32xlarge",
+                    NRTPY_EMU_NAMESPACE=f"{tmp_path.name}-launch",
+                    NEURON_RT_ROOT_COMM_ID=None, NEURON_RT_EXEC_TIMEOUT="600")
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "nrtpy", "run", str(neff), "--ranks", "2",
+         "--output-dir", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1
+    assert "shapes imply groups of 4 ranks" in proc.stdout
+    assert "failed" in proc.stderr
