@@ -22,7 +22,9 @@
 
 #include "clock.h"
 #include "collective.h"
+#include "env_parse.h"
 #include "error.h"
+#include "net.h"
 #include "program_internal.h"
 #include "sha256.h"
 
@@ -54,8 +56,10 @@ struct comm {
 };
 
 struct nrtemu_rank {
-    struct comm *comm;
+    struct comm *comm;      /* ranks of this process: memory */
+    struct nrtemu_net *net; /* or, with NEURON_RT_ROOT_COMM_ID, sockets */
     uint32_t rank;
+    uint32_t world;
     uint64_t seq; /* collectives this rank has started */
 };
 
@@ -147,6 +151,42 @@ join(const char *func, const unsigned char *key, bool global, uint32_t vnc,
     pthread_mutex_unlock(&registry_lock);
     r->comm = c;
     r->rank = rank;
+    r->world = world;
+    *out = r;
+    return NRT_SUCCESS;
+}
+
+/*
+ * NEURON_RT_ROOT_COMM_ID, when set: the ranks of the world then meet
+ * through it, whichever process each is in.
+ */
+static const char *
+root_comm_id(void)
+{
+    const char *root = getenv("NEURON_RT_ROOT_COMM_ID");
+
+    return root != NULL && !nrtemu__env_blank(root) ? root : NULL;
+}
+
+static NRT_STATUS
+join_net(const char *func, const char *root, const unsigned char *key,
+         uint32_t rank, uint32_t world, uint64_t timeout_ns,
+         struct nrtemu_rank **out)
+{
+    struct nrtemu_rank *r = calloc(1, sizeof *r);
+    uint64_t deadline = timeout_ns ? nrtemu__monotonic_ns() + timeout_ns : 0;
+    NRT_STATUS st;
+
+    if (r == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    st = nrtemu__net_open(func, root, key, rank, world, deadline, &r->net);
+    if (st != NRT_SUCCESS) {
+        free(r);
+        return st;
+    }
+    r->rank = rank;
+    r->world = world;
     *out = r;
     return NRT_SUCCESS;
 }
@@ -154,9 +194,10 @@ join(const char *func, const unsigned char *key, bool global, uint32_t vnc,
 NRT_STATUS
 nrtemu__rank_join(const char *func, const void *neff, size_t size,
                   uint32_t vnc, uint32_t rank, uint32_t world,
-                  struct nrtemu_rank **out)
+                  uint64_t timeout_ns, struct nrtemu_rank **out)
 {
     unsigned char key[32];
+    const char *root = root_comm_id();
 
     if (world > NRTEMU_MAX_RANKS) {
         return nrtemu__reject(NRT_INVALID, func,
@@ -165,6 +206,9 @@ nrtemu__rank_join(const char *func, const void *neff, size_t size,
                               world, NRTEMU_MAX_RANKS);
     }
     nrtemu__sha256(neff, size, key);
+    if (root != NULL) {
+        return join_net(func, root, key, rank, world, timeout_ns, out);
+    }
     return join(func, key, false, vnc, rank, world, out);
 }
 
@@ -174,6 +218,11 @@ nrtemu__rank_leave(struct nrtemu_rank *r)
     struct comm *c;
 
     if (r == NULL) {
+        return;
+    }
+    if (r->net != NULL) {
+        nrtemu__net_close(r->net);
+        free(r);
         return;
     }
     c = r->comm;
@@ -995,12 +1044,88 @@ group_of(const struct op *op, uint32_t me, uint32_t world, uint32_t *members,
     return 0; /* not reached: bind checked that the groups cover the world */
 }
 
+/*
+ * Across processes: the operands of the others that this rank reads,
+ * received into scratch, in x->ins (x->outs[x->pos] is this rank's own
+ * result; the others' are not needed).  Every member sends its whole
+ * operand to every member that reads it: a direct exchange.
+ */
+static NRT_STATUS
+net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
+            const uint32_t *members, uint64_t seq, const char *what)
+{
+    const struct nrtemu_coll_attrs *a = c->op->coll;
+    size_t bytes = nrtemu__array_count(&c->in[0]) * x->esize;
+    uint32_t *to = NULL, *from = NULL, n_to = 0, n_from = 0;
+    void **bufs = NULL;
+    char *space;
+    NRT_STATUS st;
+
+    to = malloc(r->world * sizeof *to);
+    from = malloc(r->world * sizeof *from);
+    bufs = malloc(r->world * sizeof *bufs);
+    if (to == NULL || from == NULL || bufs == NULL) {
+        st = nrtemu__fail(NRT_RESOURCE, c->func, "out of host memory");
+        goto done;
+    }
+    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+        for (uint32_t i = 0; i < a->n_pairs; i++) {
+            if (a->pairs[2 * i] == r->rank && a->pairs[2 * i + 1] != r->rank) {
+                to[n_to++] = a->pairs[2 * i + 1];
+            }
+            if (a->pairs[2 * i + 1] == r->rank && a->pairs[2 * i] != r->rank) {
+                from[n_from++] = a->pairs[2 * i];
+            }
+        }
+    } else {
+        for (uint32_t k = 0; k < x->g; k++) {
+            if (k != x->pos) {
+                to[n_to++] = members[k];
+                from[n_from++] = members[k];
+            }
+        }
+    }
+    space = nrtemu__scratch_get(
+        &c->program->scratch, n_from != 0 && bytes != 0 ? n_from * bytes : 1);
+    if (space == NULL) {
+        st = NRT_RESOURCE;
+        goto done;
+    }
+    for (uint32_t k = 0; k < n_from; k++) {
+        bufs[k] = space + k * bytes;
+    }
+    st = nrtemu__net_exchange(c->func, r->net, seq, to, n_to, c->in[0].data,
+                              bytes, from, n_from, bufs, bytes, c->deadline_ns,
+                              what);
+    if (st != NRT_SUCCESS) {
+        goto done;
+    }
+    /* x->ins is indexed by group position (by rank for permute, whose
+     * group is the world). */
+    x->ins[x->pos] = c->in[0].data;
+    x->outs[x->pos] = c->out->data;
+    for (uint32_t k = 0, j = 0;
+         k < x->g && c->op->op != NRTEMU_OP_COLLECTIVE_PERMUTE; k++) {
+        if (k != x->pos) {
+            x->ins[k] = bufs[j++];
+        }
+    }
+    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE && n_from == 1) {
+        x->ins[from[0]] = bufs[0];
+    }
+done:
+    free(to);
+    free(from);
+    free(bufs);
+    return st;
+}
+
 NRT_STATUS
 nrtemu__op_run_collective(const struct op_call *c)
 {
     struct nrtemu_rank *r = c->program->rank;
     const struct op *op = c->op;
-    uint32_t world = r != NULL ? r->comm->world : 1;
+    uint32_t world = r != NULL ? r->world : 1;
     uint32_t me = r != NULL ? r->rank : 0;
     uint32_t members_stack[64], *members = members_stack;
     const void *ins_stack[64], **ins = ins_stack;
@@ -1031,6 +1156,13 @@ nrtemu__op_run_collective(const struct op_call *c)
     if (r == NULL) {
         ins[0] = c->in[0].data;
         outs[0] = c->out->data;
+    } else if (r->net != NULL) {
+        seq = r->seq++;
+        two_phases = false;
+        st = net_receive(c, r, &x, members, seq, what);
+        if (st != NRT_SUCCESS) {
+            goto done;
+        }
     } else {
         seq = r->seq++;
         st = comm_sync(c->func, r, members, x.g, seq, 0, c->in[0].data,
@@ -1062,7 +1194,7 @@ nrtemu__op_run_collective(const struct op_call *c)
         permute(&x, me);
         break;
     }
-    if (r != NULL && two_phases) {
+    if (r != NULL && r->net == NULL && two_phases) {
         st = comm_sync(c->func, r, members, x.g, seq, 1, NULL, NULL, NULL,
                        NULL, c->deadline_ns, what);
         if (st != NRT_SUCCESS) {
@@ -1070,7 +1202,7 @@ nrtemu__op_run_collective(const struct op_call *c)
         }
         all_reduce_gather(&x);
     }
-    if (r != NULL) {
+    if (r != NULL && r->net == NULL) {
         /* Nobody leaves while another may still read its memory. */
         st = comm_sync(c->func, r, members, x.g, seq, PHASES - 1, NULL, NULL,
                        NULL, NULL, c->deadline_ns, what);
@@ -1088,10 +1220,15 @@ done:
 
 NRT_STATUS
 nrtemu__rank_join_global(const char *func, uint32_t vnc, uint32_t rank,
-                         uint32_t world, struct nrtemu_rank **out)
+                         uint32_t world, uint64_t timeout_ns,
+                         struct nrtemu_rank **out)
 {
     static const unsigned char global_key[32];
+    const char *root = root_comm_id();
 
+    if (root != NULL) {
+        return join_net(func, root, global_key, rank, world, timeout_ns, out);
+    }
     return join(func, global_key, true, vnc, rank, world, out);
 }
 
@@ -1104,21 +1241,56 @@ nrtemu__rank_id(const struct nrtemu_rank *r)
 uint32_t
 nrtemu__rank_world(const struct nrtemu_rank *r)
 {
-    return r->comm->world;
-}
-
-uint64_t
-nrtemu__rank_next_seq(struct nrtemu_rank *r)
-{
-    return r->seq++;
+    return r->world;
 }
 
 NRT_STATUS
-nrtemu__rank_sync(const char *func, struct nrtemu_rank *r,
-                  const uint32_t *members, uint32_t g, uint64_t seq, bool last,
-                  const void *in, void *out, const void **ins, void **outs,
-                  uint64_t deadline_ns, const char *what)
+nrtemu__rank_gather_bytes(const char *func, struct nrtemu_rank *r,
+                          const void *in, size_t size, void *out,
+                          uint64_t deadline_ns, const char *what)
 {
-    return comm_sync(func, r, members, g, seq, last ? PHASES - 1 : 0, in, out,
-                     ins, outs, deadline_ns, what);
+    uint32_t *members = malloc(r->world * sizeof *members);
+    const void **ins = calloc(r->world, sizeof *ins);
+    void **outs = calloc(r->world, sizeof *outs);
+    uint64_t seq = r->seq++;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    if (members == NULL || ins == NULL || outs == NULL) {
+        st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        goto done;
+    }
+    for (uint32_t k = 0; k < r->world; k++) {
+        members[k] = k;
+    }
+    if (r->net != NULL) {
+        uint32_t n = 0;
+        /* the others' parts straight into place */
+        for (uint32_t k = 0; k < r->world; k++) {
+            if (k != r->rank) {
+                members[n] = k;
+                outs[n++] = (char *)out + (size_t)k * size;
+            }
+        }
+        st = nrtemu__net_exchange(func, r->net, seq, members, n, in, size,
+                                  members, n, outs, size, deadline_ns, what);
+        if (st == NRT_SUCCESS && size != 0) {
+            memcpy((char *)out + (size_t)r->rank * size, in, size);
+        }
+        goto done;
+    }
+    st = comm_sync(func, r, members, r->world, seq, 0, in, out, ins, outs,
+                   deadline_ns, what);
+    if (st != NRT_SUCCESS) {
+        goto done;
+    }
+    for (uint32_t j = 0; size != 0 && j < r->world; j++) {
+        memcpy((char *)out + (size_t)j * size, ins[j], size);
+    }
+    st = comm_sync(func, r, members, r->world, seq, PHASES - 1, NULL, NULL,
+                   NULL, NULL, deadline_ns, what);
+done:
+    free(members);
+    free(ins);
+    free(outs);
+    return st;
 }

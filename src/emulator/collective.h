@@ -55,17 +55,20 @@ struct nrtemu_rank;
 
 /*
  * Join the communicator of the NEFF `neff` (`size` bytes) as rank `rank`
- * of `world` (> 1), running on `vnc`.  The communicator is made by its
- * first rank.
+ * of `world` (> 1), running on `vnc`.  Without NEURON_RT_ROOT_COMM_ID the
+ * world is the ranks of this process (the communicator is made by its
+ * first rank); with it, the ranks of any process that meet at that
+ * address (net.h; `timeout_ns` bounds reaching rank 0, 0: 600 s).
  * @return NRT_SUCCESS; NRT_INVALID when another rank of the world is
- *         already on `vnc`, or `world` is over NRTEMU_MAX_RANKS;
- *         NRT_RESOURCE.
+ *         already on `vnc`, `world` is over NRTEMU_MAX_RANKS, or the
+ *         address is malformed or in use (rank 0); NRT_TIMEOUT when rank
+ *         0 cannot be reached; NRT_RESOURCE.
  * Ownership: *out is the caller's; release it with nrtemu__rank_leave().
  * Thread-safe.
  */
 NRT_STATUS nrtemu__rank_join(const char *func, const void *neff, size_t size,
                              uint32_t vnc, uint32_t rank, uint32_t world,
-                             struct nrtemu_rank **out);
+                             uint64_t timeout_ns, struct nrtemu_rank **out);
 /* Leave; ranks waiting for this one fail.  NULL is ignored.  Not while a
  * collective of this rank runs. */
 void nrtemu__rank_leave(struct nrtemu_rank *r);
@@ -81,28 +84,24 @@ NRT_STATUS nrtemu__program_bind_rank(const char *func,
                                      struct nrtemu_rank *r, uint32_t world);
 
 /* For collective_host.c: membership of the global communicator (all
- * ranks of `world`, keyed by the world only), and its rendezvous. */
+ * ranks of `world`, keyed by the world only). */
 NRT_STATUS nrtemu__rank_join_global(const char *func, uint32_t vnc,
                                     uint32_t rank, uint32_t world,
+                                    uint64_t timeout_ns,
                                     struct nrtemu_rank **out);
 uint32_t nrtemu__rank_id(const struct nrtemu_rank *r);
 uint32_t nrtemu__rank_world(const struct nrtemu_rank *r);
-/* The sequence number of this rank's next collective. */
-uint64_t nrtemu__rank_next_seq(struct nrtemu_rank *r);
 /*
- * Collective `seq`'s first rendezvous (publishing `in` and `out`, and
- * receiving the `g` members' into `ins`/`outs`), or with `last` its last
- * one, after which no member reads another's memory.  Waits until
- * `deadline_ns` (0: forever).
+ * The host-level all-gather (and, with `size` 0, barrier) of every rank
+ * of r's world: `out` gets world * size bytes, rank k's at k * size.
+ * Waits until `deadline_ns` (0: forever).
  * @return NRT_SUCCESS; NRT_TIMEOUT naming the missing ranks;
  *         NRT_EXEC_HW_ERR_COLLECTIVES for a broken communicator or a rank
  *         that left.  `what` names the collective in the detail.
  */
-NRT_STATUS nrtemu__rank_sync(const char *func, struct nrtemu_rank *r,
-                             const uint32_t *members, uint32_t g, uint64_t seq,
-                             bool last, const void *in, void *out,
-                             const void **ins, void **outs,
-                             uint64_t deadline_ns, const char *what);
+NRT_STATUS nrtemu__rank_gather_bytes(const char *func, struct nrtemu_rank *r,
+                                     const void *in, size_t size, void *out,
+                                     uint64_t deadline_ns, const char *what);
 
 /*
  * Host-level collectives of libnrt §1.8 (the global communicator of the

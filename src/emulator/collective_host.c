@@ -20,18 +20,6 @@ static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nrtemu_rank *global_ranks[NRTEMU_MAX_RANKS];
 static uint32_t global_vnc_count;
 
-/* The ranks 0 .. n-1, for the global communicator's one group. */
-static uint32_t *
-all_ranks(uint32_t n)
-{
-    uint32_t *m = malloc(n * sizeof *m);
-
-    for (uint32_t k = 0; m != NULL && k < n; k++) {
-        m[k] = k;
-    }
-    return m;
-}
-
 static NRT_STATUS
 global_args(const char *func, int64_t vnc, uint32_t id, uint32_t count)
 {
@@ -60,6 +48,7 @@ global_rank_locked(const char *func, uint32_t vnc, uint32_t id, uint32_t count,
                    struct nrtemu_rank **out)
 {
     struct nrtemu_rank *r = global_ranks[vnc];
+    uint64_t timeout_ns;
     NRT_STATUS st;
 
     if (r != NULL) {
@@ -73,7 +62,10 @@ global_rank_locked(const char *func, uint32_t vnc, uint32_t id, uint32_t count,
         *out = r;
         return NRT_SUCCESS;
     }
-    st = nrtemu__rank_join_global(func, vnc, id, count, &r);
+    st = nrtemu__env_exec_timeout(func, &timeout_ns);
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__rank_join_global(func, vnc, id, count, timeout_ns, &r);
+    }
     if (st == NRT_SUCCESS) {
         global_ranks[vnc] = r;
         global_vnc_count =
@@ -121,10 +113,7 @@ global_collective(const char *func, int32_t vnc, uint32_t id, uint32_t count,
                   uint32_t size, const void *input, void *output)
 {
     struct nrtemu_rank *r;
-    uint32_t *members;
-    const void **ins;
-    void **outs;
-    uint64_t timeout_ns, deadline = 0, seq;
+    uint64_t timeout_ns, deadline = 0;
     NRT_STATUS st = global_args(func, vnc, id, count);
 
     if (st == NRT_SUCCESS) {
@@ -142,31 +131,9 @@ global_collective(const char *func, int32_t vnc, uint32_t id, uint32_t count,
     if (st != NRT_SUCCESS) {
         return st;
     }
-    members = all_ranks(count);
-    ins = calloc(count, sizeof *ins);
-    outs = calloc(count, sizeof *outs);
-    if (members == NULL || ins == NULL || outs == NULL) {
-        st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
-        goto done;
-    }
-    seq = nrtemu__rank_next_seq(r);
-    st = nrtemu__rank_sync(func, r, members, count, seq, false, input, output,
-                           ins, outs, deadline,
-                           output != NULL ? "nrt_all_gather" : "nrt_barrier");
-    if (st != NRT_SUCCESS) {
-        goto done;
-    }
-    for (uint32_t j = 0; size != 0 && j < count; j++) {
-        memcpy((char *)output + (size_t)j * size, ins[j], size);
-    }
-    st = nrtemu__rank_sync(func, r, members, count, seq, true, NULL, NULL,
-                           NULL, NULL, deadline,
-                           output != NULL ? "nrt_all_gather" : "nrt_barrier");
-done:
-    free(members);
-    free(ins);
-    free(outs);
-    return st;
+    return nrtemu__rank_gather_bytes(func, r, input, size, output, deadline,
+                                     output != NULL ? "nrt_all_gather"
+                                                    : "nrt_barrier");
 }
 
 NRTEMU_EXPORT NRT_STATUS

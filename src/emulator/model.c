@@ -233,7 +233,8 @@ load_into(const char *func, const void *bytes, size_t size, uint32_t first,
     /* Ranks of one world meet in the communicator of their NEFF. */
     if (model->world > 1) {
         st = nrtemu__rank_join(func, bytes, size, first, model->rank,
-                               model->world, &model->cc_rank);
+                               model->world, model->timeout_ns,
+                               &model->cc_rank);
     }
     for (int k = 0; k < model->subgraph_count && st == NRT_SUCCESS; k++) {
         if (model->programs[k] != NULL) {

@@ -20,6 +20,10 @@ Commands:
 ``compat install|status|uninstall``
     the opt-in layer that runs code written for Spike and neuronx-cc on
     nrtpy (``python -m nrtpy compat --help``; :mod:`nrtpy.compat`)
+``run MODEL.neff --ranks N [--inputs DIR_OR_NPZ] [--output-dir DIR]
+[--benchmark ITER] [--save-trace]``
+    run a collective NEFF as N ranks, one process and one core each,
+    meeting at ``NEURON_RT_ROOT_COMM_ID`` (``python -m nrtpy run --help``)
 
 A C program builds against the emulator as it would against the Neuron
 runtime::
@@ -93,10 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     hlo.add_argument("--name", help="the NEFF's name (default: the module's)")
     sub.add_parser("compat", help="install|status|uninstall the spike/neuronxcc "
                    "compat layer")
+    from nrtpy import _launch
+
+    _launch.add_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command == "compile-hlo":
         return _compile_hlo(args.module, args.output, args.name)
+    if args.command == "run":
+        return _launch.run(args)
 
     if args.command == "libdir":
         print(_PKG / "lib")

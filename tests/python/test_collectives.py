@@ -1,17 +1,24 @@
-"""Collective ops across ranks: threads of this process, one core each.
+"""Collective ops across ranks: threads of this process, one core each,
+and processes meeting through NEURON_RT_ROOT_COMM_ID.
 
 Every rank loads the same NEFF with cc_enabled=True on its own core of an
-emulated trn1.32xlarge and executes it from its own thread; the results
-are checked against NumPy computed from all ranks' inputs (16- and 8-bit
-floats reduced in float32 in group order and rounded once, so exactly).
+emulated trn1.32xlarge and executes it; the results are checked against
+NumPy computed from all ranks' inputs (16- and 8-bit floats reduced in
+float32 in group order and rounded once, so exactly).  Failures (a rank
+missing, dead, claimed twice, running another NEFF; a bad rendezvous
+address) end in a clear error on the others within the timeout.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+import socket
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -19,6 +26,7 @@ import pytest
 
 import nrtpy.neff as nn
 from nrtpy import NrtError, NrtpyModel, NrtpyTensor
+from support import child_env
 
 _counter = itertools.count()
 NRT_INVALID, NRT_TIMEOUT, NRT_EXEC_HW_ERR_COLLECTIVES = 2, 5, 1200
@@ -298,3 +306,228 @@ def test_tracer_checks_arguments(tmp_path):
         trace(lambda x: nn.all_reduce(x), world=0)
     with pytest.raises(TypeError, match="world_size must be an int"):
         trace(lambda x: nn.all_reduce(x), world=2.0)
+
+
+# ------------------------------------------------------------- processes
+
+RANK_SCRIPT = Path(__file__).with_name("collective_rank.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(tmp_path, neff, xs, world, *, machines, ranks=None, root=None,
+           timeout="10", executions=None):
+    """Start one process per rank (ranks[i] for the i-th process): with
+    `machines`, each on an emulated machine of its own (namespace); else
+    all on one machine, each claiming the core of its rank
+    (NEURON_RT_VISIBLE_CORES).  Outputs go to tmp_path/out<i>_<k>.npy."""
+    root = root or f"127.0.0.1:{free_port()}"
+    ranks = list(range(world)) if ranks is None else ranks
+    procs = []
+    for i, r in enumerate(ranks):
+        np.save(tmp_path / f"in{i}.npy", xs[r])
+        env = child_env(NEURON_RT_ROOT_COMM_ID=root,
+                        NEURON_RT_EXEC_TIMEOUT=timeout,
+                        NRTPY_EMU_INSTANCE="trn1.32xlarge",
+                        NEURON_RT_VISIBLE_CORES=None if machines else str(r),
+                        NRTPY_EMU_NAMESPACE=(f"{tmp_path.name}-m{i}"
+                                             if machines else
+                                             f"{tmp_path.name}-one"))
+        core = 0
+        args = [sys.executable, str(RANK_SCRIPT), str(neff), str(r),
+                str(world), str(tmp_path / f"in{i}.npy"),
+                str(tmp_path / f"out{i}_"), str(core)]
+        if executions is not None:
+            args.append(str(executions[i]))
+        procs.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def finish(procs, limit=60):
+    outs = []
+    for p in procs:
+        out, _ = p.communicate(timeout=limit)
+        outs.append((p.returncode, out))
+    return outs
+
+
+def outputs(tmp_path, i, n, dtype):
+    return [np.load(tmp_path / f"out{i}_{k}.npy").view(dtype)
+            for k in range(n)]
+
+
+@pytest.mark.parametrize("world, machines", [(2, True), (4, False)])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+def test_processes(tmp_path, world, machines, dtype):
+    """Ranks as processes over TCP: on two emulated machines (a namespace
+    each) or on one machine, a core each."""
+    ring = [(r, (r + 1) % world) for r in range(world)]
+
+    def kernel(x):
+        return (nn.all_reduce(x), nn.all_reduce(x, op="max",
+                                                replica_groups=[[0], list(range(1, world))]),
+                nn.all_gather(x, 1), nn.reduce_scatter(x, 0, op="sum"),
+                nn.all_to_all(x, 0, 1), nn.collective_permute(x, ring))
+
+    shape = (2 * world, 3)
+    xs = rank_inputs(world, shape, dtype, seed=7)
+    neff = compile_for(tmp_path, kernel, xs[0], world)
+    results = finish(launch(tmp_path, neff, xs, world, machines=machines))
+    blk = shape[0] // world
+    for r in range(world):
+        assert results[r][0] == 0, results[r][1]
+        ar, amax, ag, rs, a2a, perm = outputs(tmp_path, r, 6, dtype)
+        np.testing.assert_array_equal(ar, reduce_ref(xs, "sum", dtype))
+        np.testing.assert_array_equal(
+            amax, xs[0] if r == 0 else reduce_ref(xs[1:], "max", dtype))
+        np.testing.assert_array_equal(ag, np.concatenate(xs, axis=1))
+        np.testing.assert_array_equal(
+            rs, reduce_ref(xs, "sum", dtype)[r * blk:(r + 1) * blk])
+        np.testing.assert_array_equal(
+            a2a, np.concatenate([x[r * blk:(r + 1) * blk] for x in xs], axis=1))
+        np.testing.assert_array_equal(perm, xs[(r - 1) % world])
+
+
+def test_process_that_never_starts(tmp_path):
+    xs = rank_inputs(3, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 3)
+    start = time.monotonic()
+    results = finish(launch(tmp_path, neff, xs, 3, machines=True,
+                            ranks=[0, 2], timeout="2"))
+    assert time.monotonic() - start < 30
+    (rc0, out0), (rc2, out2) = results
+    assert rc0 == 3 and f"NrtError {NRT_TIMEOUT}" in out0, out0
+    assert "rank 1 did not join the rendezvous" in out0
+    assert rc2 == 3 and f"NrtError {NRT_TIMEOUT}" in out2, out2
+    assert "rank 0 says: rank 1 did not join" in out2
+
+
+def test_process_that_dies(tmp_path):
+    """Rank 1 ends after one execution; rank 0's second one fails at
+    once, naming it."""
+    xs = rank_inputs(2, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    start = time.monotonic()
+    results = finish(launch(tmp_path, neff, xs, 2, machines=True,
+                            timeout="30", executions=[2, 1]))
+    assert time.monotonic() - start < 20
+    (rc0, out0), (rc1, out1) = results
+    assert rc1 == 0, out1
+    assert rc0 == 3 and f"NrtError {NRT_EXEC_HW_ERR_COLLECTIVES}" in out0, out0
+    assert "rank 1 closed its connection" in out0
+
+
+def test_rank_claimed_twice(tmp_path):
+    """Two processes say they are rank 1 while rank 0 still waits for
+    rank 2: the second is refused, naming the rank; the world of the
+    others completes."""
+    xs = rank_inputs(3, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 3)
+    root = f"127.0.0.1:{free_port()}"
+    procs = launch(tmp_path, neff, xs, 3, machines=True, ranks=[0, 1, 1],
+                   root=root, timeout="15")
+    time.sleep(1.5)
+    (tmp_path / "r2").mkdir()
+    procs += launch(tmp_path / "r2", neff, xs, 3, machines=True, ranks=[2],
+                    root=root, timeout="15")
+    results = finish(procs)
+    codes = sorted(rc for rc, _ in results)
+    assert codes == [0, 0, 0, 3], results
+    refused = [out for rc, out in results if rc == 3][0]
+    assert f"NrtError {NRT_EXEC_HW_ERR_COLLECTIVES}" in refused
+    assert "rank id 1 is claimed twice" in refused
+
+
+def test_neff_mismatch_refused(tmp_path):
+    xs = rank_inputs(2, (4,), np.float32)
+    a = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    b = compile_for(tmp_path, lambda x: nn.all_reduce(x, op="max"), xs[0], 2)
+    root = f"127.0.0.1:{free_port()}"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    procs = (launch(tmp_path / "a", a, xs, 2, machines=True, ranks=[0],
+                    root=root, timeout="3") +
+             launch(tmp_path / "b", b, xs, 2, machines=True, ranks=[1],
+                    root=root, timeout="3"))
+    (rc0, out0), (rc1, out1) = finish(procs)
+    assert rc1 == 3 and "another NEFF than rank 0" in out1, out1
+    assert rc0 == 3 and "rank 1 did not join" in out0, out0
+
+
+@pytest.mark.parametrize("root, text", [
+    ("nohost", "is not <host>:<port>"),
+    ("127.0.0.1:0", "the port must be 1 to 65535"),
+    ("no-such-host.invalid:5000", "cannot resolve host"),
+])
+def test_bad_root_comm_id(tmp_path, root, text):
+    xs = rank_inputs(2, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    ((rc, out),) = finish(launch(tmp_path, neff, xs, 2, machines=True,
+                                 ranks=[0], root=root))
+    assert rc == 3 and f"NrtError {NRT_INVALID}" in out and text in out, out
+
+
+def test_root_address_in_use(tmp_path):
+    xs = rank_inputs(2, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        root = f"127.0.0.1:{busy.getsockname()[1]}"
+        ((rc, out),) = finish(launch(tmp_path, neff, xs, 2, machines=True,
+                                     ranks=[0], root=root))
+    assert rc == 3 and "rank 0 cannot listen" in out, out
+
+
+# -------------------------------------------------------------- launcher
+
+def test_launcher_runs_ranks(tmp_path):
+    """python -m nrtpy run: N processes, {rank} inputs, .npy outputs."""
+    world = 2
+    xs = rank_inputs(world, (3, 4), np.float32, seed=11)
+    neff = compile_for(tmp_path, lambda x: (nn.all_reduce(x),
+                                            nn.all_gather(x, 0)), xs[0], world)
+    for r in range(world):
+        (tmp_path / f"in{r}").mkdir()
+        np.save(tmp_path / f"in{r}" / "x.npy", xs[r])
+    env = child_env(NRTPY_EMU_INSTANCE="trn1.32xlarge",
+                    NRTPY_EMU_NAMESPACE=f"{tmp_path.name}-launch",
+                    NEURON_RT_ROOT_COMM_ID=None, NEURON_RT_EXEC_TIMEOUT="20")
+    proc = subprocess.run(
+        [sys.executable, "-m", "nrtpy", "run", str(neff), "--ranks",
+         str(world), "--inputs", str(tmp_path / "in{rank}"), "--output-dir",
+         str(tmp_path / "out"), "--benchmark", "5"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for r in range(world):
+        assert f"[rank {r}] ok in" in proc.stdout
+        assert "benchmark 5 iterations" in proc.stdout
+        got = np.load(tmp_path / "out" / f"rank{r}" / "output_0.npy")
+        np.testing.assert_array_equal(got, xs[0] + xs[1])
+        got = np.load(tmp_path / "out" / f"rank{r}" / "output_1.npy")
+        np.testing.assert_array_equal(got, np.concatenate(xs, 0))
+
+
+def test_launcher_stops_when_a_rank_fails(tmp_path):
+    """The NEFF gathers from 4 ranks: launched as 2, every rank's load
+    fails and the launcher says so (nothing waits for the timeout)."""
+    x = np.zeros((2,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_gather(x, 0), x, 4)
+    env = child_env(NRTPY_EMU_INSTANCE="trn1.32xlarge",
+                    NRTPY_EMU_NAMESPACE=f"{tmp_path.name}-launch",
+                    NEURON_RT_ROOT_COMM_ID=None, NEURON_RT_EXEC_TIMEOUT="600")
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "nrtpy", "run", str(neff), "--ranks", "2",
+         "--output-dir", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - start < 30
+    assert proc.returncode == 1
+    assert "shapes imply groups of 4 ranks" in proc.stdout
+    assert "failed" in proc.stderr

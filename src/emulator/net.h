@@ -1,0 +1,62 @@
+/*
+ * net.h - ranks in other processes or on other machines (internal).
+ *
+ * The bootstrap of NEURON_RT_ROOT_COMM_ID=<host>:<port>: rank 0 listens
+ * there; every other rank connects (retrying until its load deadline) and
+ * says hello (world size, rank, the communicator's key: the NEFF's
+ * SHA-256, and the address of its own data listener).  Rank 0 checks the
+ * hellos (a different world size or key, or a rank id taken, is refused
+ * with a message to that rank) and, when the world is complete, sends
+ * every rank the table of data addresses and closes the bootstrap
+ * connections.  The ranks then connect pairwise (rank i to every j < i)
+ * and exchange the data of each collective over these connections.  All
+ * of it happens at the rank's first collective, so that ranks may load in
+ * any order, and the threads of one process one after the other.
+ *
+ * The data transport is plain TCP (IPv4): a stepping stone in place of
+ * libfabric, behind the one call nrtemu__net_exchange().
+ */
+#ifndef NRTEMU_NET_H
+#define NRTEMU_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nrt/nrt.h"
+
+struct nrtemu_net;
+
+/*
+ * Become rank `rank` of `world` through `root` ("host:port"): rank 0
+ * binds its listener, the others connect to it (until `deadline_ns`,
+ * CLOCK_MONOTONIC; 0 waits 600 s) and send their hello.
+ * @return NRT_SUCCESS; NRT_INVALID for a malformed address or one rank 0
+ *         cannot listen on (in use); NRT_TIMEOUT when rank 0 could not be
+ *         reached; NRT_RESOURCE.
+ * Ownership: *out is the caller's (nrtemu__net_close()).  One thread at a
+ * time per net.
+ */
+NRT_STATUS nrtemu__net_open(const char *func, const char *root,
+                            const unsigned char *key, uint32_t rank,
+                            uint32_t world, uint64_t deadline_ns,
+                            struct nrtemu_net **out);
+void nrtemu__net_close(struct nrtemu_net *net);
+
+/*
+ * One collective's exchange: send the `slen` bytes of `sbuf` to each of
+ * the `n_send` ranks of `send_to`, and receive `rlen` bytes from each of
+ * the `n_recv` ranks of `recv_from` into rbufs[k], all at once, until
+ * `deadline_ns` (0: none).  Completes the bootstrap first if needed.
+ * @return NRT_SUCCESS; NRT_TIMEOUT naming the ranks that did not arrive;
+ *         NRT_EXEC_HW_ERR_COLLECTIVES when a rank was refused at the
+ *         rendezvous, closed its connection (died), sent the data of
+ *         another collective, or the net failed earlier.
+ */
+NRT_STATUS nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
+                                uint64_t seq, const uint32_t *send_to,
+                                uint32_t n_send, const void *sbuf, size_t slen,
+                                const uint32_t *recv_from, uint32_t n_recv,
+                                void *const *rbufs, size_t rlen,
+                                uint64_t deadline_ns, const char *what);
+
+#endif /* NRTEMU_NET_H */

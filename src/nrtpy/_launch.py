@@ -1,0 +1,196 @@
+"""``python -m nrtpy run MODEL.neff --ranks N``: run a collective NEFF as N
+ranks, one process per rank, one core each of this emulated machine.
+
+The launch contract is the hardware's: every rank loads the same NEFF with
+``cc_enabled=True, rank_id=r, world_size=N`` and the ranks meet at
+``NEURON_RT_ROOT_COMM_ID`` (set here to a free loopback port unless the
+caller set it).  Rank r claims core r (``NEURON_RT_VISIBLE_CORES``).
+
+Inputs: ``--inputs`` names a folder of ``<input name>.npy`` files, an
+``.npz`` archive keyed by input name, or (for a model of one input) one
+``.npy``; ``{rank}`` in the path is replaced by the rank, so each rank can
+read its own.  Without it every input is
+zeros.  Outputs: ``OUTPUT_DIR/rank<r>/<output name>.npy``.  Each rank
+prints one summary line (and, for long benchmarks, progress lines); the
+first rank that fails ends the others, and the exit status is 0 when
+every rank succeeded, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("run", help="run a NEFF as N collective ranks "
+                       "(one process per rank)",
+                       description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("neff", help="the NEFF every rank loads")
+    p.add_argument("--ranks", type=int, default=1, help="number of ranks")
+    p.add_argument("--inputs", help="folder of .npy or .npz ({rank} is "
+                   "replaced by the rank)")
+    p.add_argument("--output-dir", default="outputs",
+                   help="where rank<r>/<output>.npy go (default: outputs)")
+    p.add_argument("--benchmark", type=int, metavar="ITER", default=0,
+                   help="also time ITER executions per rank")
+    p.add_argument("--save-trace", action="store_true",
+                   help="save each rank's trace as OUTPUT_DIR/rank<r>.ntff")
+    p.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.rank is not None:
+        return _rank_main(args)
+    if args.ranks < 1:
+        print("python -m nrtpy run: --ranks must be at least 1",
+              file=sys.stderr)
+        return 2
+    if not Path(args.neff).is_file():
+        print(f"python -m nrtpy run: no NEFF file at {args.neff}",
+              file=sys.stderr)
+        return 2
+    root = os.environ.get("NEURON_RT_ROOT_COMM_ID") or f"127.0.0.1:{_free_port()}"
+    procs = []
+    for r in range(args.ranks):
+        env = dict(os.environ, NEURON_RT_ROOT_COMM_ID=root,
+                   NEURON_RT_VISIBLE_CORES=str(r))
+        cmd = [sys.executable, "-m", "nrtpy", "run", args.neff,
+               "--ranks", str(args.ranks), "--rank", str(r),
+               "--output-dir", args.output_dir,
+               "--benchmark", str(args.benchmark)]
+        if args.inputs:
+            cmd += ["--inputs", args.inputs]
+        if args.save_trace:
+            cmd.append("--save-trace")
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+
+    def relay(r: int, p: subprocess.Popen) -> None:
+        assert p.stdout is not None
+        for line in p.stdout:
+            sys.stdout.write(f"[rank {r}] {line}")
+            sys.stdout.flush()
+
+    relays = [threading.Thread(target=relay, args=(r, p), daemon=True)
+              for r, p in enumerate(procs)]
+    for t in relays:
+        t.start()
+    # A rank that fails ends the others: they would wait for it until
+    # NEURON_RT_EXEC_TIMEOUT.
+    while any(p.poll() is None for p in procs):
+        if any(p.returncode not in (None, 0) for p in procs):
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            break
+        time.sleep(0.05)
+    codes = [p.wait() for p in procs]
+    for t in relays:
+        t.join()
+    failed = [r for r, c in enumerate(codes) if c != 0]
+    if failed:
+        print(f"python -m nrtpy run: rank(s) {', '.join(map(str, failed))} "
+              f"failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _inputs(model: Any, spec: str | None, rank: int) -> dict[str, Any]:
+    import numpy as np
+
+    from nrtpy import _dtypes
+
+    arrays: dict[str, Any] = {}
+    if spec:
+        path = Path(spec.replace("{rank}", str(rank)))
+        if path.is_dir():
+            for name in model.input_tensors_info:
+                f = path / f"{name}.npy"
+                if f.is_file():
+                    arrays[name] = np.load(f)
+        else:
+            loaded = np.load(path)
+            if isinstance(loaded, np.ndarray):  # one .npy: the one input
+                if len(model.input_tensors_info) != 1:
+                    raise ValueError(f"{path} is one array, but the model "
+                                     f"has {len(model.input_tensors_info)} "
+                                     f"inputs: give a folder or an .npz")
+                arrays = {next(iter(model.input_tensors_info)): loaded}
+            else:
+                with loaded as npz:
+                    arrays = {k: npz[k] for k in npz.files}
+    out = {}
+    for name, meta in model.input_tensors_info.items():
+        dtype = _dtypes.to_numpy(meta.dtype)
+        a = arrays.get(name)
+        if a is None:
+            a = np.zeros(tuple(meta.shape), dtype)
+        elif a.dtype != dtype and a.dtype.itemsize == dtype.itemsize and \
+                a.dtype.kind == "V":
+            a = a.view(dtype)  # ml_dtypes types saved as raw bytes
+        out[name] = a
+    return out
+
+
+def _rank_main(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from nrtpy import NrtError, NrtpyModel, NrtpyTensor
+
+    r, n = args.rank, args.ranks
+    outdir = Path(args.output_dir) / f"rank{r}"
+    try:
+        model = NrtpyModel.load_from_neff(args.neff, core_id=0,
+                                          cc_enabled=n > 1, rank_id=r,
+                                          world_size=n)
+        arrays = _inputs(model, args.inputs, r)
+        inputs = {k: NrtpyTensor.from_numpy(a, name=k) for k, a in arrays.items()}
+        outdir.mkdir(parents=True, exist_ok=True)
+        ntff = str(Path(args.output_dir) / f"rank{r}.ntff")
+        t0 = time.perf_counter()
+        out = model(inputs=inputs, save_trace=args.save_trace,
+                    ntff_name=ntff if args.save_trace else None)
+        took = (time.perf_counter() - t0) * 1e3
+        for name, t in out.items():
+            np.save(outdir / f"{name}.npy", t.numpy())
+        summary = f"ok in {took:.2f} ms, outputs in {outdir}/"
+        if args.benchmark > 0:
+            outputs = dict(out)
+            done = 0
+            last = time.monotonic()
+            times = []
+            while done < args.benchmark:
+                t1 = time.perf_counter()
+                model(inputs=inputs, outputs=outputs)
+                times.append((time.perf_counter() - t1) * 1e3)
+                done += 1
+                if time.monotonic() - last > 1.0:
+                    print(f"benchmark {done}/{args.benchmark}", flush=True)
+                    last = time.monotonic()
+            times.sort()
+            summary += (f"; benchmark {args.benchmark} iterations: mean "
+                        f"{sum(times) / len(times):.3f} ms, p50 "
+                        f"{times[len(times) // 2]:.3f} ms")
+        print(summary, flush=True)
+    except NrtError as e:
+        print(f"failed: {e}", flush=True)
+        return 1
+    except (OSError, ValueError, KeyError) as e:
+        print(f"failed: {type(e).__name__}: {e}", flush=True)
+        return 1
+    return 0
