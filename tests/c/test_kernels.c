@@ -9,8 +9,12 @@
 
 #include "test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "convert.h"
 #include "kernel.h"
+#include "pool.h"
 
 static struct nrtemu_scratch scratch;
 
@@ -1091,6 +1095,142 @@ test_matmul(void)
     }
 }
 
+/*
+ * 16-bit float operands are decoded while packed (or streamed, for a
+ * GEMV): the float32 result must be bit for bit the product of the same
+ * operands converted to float32 first.
+ */
+static void
+check_matmul_16bit_exact(enum nrtemu_dtype dt, uint64_t M, uint64_t K,
+                         uint64_t N)
+{
+    struct nrtemu_array a = ARRAY(dt, NULL, M, K), b = ARRAY(dt, NULL, K, N);
+    struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, K);
+    struct nrtemu_array b32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, K, N);
+    struct nrtemu_array o = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, N);
+    struct nrtemu_array o32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, N);
+    struct nrtemu_array o16 = ARRAY(dt, NULL, M, N);
+    struct nrtemu_array o16ref = ARRAY(dt, NULL, M, N);
+    uint16_t *ab = alloc_elems(dt, M * K), *bb = alloc_elems(dt, K * N);
+
+    for (uint64_t i = 0; i < M * K; i++) {
+        ab[i] = (uint16_t)(0x3000 + (i * 2654435761u) % 0x1800) |
+                (uint16_t)((i % 3 == 0) << 15);
+    }
+    for (uint64_t i = 0; i < K * N; i++) {
+        bb[i] = (uint16_t)(0x3400 + (i * 40503u) % 0x1000) |
+                (uint16_t)((i % 5 == 0) << 15);
+    }
+    a.data = ab;
+    b.data = bb;
+    a32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * K);
+    b32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, K * N);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, a32.data, dt, ab, 1, M * K);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, b32.data, dt, bb, 1, K * N);
+    o.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * N);
+    o32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * N);
+    o16.data = alloc_elems(dt, M * N);
+    o16ref.data = alloc_elems(dt, M * N);
+    ASSERT_OK(
+        nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT32, &o, &a, &b, &scratch));
+    ASSERT_OK(nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT32, &o32, &a32, &b32,
+                                    &scratch));
+    if (memcmp(o.data, o32.data, M * N * 4) != 0) {
+        TEST_FAIL_("matmul %s %llux%llux%llu differs from float32",
+                   nrtemu__dtype_name(dt), (unsigned long long)M,
+                   (unsigned long long)K, (unsigned long long)N);
+    }
+    /* Computing in the 16-bit dtype: the float32 result, rounded once. */
+    ASSERT_OK(nrtemu__kernel_matmul(dt, &o16, &a, &b, &scratch));
+    nrtemu__convert(dt, o16ref.data, NRTEMU_DTYPE_FLOAT32, o32.data, 1, M * N);
+    ASSERT_EQ(memcmp(o16.data, o16ref.data, M * N * 2), 0);
+    free(ab);
+    free(bb);
+    free(a32.data);
+    free(b32.data);
+    free(o.data);
+    free(o32.data);
+    free(o16.data);
+    free(o16ref.data);
+}
+
+static void
+test_matmul_16bit(void)
+{
+    static const uint64_t sizes[][3] = {
+        {1, 70, 260}, {1, 300, 1000}, {37, 300, 1},    {600, 200, 1},
+        {13, 33, 17}, {67, 129, 33},  {200, 300, 260},
+    };
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        check_matmul_16bit_exact(NRTEMU_DTYPE_BFLOAT16, sizes[s][0],
+                                 sizes[s][1], sizes[s][2]);
+        check_matmul_16bit_exact(NRTEMU_DTYPE_FLOAT16, sizes[s][0],
+                                 sizes[s][1], sizes[s][2]);
+    }
+}
+
+/* The worker pool: every task once, nested and concurrent jobs. */
+enum { POOL_TASKS = 97 };
+
+struct pool_check {
+    atomic_uint runs[POOL_TASKS];
+    atomic_uint nested;
+    bool nest;
+};
+
+static void
+pool_nested_task(void *arg, uint32_t t)
+{
+    struct pool_check *c = arg;
+    (void)t;
+    atomic_fetch_add(&c->nested, 1);
+}
+
+static void
+pool_task(void *arg, uint32_t t)
+{
+    struct pool_check *c = arg;
+    atomic_fetch_add(&c->runs[t], 1);
+    if (c->nest && t % 10 == 0) {
+        /* Runs on this thread: the pool is taken by the outer job. */
+        nrtemu__pool_run(pool_nested_task, c, 3);
+    }
+}
+
+static void *
+pool_caller(void *arg)
+{
+    for (int round = 0; round < 50; round++) {
+        nrtemu__pool_run(pool_task, arg, POOL_TASKS);
+    }
+    return NULL;
+}
+
+static void
+test_pool(void)
+{
+    static struct pool_check c, d;
+    pthread_t tid;
+
+    ASSERT_TRUE(nrtemu__pool_threads() >= 1);
+    c.nest = true;
+    for (int round = 0; round < 20; round++) {
+        nrtemu__pool_run(pool_task, &c, POOL_TASKS);
+    }
+    nrtemu__pool_run(pool_task, &c, 0);
+    for (int t = 0; t < POOL_TASKS; t++) {
+        ASSERT_EQ(atomic_load(&c.runs[t]), 20);
+    }
+    ASSERT_EQ(atomic_load(&c.nested), 20 * 10 * 3);
+    /* Two callers at once: one gets the pool, the other runs alone. */
+    ASSERT_EQ(pthread_create(&tid, NULL, pool_caller, &d), 0);
+    pool_caller(&d);
+    ASSERT_EQ(pthread_join(tid, NULL), 0);
+    for (int t = 0; t < POOL_TASKS; t++) {
+        ASSERT_EQ(atomic_load(&d.runs[t]), 100);
+    }
+}
+
 static void
 test_transpose(void)
 {
@@ -1711,6 +1851,8 @@ main(void)
     RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
+    RUN_TEST(test_matmul_16bit);
+    RUN_TEST(test_pool);
     RUN_TEST(test_transpose);
     RUN_TEST(test_transpose_permutations);
     RUN_TEST(test_slice_concat_take);
