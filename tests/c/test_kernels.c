@@ -327,6 +327,98 @@ test_integer_semantics(void)
 }
 
 /* Python's float // and %: the remainder has the divisor's sign. */
+/*
+ * int32 ops computed in int32 (wrapping) give the int64 results wrapped
+ * to int32: every such op, each operand broadcast as a scalar or not,
+ * against the same op on int64 copies of the operands.
+ */
+static void
+test_int32_native(void)
+{
+    enum { N = 1500 };
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_NEG,          NRTEMU_OP_ABS,       NRTEMU_OP_SQUARE,
+        NRTEMU_OP_RECIPROCAL,   NRTEMU_OP_RELU,      NRTEMU_OP_SIGN,
+        NRTEMU_OP_FLOOR,        NRTEMU_OP_ADD,       NRTEMU_OP_SUB,
+        NRTEMU_OP_MUL,          NRTEMU_OP_MAXIMUM,   NRTEMU_OP_MINIMUM,
+        NRTEMU_OP_EQUAL,        NRTEMU_OP_NOT_EQUAL, NRTEMU_OP_LESS,
+        NRTEMU_OP_LESS_EQUAL,   NRTEMU_OP_GREATER,   NRTEMU_OP_GREATER_EQUAL,
+        NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_OP_MOD,       NRTEMU_OP_WHERE,
+    };
+    static int32_t a[N], b[N], c[N], o[N];
+    static int64_t a64[N], b64[N], c64[N], o64[N];
+    static uint8_t ob[N], ob64[N];
+    static const int32_t special[] = {INT32_MIN, INT32_MAX, -1,     0,
+                                      1,         65536,     -65537, 46341};
+
+    for (int i = 0; i < N; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        a[i] = i < 8 ? special[i] : (int32_t)h;
+        b[i] = i < 64 ? special[(i / 8) % 8] : (int32_t)(h * 40503u);
+        c[i] = (int32_t)(h >> 31);
+        a64[i] = a[i];
+        b64[i] = b[i];
+        c64[i] = c[i];
+    }
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        enum nrtemu_op op = ops[k];
+        int arity = op == NRTEMU_OP_WHERE                         ? 3
+                    : op <= NRTEMU_OP_SIGN && op >= NRTEMU_OP_NEG ? 1
+                                                                  : 2;
+        bool cmp = op >= NRTEMU_OP_EQUAL && op <= NRTEMU_OP_GREATER_EQUAL;
+        for (int form = 0; form < (arity == 2 ? 3 : 1); form++) {
+            /* form 1: b is one element; form 2: a is. */
+            uint64_t na = form == 2 ? 1 : N, nb = form == 1 ? 1 : N;
+            struct nrtemu_array in[3], in64[3], out, out64;
+            if (arity == 3) {
+                in[0] = ARRAY(NRTEMU_DTYPE_INT32, c, N);
+                in[1] = ARRAY(NRTEMU_DTYPE_INT32, a, N);
+                in[2] = ARRAY(NRTEMU_DTYPE_INT32, b, N);
+                in64[0] = ARRAY(NRTEMU_DTYPE_INT64, c64, N);
+                in64[1] = ARRAY(NRTEMU_DTYPE_INT64, a64, N);
+                in64[2] = ARRAY(NRTEMU_DTYPE_INT64, b64, N);
+            } else {
+                in[0] = ARRAY(NRTEMU_DTYPE_INT32, a, na);
+                in[1] = ARRAY(NRTEMU_DTYPE_INT32, b, nb);
+                in64[0] = ARRAY(NRTEMU_DTYPE_INT64, a64, na);
+                in64[1] = ARRAY(NRTEMU_DTYPE_INT64, b64, nb);
+            }
+            out = cmp ? ARRAY(NRTEMU_DTYPE_BOOL, ob, N)
+                      : ARRAY(NRTEMU_DTYPE_INT32, o, N);
+            out64 = cmp ? ARRAY(NRTEMU_DTYPE_BOOL, ob64, N)
+                        : ARRAY(NRTEMU_DTYPE_INT64, o64, N);
+            ASSERT_OK(nrtemu__kernel_elementwise(op, NRTEMU_DTYPE_INT32, &out,
+                                                 in, arity, &scratch));
+            ASSERT_OK(nrtemu__kernel_elementwise(
+                op, NRTEMU_DTYPE_INT64, &out64, in64, arity, &scratch));
+            for (int i = 0; i < N; i++) {
+                bool same =
+                    cmp ? ob[i] == ob64[i] : o[i] == (int32_t)(uint32_t)o64[i];
+                if (!same) {
+                    TEST_FAIL_("int32 %s form %d [%d]: %lld, int64 gives "
+                               "%lld",
+                               op_names[op], form, i,
+                               cmp ? (long long)ob[i] : (long long)o[i],
+                               cmp ? (long long)ob64[i] : (long long)o64[i]);
+                }
+            }
+        }
+    }
+    {
+        /* int32 compute from int8 operands, into float32. */
+        int8_t x[3] = {-128, 127, 5}, y[3] = {-128, 1, -7};
+        float f[3];
+        struct nrtemu_array in[2] = {ARRAY(NRTEMU_DTYPE_INT8, x, 3),
+                                     ARRAY(NRTEMU_DTYPE_INT8, y, 3)};
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 3);
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MUL, NRTEMU_DTYPE_INT32,
+                                             &out, in, 2, &scratch));
+        ASSERT_EQ(f[0], 16384.0f);
+        ASSERT_EQ(f[1], 127.0f);
+        ASSERT_EQ(f[2], -35.0f);
+    }
+}
+
 static void
 test_float_mod_floor_divide(void)
 {
@@ -801,6 +893,66 @@ test_reductions(void)
                 check_reduce(ops[o], dts[t], axes);
             }
         }
+    }
+}
+
+/* int32 max/min and argmax/argmin run in int32: the same results as on
+ * int64 copies, along each axis, with the extremes of int32 present. */
+static void
+test_int32_extremes(void)
+{
+    enum { R = 37, C = 300 };
+    static int32_t x[R * C], o[C];
+    static int64_t x64[R * C], o64[C], i32arg[C], i64arg[C];
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_MAX, NRTEMU_OP_MIN};
+    static const enum nrtemu_op args[] = {NRTEMU_OP_ARGMAX, NRTEMU_OP_ARGMIN};
+
+    for (int i = 0; i < R * C; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        x[i] = (int32_t)(h >> (h % 23));
+        x[i] = i % 7 == 0 ? -x[i] : x[i];
+    }
+    x[5] = INT32_MIN;
+    x[C + 6] = INT32_MAX;
+    x[C + 7] = INT32_MAX; /* the first of a tie wins */
+    x[3 * C + 6] = INT32_MIN;
+    for (int i = 0; i < R * C; i++) {
+        x64[i] = x[i];
+    }
+    for (uint32_t axis = 0; axis < 2; axis++) {
+        uint64_t n = axis == 0 ? C : R;
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, x, R, C);
+        struct nrtemu_array in64 = ARRAY(NRTEMU_DTYPE_INT64, x64, R, C);
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_INT32, o, n);
+        struct nrtemu_array out64 = ARRAY(NRTEMU_DTYPE_INT64, o64, n);
+        struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_INT64, i32arg, n);
+        struct nrtemu_array a64 = ARRAY(NRTEMU_DTYPE_INT64, i64arg, n);
+        for (int k = 0; k < 2; k++) {
+            ASSERT_OK(nrtemu__kernel_reduce(ops[k], NRTEMU_DTYPE_INT32, &out,
+                                            &in, 1u << axis, &scratch));
+            ASSERT_OK(nrtemu__kernel_reduce(ops[k], NRTEMU_DTYPE_INT64, &out64,
+                                            &in64, 1u << axis, &scratch));
+            ASSERT_OK(
+                nrtemu__kernel_argreduce(args[k], &a32, &in, axis, &scratch));
+            ASSERT_OK(nrtemu__kernel_argreduce(args[k], &a64, &in64, axis,
+                                               &scratch));
+            for (uint64_t j = 0; j < n; j++) {
+                ASSERT_EQ(o[j], o64[j]);
+                ASSERT_EQ(i32arg[j], i64arg[j]);
+            }
+        }
+    }
+    {
+        /* Row 1 holds INT32_MAX twice, rows 0 and 3 INT32_MIN. */
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, x, R, C);
+        struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_INT64, i32arg, R);
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMAX, &a32, &in, 1,
+                                           &scratch));
+        ASSERT_EQ(i32arg[1], 6);
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMIN, &a32, &in, 1,
+                                           &scratch));
+        ASSERT_EQ(i32arg[0], 5);
+        ASSERT_EQ(i32arg[3], 6);
     }
 }
 
@@ -1838,6 +1990,7 @@ main(void)
     test_begin("test_kernels");
     RUN_TEST(test_binary_broadcasting);
     RUN_TEST(test_integer_semantics);
+    RUN_TEST(test_int32_native);
     RUN_TEST(test_float_mod_floor_divide);
     RUN_TEST(test_unary_float);
     RUN_TEST(test_nan_handling);
@@ -1847,6 +2000,7 @@ main(void)
     RUN_TEST(test_cast_and_copy);
     RUN_TEST(test_reductions);
     RUN_TEST(test_reduction_edges);
+    RUN_TEST(test_int32_extremes);
     RUN_TEST(test_argreduce);
     RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
