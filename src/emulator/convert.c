@@ -545,13 +545,67 @@ load_u64(uint64_t *d, enum nrtemu_dtype from, const void *src,
         SAT_STORE(uint64_t, 0, UINT64_MAX, 0x1p64);       \
         break;
 
+/*
+ * float32 to an 8-bit float of M mantissa bits and exponent bias B,
+ * rounding to nearest even: encode_minifloat() for float32 inputs, bit
+ * for bit (test_convert checks every exponent and rounding case), in
+ * branch-free integer steps that vectorise.  A value in the format's
+ * subnormal range is rounded by the FPU: adding 2^(24-B-M), whose ulp is
+ * the format's subnormal step, leaves the code in the low bits of the
+ * sum.  A normal one is rounded in its bits: adding just under half an
+ * ulp, plus one when the kept part is odd, carries exactly when it
+ * rounds up, into the exponent when the mantissa overflows.
+ */
+NRTEMU_INLINE uint8_t
+f32_to_fp8(float x, int m, int bias, uint32_t nan_code, uint32_t inf_code,
+           uint32_t max_code)
+{
+    const int shift = 23 - m;
+    const uint32_t min_normal = (uint32_t)(128 - bias) << 23;
+    const float magic = bits_float((uint32_t)(151 - bias - m) << 23);
+    uint32_t u = float_bits(x), a = u & 0x7fffffffu;
+    uint32_t sub = float_bits(bits_float(a) + magic) - float_bits(magic);
+    uint32_t r = a + (1u << (shift - 1)) - 1 + ((a >> shift) & 1);
+    uint32_t code = (r >> shift) - ((uint32_t)(127 - bias) << m);
+
+    code = a < min_normal ? sub : code;
+    code = code > max_code ? inf_code : code;
+    code = a > 0x7f800000u ? nan_code : code;
+    return (uint8_t)(((u >> 24) & 0x80u) | code);
+}
+
+/* The codes of a format: see encode_minifloat(). */
+#define FP8_STORE(M, E, BIAS, FINITE)                                      \
+    do {                                                                   \
+        const uint32_t ones = (1u << (E)) - 1;                             \
+        const uint32_t nan_ = (FINITE) ? (ones << (M)) | ((1u << (M)) - 1) \
+                                       : (ones << (M)) | (1u << ((M)-1));  \
+        const uint32_t inf_ = (FINITE) ? nan_ : ones << (M);               \
+        const uint32_t max_ = inf_ - 1;                                    \
+        for (size_t i = 0; i < n; i++) {                                   \
+            d[i] = f32_to_fp8(s[i], M, BIAS, nan_, inf_, max_);            \
+        }                                                                  \
+    } while (0)
+
+NRTEMU_MULTIVERSION
 static void
 store_fp8(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
 {
     uint8_t *d = dst;
 
-    for (size_t i = 0; i < n; i++) {
-        d[i] = nrtemu__float_to_fp8(to, s[i]);
+    switch (to) {
+    case NRTEMU_DTYPE_FLOAT8_E4M3:
+        FP8_STORE(3, 4, 7, false);
+        break;
+    case NRTEMU_DTYPE_FLOAT8_E4M3FN:
+        FP8_STORE(3, 4, 7, true);
+        break;
+    case NRTEMU_DTYPE_FLOAT8_E5M2:
+        FP8_STORE(2, 5, 15, false);
+        break;
+    default:
+        FP8_STORE(4, 3, 3, false);
+        break;
     }
 }
 

@@ -67,7 +67,8 @@ nrtemu__fork_leaf_lock(pthread_mutex_t *lock, enum nrtemu_fork_phase phase)
     X(tensor)                \
     X(host_memory)           \
     X(hbm)                   \
-    X(model)
+    X(model)                 \
+    X(pool)
 
 #define NRTEMU_FORK_HOOK_DECLARE(name) \
     void nrtemu__##name##_atfork(enum nrtemu_fork_phase phase);

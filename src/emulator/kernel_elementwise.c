@@ -765,6 +765,108 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
     }
 }
 
+/*
+ * int32 ops whose int64 result wrapped to int32 equals the int32 result
+ * computed with wrap-around (NumPy's int32 arithmetic): + - * negation,
+ * abs, square, the comparisons, max/min and selections.  They run in
+ * int32, twice the elements per vector and half the bytes of scratch as
+ * int64, with results bit for bit those of the int64 loops.  Division,
+ * remainder and power stay in int64 (INT32_MIN / -1 and friends).
+ */
+static bool
+i32_native(enum nrtemu_op op)
+{
+    switch (op) {
+    case NRTEMU_OP_NEG:
+    case NRTEMU_OP_ABS:
+    case NRTEMU_OP_SQUARE:
+    case NRTEMU_OP_RECIPROCAL:
+    case NRTEMU_OP_RELU:
+    case NRTEMU_OP_SIGN:
+    case NRTEMU_OP_FLOOR:
+    case NRTEMU_OP_CEIL:
+    case NRTEMU_OP_ADD:
+    case NRTEMU_OP_SUB:
+    case NRTEMU_OP_MUL:
+    case NRTEMU_OP_MAXIMUM:
+    case NRTEMU_OP_MINIMUM:
+    case NRTEMU_OP_EQUAL:
+    case NRTEMU_OP_NOT_EQUAL:
+    case NRTEMU_OP_LESS:
+    case NRTEMU_OP_LESS_EQUAL:
+    case NRTEMU_OP_GREATER:
+    case NRTEMU_OP_GREATER_EQUAL:
+    case NRTEMU_OP_WHERE:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Wrapping: computed on uint32_t, whose conversion back GCC defines as
+ * modulo 2^32. */
+static inline int32_t
+i32_wrap(uint32_t v)
+{
+    return (int32_t)v;
+}
+
+NRTEMU_MULTIVERSION
+static void
+i32_unary(enum nrtemu_op op, size_t n, const int32_t *a, int32_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_NEG:
+        UN_LOOP(int32_t, i32_wrap(0u - (uint32_t)x));
+        break;
+    case NRTEMU_OP_ABS:
+        UN_LOOP(int32_t, x < 0 ? i32_wrap(0u - (uint32_t)x) : x);
+        break;
+    case NRTEMU_OP_SQUARE:
+        UN_LOOP(int32_t, i32_wrap((uint32_t)x * (uint32_t)x));
+        break;
+    case NRTEMU_OP_RECIPROCAL:
+        UN_LOOP(int32_t, (x == 1 || x == -1) ? x : 0);
+        break;
+    case NRTEMU_OP_RELU:
+        UN_LOOP(int32_t, x > 0 ? x : 0);
+        break;
+    case NRTEMU_OP_SIGN:
+        UN_LOOP(int32_t, (x > 0) - (x < 0));
+        break;
+    default:
+        /* floor, ceil */
+        UN_LOOP(int32_t, x);
+        break;
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
+           const int32_t *b, bool sb, int32_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_ADD:
+        BIN_LOOP(int32_t, i32_wrap((uint32_t)x + (uint32_t)y));
+        break;
+    case NRTEMU_OP_SUB:
+        BIN_LOOP(int32_t, i32_wrap((uint32_t)x - (uint32_t)y));
+        break;
+    case NRTEMU_OP_MUL:
+        BIN_LOOP(int32_t, i32_wrap((uint32_t)x * (uint32_t)y));
+        break;
+    case NRTEMU_OP_MAXIMUM:
+        BIN_LOOP(int32_t, x > y ? x : y);
+        break;
+    case NRTEMU_OP_MINIMUM:
+        BIN_LOOP(int32_t, x < y ? x : y);
+        break;
+    default:
+        break;
+    }
+}
+
 /* Comparisons write bool bytes. */
 #define DEFINE_COMPARE(SFX, T)                                          \
     NRTEMU_MULTIVERSION                                                 \
@@ -798,6 +900,7 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
 DEFINE_COMPARE(f32, float)
 DEFINE_COMPARE(f64, double)
 DEFINE_COMPARE(i64, int64_t)
+DEFINE_COMPARE(i32, int32_t)
 DEFINE_COMPARE(u64, uint64_t)
 
 /* Truth values: any nonzero byte is true. */
@@ -987,6 +1090,9 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
         case NRTEMU_DTYPE_UINT64:
             u64_unary(op, n, in[0], out);
             break;
+        case NRTEMU_DTYPE_INT32:
+            i32_unary(op, n, in[0], out);
+            break;
         default:
             i64_unary(op, n, in[0], out);
             break;
@@ -1002,6 +1108,9 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
             break;
         case NRTEMU_DTYPE_UINT64:
             u64_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
+        case NRTEMU_DTYPE_INT32:
+            i32_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
             break;
         default:
             i64_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
@@ -1019,6 +1128,9 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
         case NRTEMU_DTYPE_UINT64:
             u64_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
             break;
+        case NRTEMU_DTYPE_INT32:
+            i32_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
+            break;
         default:
             i64_compare(op, n, in[0], scalar[0], in[1], scalar[1], out);
             break;
@@ -1030,7 +1142,7 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
                 op == NRTEMU_OP_LOGICAL_NOT ? false : scalar[1], out);
         break;
     case NRTEMU_OPC_WHERE:
-        if (kt == NRTEMU_DTYPE_FLOAT32) {
+        if (kt == NRTEMU_DTYPE_FLOAT32 || kt == NRTEMU_DTYPE_INT32) {
             w32_where(n, in[0], in[1], in[2], out);
         } else {
             w64_where(n, in[0], in[1], in[2], out);
@@ -1094,6 +1206,9 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (cls == NRTEMU_OPC_CONVERT) {
         convert_driver(out, &in[0]);
         return NRT_SUCCESS;
+    }
+    if (compute == NRTEMU_DTYPE_INT32 && i32_native(op)) {
+        kt = NRTEMU_DTYPE_INT32;
     }
     rt = (cls == NRTEMU_OPC_COMPARE || cls == NRTEMU_OPC_LOGICAL)
              ? NRTEMU_DTYPE_BOOL

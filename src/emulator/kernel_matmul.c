@@ -8,23 +8,24 @@
  * MR x NR tiles of C with vector FMAs, keeping the tile in registers for
  * the whole depth.  The micro-kernel is written with GCC vector extensions
  * and compiled for AVX-512, AVX2+FMA and the baseline; the best one the
- * CPU runs is chosen once.  Large products are split over threads by
- * columns of C (or rows, or whole matrices of a batch); each thread packs
+ * CPU runs is chosen once.  bfloat16 and float16 operands are decoded
+ * to float32 (exactly) while they are packed, so they cost no pass over
+ * the whole operand and accumulate in float32 at the speed of float32.
+ * Large products are split over the shared worker pool (pool.h) by
+ * columns of C (or rows, or whole matrices of a batch); each task packs
  * its own panels.  Integers use a plain loop (wrapping arithmetic).
  */
-#include <pthread.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_iter.h"
+#include "pool.h"
 #include "simd.h"
 
-/* Threads used for one product, at most. */
+/* Tasks one product is split into, at most. */
 #define MAX_THREADS 8
 /* Products under this many multiply-adds run on the calling thread. */
 #define THREAD_MIN_WORK ((uint64_t)1 << 22)
@@ -35,8 +36,44 @@
 #define MC 144
 #define NC 3072
 
+/*
+ * How the float GEMM reads A and B: as its own element type, or, for
+ * float32 only, as bfloat16 or float16 decoded exactly on the way into
+ * registers or packing buffers.
+ */
+enum src_kind { SRC_NATIVE, SRC_BF16, SRC_F16 };
+
+#if defined(__FLT16_MAX__)
+#define HAVE_FLOAT16 1
+#else
+#define HAVE_FLOAT16 0
+#endif
+
+NRTEMU_INLINE float
+bf16_f(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* One instruction (vcvtph2ps) in the AVX2 and AVX-512 clones. */
+NRTEMU_INLINE float
+f16_f(uint16_t h)
+{
+#if HAVE_FLOAT16
+    _Float16 x;
+    memcpy(&x, &h, sizeof x);
+    return (float)x;
+#else
+    return nrtemu__half_to_float(h);
+#endif
+}
+
 /* One GEMM: C (M x N, row stride ldc) = A (M x K) * B (K x N). */
 struct gemm_args {
+    enum src_kind src; /* of A and B */
     size_t M, N, K;
     const void *A;
     size_t lda;
@@ -57,16 +94,23 @@ struct gemm_args {
     typedef T NAME##_uvec                                                     \
         __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T))));     \
                                                                               \
-    ATTR static void NAME##_pack_a(size_t mc, size_t kc, const T *a,          \
-                                   size_t lda, T *ap)                         \
+    ATTR static void NAME##_pack_a(size_t mc, size_t kc, const void *a,       \
+                                   size_t lda, enum src_kind sk, T *ap)       \
     {                                                                         \
         for (size_t i0 = 0; i0 < mc; i0 += MR) {                              \
             T *dst = ap + i0 * kc;                                            \
             for (size_t i = 0; i < MR; i++) {                                 \
-                if (i0 + i < mc) {                                            \
-                    const T *src = a + (i0 + i) * lda;                        \
+                if (i0 + i < mc && sk == SRC_NATIVE) {                        \
+                    const T *src = (const T *)a + (i0 + i) * lda;             \
                     for (size_t p = 0; p < kc; p++) {                         \
                         dst[p * MR + i] = src[p];                             \
+                    }                                                         \
+                } else if (i0 + i < mc) {                                     \
+                    const uint16_t *src =                                     \
+                        (const uint16_t *)a + (i0 + i) * lda;                 \
+                    for (size_t p = 0; p < kc; p++) {                         \
+                        dst[p * MR + i] =                                     \
+                            sk == SRC_BF16 ? bf16_f(src[p]) : f16_f(src[p]);  \
                     }                                                         \
                 } else {                                                      \
                     for (size_t p = 0; p < kc; p++) {                         \
@@ -77,15 +121,28 @@ struct gemm_args {
         }                                                                     \
     }                                                                         \
                                                                               \
-    ATTR static void NAME##_pack_b(size_t kc, size_t nc, const T *b,          \
-                                   size_t ldb, T *bp)                         \
+    ATTR static void NAME##_pack_b(size_t kc, size_t nc, const void *b,       \
+                                   size_t ldb, enum src_kind sk, T *bp)       \
     {                                                                         \
         const size_t nr = (size_t)VL * NV;                                    \
         for (size_t j0 = 0; j0 < nc; j0 += nr) {                              \
             T *dst = bp + j0 * kc;                                            \
             size_t w = nc - j0 < nr ? nc - j0 : nr;                           \
             for (size_t p = 0; p < kc; p++) {                                 \
-                memcpy(dst + p * nr, b + p * ldb + j0, w * sizeof(T));        \
+                if (sk == SRC_NATIVE) {                                       \
+                    memcpy(dst + p * nr, (const T *)b + p * ldb + j0,         \
+                           w * sizeof(T));                                    \
+                } else if (sk == SRC_BF16) {                                  \
+                    const uint16_t *src = (const uint16_t *)b + p * ldb + j0; \
+                    for (size_t j = 0; j < w; j++) {                          \
+                        dst[p * nr + j] = bf16_f(src[j]);                     \
+                    }                                                         \
+                } else {                                                      \
+                    const uint16_t *src = (const uint16_t *)b + p * ldb + j0; \
+                    for (size_t j = 0; j < w; j++) {                          \
+                        dst[p * nr + j] = f16_f(src[j]);                      \
+                    }                                                         \
+                }                                                             \
                 for (size_t j = w; j < nr; j++) {                             \
                     dst[p * nr + j] = 0;                                      \
                 }                                                             \
@@ -147,7 +204,8 @@ struct gemm_args {
     ATTR static void NAME##_gemm(const struct gemm_args *g, T *ap, T *bp)     \
     {                                                                         \
         const size_t nr = (size_t)VL * NV;                                    \
-        const T *A = g->A, *B = g->B;                                         \
+        const size_t es = g->src == SRC_NATIVE ? sizeof(T) : 2;               \
+        const char *A = g->A, *B = g->B;                                      \
         T *C = g->C;                                                          \
         if (g->K == 0) {                                                      \
             for (size_t i = 0; i < g->M; i++) {                               \
@@ -159,10 +217,12 @@ struct gemm_args {
             size_t nc = g->N - jc < NC ? g->N - jc : NC;                      \
             for (size_t pc = 0; pc < g->K; pc += KC) {                        \
                 size_t kc = g->K - pc < KC ? g->K - pc : KC;                  \
-                NAME##_pack_b(kc, nc, B + pc * g->ldb + jc, g->ldb, bp);      \
+                NAME##_pack_b(kc, nc, B + (pc * g->ldb + jc) * es, g->ldb,    \
+                              g->src, bp);                                    \
                 for (size_t ic = 0; ic < g->M; ic += MC) {                    \
                     size_t mc = g->M - ic < MC ? g->M - ic : MC;              \
-                    NAME##_pack_a(mc, kc, A + ic * g->lda + pc, g->lda, ap);  \
+                    NAME##_pack_a(mc, kc, A + (ic * g->lda + pc) * es,        \
+                                  g->lda, g->src, ap);                        \
                     for (size_t jr = 0; jr < nc; jr += nr) {                  \
                         size_t n = nc - jr < nr ? nc - jr : nr;               \
                         for (size_t ir = 0; ir < mc; ir += MR) {              \
@@ -194,98 +254,106 @@ DEFINE_GEMM(d_base, , double, 2, 4, 2)
  * it with vector loops instead of packing it.
  */
 #define GEMV_LANES 16
-#define DEFINE_GEMV(SFX, T)                                                 \
-    /* c[0:N] = a[0:K] x B (K x N, row stride ldb) */                       \
-    NRTEMU_MULTIVERSION                                                     \
-    static void SFX##_vecmat(size_t N, size_t K, const T *a, const T *B,    \
-                             size_t ldb, T *c)                              \
-    {                                                                       \
-        size_t p = 0;                                                       \
-        for (size_t j = 0; j < N; j++) {                                    \
-            c[j] = 0;                                                       \
-        }                                                                   \
-        /* Four rows of B per pass over c halve the traffic to c. */        \
-        for (; p + 4 <= K; p += 4) {                                        \
-            const T s0 = a[p], s1 = a[p + 1], s2 = a[p + 2], s3 = a[p + 3]; \
-            const T *r0 = B + p * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb;      \
-            const T *r3 = r2 + ldb;                                         \
-            for (size_t j = 0; j < N; j++) {                                \
-                c[j] += s0 * r0[j] + s1 * r1[j] + s2 * r2[j] + s3 * r3[j];  \
-            }                                                               \
-        }                                                                   \
-        for (; p < K; p++) {                                                \
-            const T s = a[p], *r = B + p * ldb;                             \
-            for (size_t j = 0; j < N; j++) {                                \
-                c[j] += s * r[j];                                           \
-            }                                                               \
-        }                                                                   \
-    }                                                                       \
-    /* c[i * ldc] = A[i, 0:K] . b[0:K] for i < M, four rows at a time so    \
-     * that each load of b serves four dot products. */                     \
-    NRTEMU_MULTIVERSION                                                     \
-    static void SFX##_matvec(size_t M, size_t K, const T *A, size_t lda,    \
-                             const T *b, T *c, size_t ldc)                  \
-    {                                                                       \
-        size_t i = 0;                                                       \
-        for (; i + 4 <= M; i += 4) {                                        \
-            const T *r0 = A + i * lda, *r1 = r0 + lda, *r2 = r1 + lda;      \
-            const T *r3 = r2 + lda;                                         \
-            T l0[GEMV_LANES], l1[GEMV_LANES], l2[GEMV_LANES];               \
-            T l3[GEMV_LANES], s0 = 0, s1 = 0, s2 = 0, s3 = 0;               \
-            size_t p = 0;                                                   \
-            for (int l = 0; l < GEMV_LANES; l++) {                          \
-                l0[l] = l1[l] = l2[l] = l3[l] = 0;                          \
-            }                                                               \
-            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                  \
-                for (int l = 0; l < GEMV_LANES; l++) {                      \
-                    const T bv = b[p + l];                                  \
-                    l0[l] += r0[p + l] * bv;                                \
-                    l1[l] += r1[p + l] * bv;                                \
-                    l2[l] += r2[p + l] * bv;                                \
-                    l3[l] += r3[p + l] * bv;                                \
-                }                                                           \
-            }                                                               \
-            for (int l = 0; l < GEMV_LANES; l++) {                          \
-                s0 += l0[l];                                                \
-                s1 += l1[l];                                                \
-                s2 += l2[l];                                                \
-                s3 += l3[l];                                                \
-            }                                                               \
-            for (; p < K; p++) {                                            \
-                s0 += r0[p] * b[p];                                         \
-                s1 += r1[p] * b[p];                                         \
-                s2 += r2[p] * b[p];                                         \
-                s3 += r3[p] * b[p];                                         \
-            }                                                               \
-            c[i * ldc] = s0;                                                \
-            c[(i + 1) * ldc] = s1;                                          \
-            c[(i + 2) * ldc] = s2;                                          \
-            c[(i + 3) * ldc] = s3;                                          \
-        }                                                                   \
-        for (; i < M; i++) {                                                \
-            const T *row = A + i * lda;                                     \
-            T lane[GEMV_LANES], sum = 0;                                    \
-            size_t p = 0;                                                   \
-            for (int l = 0; l < GEMV_LANES; l++) {                          \
-                lane[l] = 0;                                                \
-            }                                                               \
-            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                  \
-                for (int l = 0; l < GEMV_LANES; l++) {                      \
-                    lane[l] += row[p + l] * b[p + l];                       \
-                }                                                           \
-            }                                                               \
-            for (int l = 0; l < GEMV_LANES; l++) {                          \
-                sum += lane[l];                                             \
-            }                                                               \
-            for (; p < K; p++) {                                            \
-                sum += row[p] * b[p];                                       \
-            }                                                               \
-            c[i * ldc] = sum;                                               \
-        }                                                                   \
+/* T: the arithmetic type; ST: the stored operands, read through LD. */
+#define DEFINE_GEMV(SFX, T, ST, LD)                                        \
+    /* c[0:N] = a[0:K] x B (K x N, row stride ldb) */                      \
+    NRTEMU_MULTIVERSION                                                    \
+    static void SFX##_vecmat(size_t N, size_t K, const ST *a, const ST *B, \
+                             size_t ldb, T *c)                             \
+    {                                                                      \
+        size_t p = 0;                                                      \
+        for (size_t j = 0; j < N; j++) {                                   \
+            c[j] = 0;                                                      \
+        }                                                                  \
+        /* Four rows of B per pass over c halve the traffic to c. */       \
+        for (; p + 4 <= K; p += 4) {                                       \
+            const T s0 = LD(a[p]), s1 = LD(a[p + 1]), s2 = LD(a[p + 2]);   \
+            const T s3 = LD(a[p + 3]);                                     \
+            const ST *r0 = B + p * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb;    \
+            const ST *r3 = r2 + ldb;                                       \
+            for (size_t j = 0; j < N; j++) {                               \
+                c[j] += s0 * LD(r0[j]) + s1 * LD(r1[j]) + s2 * LD(r2[j]) + \
+                        s3 * LD(r3[j]);                                    \
+            }                                                              \
+        }                                                                  \
+        for (; p < K; p++) {                                               \
+            const T s = LD(a[p]);                                          \
+            const ST *r = B + p * ldb;                                     \
+            for (size_t j = 0; j < N; j++) {                               \
+                c[j] += s * LD(r[j]);                                      \
+            }                                                              \
+        }                                                                  \
+    }                                                                      \
+    /* c[i * ldc] = A[i, 0:K] . b[0:K] for i < M, four rows at a time so   \
+     * that each load of b serves four dot products. */                    \
+    NRTEMU_MULTIVERSION                                                    \
+    static void SFX##_matvec(size_t M, size_t K, const ST *A, size_t lda,  \
+                             const ST *b, T *c, size_t ldc)                \
+    {                                                                      \
+        size_t i = 0;                                                      \
+        for (; i + 4 <= M; i += 4) {                                       \
+            const ST *r0 = A + i * lda, *r1 = r0 + lda, *r2 = r1 + lda;    \
+            const ST *r3 = r2 + lda;                                       \
+            T l0[GEMV_LANES], l1[GEMV_LANES], l2[GEMV_LANES];              \
+            T l3[GEMV_LANES], s0 = 0, s1 = 0, s2 = 0, s3 = 0;              \
+            size_t p = 0;                                                  \
+            for (int l = 0; l < GEMV_LANES; l++) {                         \
+                l0[l] = l1[l] = l2[l] = l3[l] = 0;                         \
+            }                                                              \
+            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                 \
+                for (int l = 0; l < GEMV_LANES; l++) {                     \
+                    const T bv = LD(b[p + l]);                             \
+                    l0[l] += LD(r0[p + l]) * bv;                           \
+                    l1[l] += LD(r1[p + l]) * bv;                           \
+                    l2[l] += LD(r2[p + l]) * bv;                           \
+                    l3[l] += LD(r3[p + l]) * bv;                           \
+                }                                                          \
+            }                                                              \
+            for (int l = 0; l < GEMV_LANES; l++) {                         \
+                s0 += l0[l];                                               \
+                s1 += l1[l];                                               \
+                s2 += l2[l];                                               \
+                s3 += l3[l];                                               \
+            }                                                              \
+            for (; p < K; p++) {                                           \
+                const T bv = LD(b[p]);                                     \
+                s0 += LD(r0[p]) * bv;                                      \
+                s1 += LD(r1[p]) * bv;                                      \
+                s2 += LD(r2[p]) * bv;                                      \
+                s3 += LD(r3[p]) * bv;                                      \
+            }                                                              \
+            c[i * ldc] = s0;                                               \
+            c[(i + 1) * ldc] = s1;                                         \
+            c[(i + 2) * ldc] = s2;                                         \
+            c[(i + 3) * ldc] = s3;                                         \
+        }                                                                  \
+        for (; i < M; i++) {                                               \
+            const ST *row = A + i * lda;                                   \
+            T lane[GEMV_LANES], sum = 0;                                   \
+            size_t p = 0;                                                  \
+            for (int l = 0; l < GEMV_LANES; l++) {                         \
+                lane[l] = 0;                                               \
+            }                                                              \
+            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                 \
+                for (int l = 0; l < GEMV_LANES; l++) {                     \
+                    lane[l] += LD(row[p + l]) * LD(b[p + l]);              \
+                }                                                          \
+            }                                                              \
+            for (int l = 0; l < GEMV_LANES; l++) {                         \
+                sum += lane[l];                                            \
+            }                                                              \
+            for (; p < K; p++) {                                           \
+                sum += LD(row[p]) * LD(b[p]);                              \
+            }                                                              \
+            c[i * ldc] = sum;                                              \
+        }                                                                  \
     }
 
-DEFINE_GEMV(s, float)
-DEFINE_GEMV(d, double)
+#define LD_SAME(v) (v)
+DEFINE_GEMV(s, float, float, LD_SAME)
+DEFINE_GEMV(d, double, double, LD_SAME)
+DEFINE_GEMV(sb, float, uint16_t, bf16_f)
+DEFINE_GEMV(sh, float, uint16_t, f16_f)
 
 /* Whether a product is a GEMV, and then compute it. */
 static bool
@@ -294,23 +362,40 @@ gemv(const struct gemm_args *g, size_t esize)
     if (g->M != 1 && g->N != 1) {
         return false;
     }
-    if (g->M == 1) {
-        if (esize == 4) {
+    /* N == 1: B is a column of stride ldb; copy-free when ldb is 1. */
+    if (g->M != 1 && g->ldb != 1) {
+        return false;
+    }
+    if (esize == 8) {
+        if (g->M == 1) {
+            d_vecmat(g->N, g->K, g->A, g->B, g->ldb, g->C);
+        } else {
+            d_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
+        }
+        return true;
+    }
+    switch (g->src) {
+    case SRC_NATIVE:
+        if (g->M == 1) {
             s_vecmat(g->N, g->K, g->A, g->B, g->ldb, g->C);
         } else {
-            d_vecmat(g->N, g->K, g->A, g->B, g->ldb, g->C);
+            s_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
         }
-    } else if (esize == 4) {
-        /* N == 1: B is a column of stride ldb; copy-free when ldb is 1. */
-        if (g->ldb != 1) {
-            return false;
+        break;
+    case SRC_BF16:
+        if (g->M == 1) {
+            sb_vecmat(g->N, g->K, g->A, g->B, g->ldb, g->C);
+        } else {
+            sb_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
         }
-        s_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
-    } else {
-        if (g->ldb != 1) {
-            return false;
+        break;
+    case SRC_F16:
+        if (g->M == 1) {
+            sh_vecmat(g->N, g->K, g->A, g->B, g->ldb, g->C);
+        } else {
+            sh_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
         }
-        d_matvec(g->M, g->K, g->A, g->lda, g->B, g->C, g->ldc);
+        break;
     }
     return true;
 }
@@ -356,32 +441,12 @@ pick_gemm(bool is_double)
     return is_double ? &d_base_impl : &s_base_impl;
 }
 
-/* CPUs this process may run on, read once. */
-static int cpu_count;
-static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
-
-static void
-count_cpus(void)
-{
-    cpu_set_t set;
-
-    cpu_count = 1;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        cpu_count = CPU_COUNT(&set);
-    } else {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cpu_count = n > 0 ? (int)n : 1;
-    }
-    if (cpu_count < 1) {
-        cpu_count = 1;
-    }
-}
-
 /* The share of the work of one thread: a range of the batch, and a range
  * of the rows and columns of each of its products. */
 struct task {
     const struct gemm_impl *impl;
-    size_t esize;
+    enum src_kind src;
+    size_t esize, in_esize; /* of C; of A and B */
     const char *a, *b;
     char *c;
     const uint64_t *a_off, *b_off; /* per batch entry, in elements */
@@ -411,21 +476,22 @@ int_gemm(const struct gemm_args *g)
     }
 }
 
-static void *
-task_run(void *arg)
+static void
+task_run(void *arg, uint32_t index)
 {
-    const struct task *t = arg;
+    const struct task *t = (const struct task *)arg + index;
 
     for (uint64_t bi = t->batch0; bi < t->batch1; bi++) {
         struct gemm_args g;
+        g.src = t->src;
         g.M = t->m1 - t->m0;
         g.N = t->n1 - t->n0;
         g.K = t->K;
         g.lda = t->K;
         g.ldb = t->N;
         g.ldc = t->N;
-        g.A = t->a + (t->a_off[bi] + t->m0 * t->K) * t->esize;
-        g.B = t->b + (t->b_off[bi] + t->n0) * t->esize;
+        g.A = t->a + (t->a_off[bi] + t->m0 * t->K) * t->in_esize;
+        g.B = t->b + (t->b_off[bi] + t->n0) * t->in_esize;
         g.C = t->c + (bi * t->M * t->N + t->m0 * t->N + t->n0) * t->esize;
         if (g.M == 0 || g.N == 0) {
             continue;
@@ -438,7 +504,6 @@ task_run(void *arg)
             int_gemm(&g);
         }
     }
-    return NULL;
 }
 
 static size_t
@@ -466,8 +531,9 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     size_t per_thread;
     bool a_direct, b_direct, c_direct;
     struct task tasks[MAX_THREADS];
-    pthread_t tids[MAX_THREADS];
-    int nthreads = 1, started = 0;
+    enum src_kind src = SRC_NATIVE;
+    size_t in_esize;
+    int nthreads = 1, cpus;
     char *scratch, *p;
     const char *A, *B;
     char *C;
@@ -484,14 +550,25 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     }
     a_direct = a->dtype == kt && (compute == kt || compute == a->dtype);
     b_direct = b->dtype == kt && (compute == kt || compute == b->dtype);
+    /* 16-bit float operands of a float32 product are read as they are:
+     * decoding them to float32 is exact, as the conversion through
+     * `compute` is when that is their own dtype or float32. */
+    if (kt == NRTEMU_DTYPE_FLOAT32 && a->dtype == b->dtype &&
+        (compute == a->dtype || compute == kt) &&
+        (a->dtype == NRTEMU_DTYPE_BFLOAT16 ||
+         a->dtype == NRTEMU_DTYPE_FLOAT16)) {
+        src = a->dtype == NRTEMU_DTYPE_BFLOAT16 ? SRC_BF16 : SRC_F16;
+        a_direct = b_direct = true;
+    }
+    in_esize = src == SRC_NATIVE ? esize : 2;
     c_direct = out->dtype == kt && (compute == kt || compute == out->dtype);
 
     /* How many threads, splitting what. */
-    pthread_once(&cpu_once, count_cpus);
+    cpus = (int)nrtemu__pool_threads();
     work = batch * M * N * (uint64_t)(K == 0 ? 1 : K);
-    if (impl != NULL && cpu_count > 1 && work >= 2 * THREAD_MIN_WORK) {
+    if (impl != NULL && cpus > 1 && work >= 2 * THREAD_MIN_WORK) {
         uint64_t by_work = work / THREAD_MIN_WORK;
-        nthreads = cpu_count < MAX_THREADS ? cpu_count : MAX_THREADS;
+        nthreads = cpus < MAX_THREADS ? cpus : MAX_THREADS;
         if ((uint64_t)nthreads > by_work) {
             nthreads = (int)by_work;
         }
@@ -590,7 +667,9 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
 
     for (int t = 0; t < nthreads; t++) {
         tasks[t].impl = impl;
+        tasks[t].src = src;
         tasks[t].esize = esize;
+        tasks[t].in_esize = in_esize;
         tasks[t].a = A;
         tasks[t].b = B;
         tasks[t].c = C;
@@ -602,20 +681,10 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
         tasks[t].ap = p + (size_t)t * per_thread;
         tasks[t].bp = p + (size_t)t * per_thread + align64(ap_elems * esize);
     }
-    /* Workers take tasks 1..n-1; the caller runs task 0, and any task
-     * whose thread could not be started. */
-    for (int t = 1; t < nthreads; t++) {
-        if (pthread_create(&tids[t], NULL, task_run, &tasks[t]) != 0) {
-            break;
-        }
-        started = t;
-    }
-    task_run(&tasks[0]);
-    for (int t = started + 1; t < nthreads; t++) {
-        task_run(&tasks[t]);
-    }
-    for (int t = 1; t <= started; t++) {
-        pthread_join(tids[t], NULL);
+    if (nthreads > 1) {
+        nrtemu__pool_run(task_run, tasks, (uint32_t)nthreads);
+    } else {
+        task_run(tasks, 0);
     }
     if (!c_direct) {
         nrtemu__kernel_store(out, compute, kt, C);

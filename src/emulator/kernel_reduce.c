@@ -271,9 +271,12 @@ DEFINE_FLOAT_ROWS(f64, double)
 
 DEFINE_INT_ROWS(i64, int64_t, INT64_MIN, INT64_MAX)
 DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
+/* int32 max/min, in their own width (nrtemu__kernel_reduce). */
+DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
 
 /* One accumulator element of any compute type. */
 union wide {
+    int32_t i32;
     float f32;
     double f64;
     int64_t i64;
@@ -295,6 +298,9 @@ identity(enum nrtemu_op op, enum nrtemu_dtype kt, union wide *v)
                  : op == NRTEMU_OP_MIN  ? INFINITY
                  : op == NRTEMU_OP_PROD ? 1.0
                                         : 0.0;
+        break;
+    case NRTEMU_DTYPE_INT32:
+        v->i32 = op == NRTEMU_OP_MAX ? INT32_MIN : INT32_MAX;
         break;
     case NRTEMU_DTYPE_INT64:
         v->i64 = op == NRTEMU_OP_MAX    ? INT64_MIN
@@ -329,6 +335,11 @@ fold_row(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
         i64_column(op, 1, &r, a);
         break;
     }
+    case NRTEMU_DTYPE_INT32: {
+        int32_t r = i32_row(op, n, x), *a = acc;
+        i32_column(op, 1, &r, a);
+        break;
+    }
     default: {
         uint64_t r = u64_row(op, n, x), *a = acc;
         u64_column(op, 1, &r, a);
@@ -351,6 +362,9 @@ fold_columns(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, size_t g,
         break;
     case NRTEMU_DTYPE_INT64:
         i64_columns(op, n, g, x, acc);
+        break;
+    case NRTEMU_DTYPE_INT32:
+        i32_columns(op, n, g, x, acc);
         break;
     default:
         u64_columns(op, n, g, x, acc);
@@ -440,6 +454,11 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         /* The mean of integers is a float64, as in NumPy. */
         compute = NRTEMU_DTYPE_FLOAT64;
         kt = NRTEMU_DTYPE_FLOAT64;
+    }
+    if (compute == NRTEMU_DTYPE_INT32 &&
+        (op == NRTEMU_OP_MAX || op == NRTEMU_OP_MIN)) {
+        /* The same extreme as in int64, at half the bytes per element. */
+        kt = NRTEMU_DTYPE_INT32;
     }
     if (out_count == 0) {
         return NRT_SUCCESS;
@@ -642,6 +661,7 @@ DEFINE_ARG(f32, float, ARG_BETTER_FLOAT)
 DEFINE_ARG(f64, double, ARG_BETTER_FLOAT)
 DEFINE_ARG(i64, int64_t, ARG_BETTER_INT)
 DEFINE_ARG(u64, uint64_t, ARG_BETTER_INT)
+DEFINE_ARG(i32, int32_t, ARG_BETTER_INT)
 
 /* in = [A, R, B] around `axis`. */
 static void
@@ -664,7 +684,10 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
                          const struct nrtemu_array *in, uint32_t axis,
                          struct nrtemu_scratch *s)
 {
-    enum nrtemu_dtype kt = nrtemu__kernel_dtype(in->dtype);
+    /* int32 is compared in place, not widened (the same order). */
+    enum nrtemu_dtype kt = in->dtype == NRTEMU_DTYPE_INT32
+                               ? NRTEMU_DTYPE_INT32
+                               : nrtemu__kernel_dtype(in->dtype);
     uint64_t A, R, B;
     size_t win_bytes, kt_size = nrtemu__dtype_size(kt);
     bool ismax = op == NRTEMU_OP_ARGMAX;
@@ -697,6 +720,9 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
         break;
     case NRTEMU_DTYPE_INT64:
         i64_arg(ismax, &win, A, R, B, out->data, (int64_t *)scratch);
+        break;
+    case NRTEMU_DTYPE_INT32:
+        i32_arg(ismax, &win, A, R, B, out->data, (int32_t *)scratch);
         break;
     default:
         u64_arg(ismax, &win, A, R, B, out->data, (uint64_t *)scratch);

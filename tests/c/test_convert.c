@@ -246,6 +246,51 @@ test_broadcast_and_in_place(void)
                 out[3] == 1073741824.0f);
 }
 
+/*
+ * float32 to each fp8 format in bulk (vectorised) against the scalar
+ * encoder: every sign and exponent, every pattern of the top 7 mantissa
+ * bits (the kept bits, the rounding bit and the first sticky bits of
+ * every format, normal or subnormal) with the low bits 0, 1, all set or
+ * only the top one set: every rounding case, ties included, and every
+ * NaN, infinity and overflow.
+ */
+static void
+test_fp8_from_float32(void)
+{
+    enum { COUNT = 2 * 256 * 128 * 4 };
+    static const uint32_t low[4] = {0, 1, 0xffff, 0x8000};
+    static float x[COUNT];
+    static uint8_t got[COUNT];
+    size_t n = 0;
+
+    for (uint32_t sign = 0; sign < 2; sign++) {
+        for (uint32_t e = 0; e < 256; e++) {
+            for (uint32_t top = 0; top < 128; top++) {
+                for (int l = 0; l < 4; l++) {
+                    uint32_t u = sign << 31 | e << 23 | top << 16 | low[l];
+                    memcpy(&x[n++], &u, sizeof u);
+                }
+            }
+        }
+    }
+    for (int t = 0; t < 4; t++) {
+        enum nrtemu_dtype dt =
+            (enum nrtemu_dtype)(NRTEMU_DTYPE_FLOAT8_E4M3 + t);
+        size_t bad = 0;
+        nrtemu__convert(dt, got, NRTEMU_DTYPE_FLOAT32, x, 1, COUNT);
+        for (size_t i = 0; i < COUNT; i++) {
+            uint8_t want = nrtemu__float_to_fp8(dt, x[i]);
+            if (got[i] != want && bad++ < 5) {
+                uint32_t u;
+                memcpy(&u, &x[i], sizeof u);
+                TEST_FAIL_("%s from float32 0x%08x: 0x%02x, expected 0x%02x",
+                           nrtemu__dtype_name(dt), u, got[i], want);
+            }
+        }
+        ASSERT_EQ(bad, 0);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -255,6 +300,7 @@ main(int argc, char **argv)
         return 2;
     }
     RUN_TEST(test_broadcast_and_in_place);
+    RUN_TEST(test_fp8_from_float32);
     test_vectors(argv[1]);
     return 0;
 }

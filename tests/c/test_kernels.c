@@ -9,8 +9,12 @@
 
 #include "test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "convert.h"
 #include "kernel.h"
+#include "pool.h"
 
 static struct nrtemu_scratch scratch;
 
@@ -323,6 +327,98 @@ test_integer_semantics(void)
 }
 
 /* Python's float // and %: the remainder has the divisor's sign. */
+/*
+ * int32 ops computed in int32 (wrapping) give the int64 results wrapped
+ * to int32: every such op, each operand broadcast as a scalar or not,
+ * against the same op on int64 copies of the operands.
+ */
+static void
+test_int32_native(void)
+{
+    enum { N = 1500 };
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_NEG,          NRTEMU_OP_ABS,       NRTEMU_OP_SQUARE,
+        NRTEMU_OP_RECIPROCAL,   NRTEMU_OP_RELU,      NRTEMU_OP_SIGN,
+        NRTEMU_OP_FLOOR,        NRTEMU_OP_ADD,       NRTEMU_OP_SUB,
+        NRTEMU_OP_MUL,          NRTEMU_OP_MAXIMUM,   NRTEMU_OP_MINIMUM,
+        NRTEMU_OP_EQUAL,        NRTEMU_OP_NOT_EQUAL, NRTEMU_OP_LESS,
+        NRTEMU_OP_LESS_EQUAL,   NRTEMU_OP_GREATER,   NRTEMU_OP_GREATER_EQUAL,
+        NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_OP_MOD,       NRTEMU_OP_WHERE,
+    };
+    static int32_t a[N], b[N], c[N], o[N];
+    static int64_t a64[N], b64[N], c64[N], o64[N];
+    static uint8_t ob[N], ob64[N];
+    static const int32_t special[] = {INT32_MIN, INT32_MAX, -1,     0,
+                                      1,         65536,     -65537, 46341};
+
+    for (int i = 0; i < N; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        a[i] = i < 8 ? special[i] : (int32_t)h;
+        b[i] = i < 64 ? special[(i / 8) % 8] : (int32_t)(h * 40503u);
+        c[i] = (int32_t)(h >> 31);
+        a64[i] = a[i];
+        b64[i] = b[i];
+        c64[i] = c[i];
+    }
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        enum nrtemu_op op = ops[k];
+        int arity = op == NRTEMU_OP_WHERE                         ? 3
+                    : op <= NRTEMU_OP_SIGN && op >= NRTEMU_OP_NEG ? 1
+                                                                  : 2;
+        bool cmp = op >= NRTEMU_OP_EQUAL && op <= NRTEMU_OP_GREATER_EQUAL;
+        for (int form = 0; form < (arity == 2 ? 3 : 1); form++) {
+            /* form 1: b is one element; form 2: a is. */
+            uint64_t na = form == 2 ? 1 : N, nb = form == 1 ? 1 : N;
+            struct nrtemu_array in[3], in64[3], out, out64;
+            if (arity == 3) {
+                in[0] = ARRAY(NRTEMU_DTYPE_INT32, c, N);
+                in[1] = ARRAY(NRTEMU_DTYPE_INT32, a, N);
+                in[2] = ARRAY(NRTEMU_DTYPE_INT32, b, N);
+                in64[0] = ARRAY(NRTEMU_DTYPE_INT64, c64, N);
+                in64[1] = ARRAY(NRTEMU_DTYPE_INT64, a64, N);
+                in64[2] = ARRAY(NRTEMU_DTYPE_INT64, b64, N);
+            } else {
+                in[0] = ARRAY(NRTEMU_DTYPE_INT32, a, na);
+                in[1] = ARRAY(NRTEMU_DTYPE_INT32, b, nb);
+                in64[0] = ARRAY(NRTEMU_DTYPE_INT64, a64, na);
+                in64[1] = ARRAY(NRTEMU_DTYPE_INT64, b64, nb);
+            }
+            out = cmp ? ARRAY(NRTEMU_DTYPE_BOOL, ob, N)
+                      : ARRAY(NRTEMU_DTYPE_INT32, o, N);
+            out64 = cmp ? ARRAY(NRTEMU_DTYPE_BOOL, ob64, N)
+                        : ARRAY(NRTEMU_DTYPE_INT64, o64, N);
+            ASSERT_OK(nrtemu__kernel_elementwise(op, NRTEMU_DTYPE_INT32, &out,
+                                                 in, arity, &scratch));
+            ASSERT_OK(nrtemu__kernel_elementwise(
+                op, NRTEMU_DTYPE_INT64, &out64, in64, arity, &scratch));
+            for (int i = 0; i < N; i++) {
+                bool same =
+                    cmp ? ob[i] == ob64[i] : o[i] == (int32_t)(uint32_t)o64[i];
+                if (!same) {
+                    TEST_FAIL_("int32 %s form %d [%d]: %lld, int64 gives "
+                               "%lld",
+                               op_names[op], form, i,
+                               cmp ? (long long)ob[i] : (long long)o[i],
+                               cmp ? (long long)ob64[i] : (long long)o64[i]);
+                }
+            }
+        }
+    }
+    {
+        /* int32 compute from int8 operands, into float32. */
+        int8_t x[3] = {-128, 127, 5}, y[3] = {-128, 1, -7};
+        float f[3];
+        struct nrtemu_array in[2] = {ARRAY(NRTEMU_DTYPE_INT8, x, 3),
+                                     ARRAY(NRTEMU_DTYPE_INT8, y, 3)};
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT32, f, 3);
+        ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_MUL, NRTEMU_DTYPE_INT32,
+                                             &out, in, 2, &scratch));
+        ASSERT_EQ(f[0], 16384.0f);
+        ASSERT_EQ(f[1], 127.0f);
+        ASSERT_EQ(f[2], -35.0f);
+    }
+}
+
 static void
 test_float_mod_floor_divide(void)
 {
@@ -803,6 +899,66 @@ test_reductions(void)
     }
 }
 
+/* int32 max/min and argmax/argmin run in int32: the same results as on
+ * int64 copies, along each axis, with the extremes of int32 present. */
+static void
+test_int32_extremes(void)
+{
+    enum { R = 37, C = 300 };
+    static int32_t x[R * C], o[C];
+    static int64_t x64[R * C], o64[C], i32arg[C], i64arg[C];
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_MAX, NRTEMU_OP_MIN};
+    static const enum nrtemu_op args[] = {NRTEMU_OP_ARGMAX, NRTEMU_OP_ARGMIN};
+
+    for (int i = 0; i < R * C; i++) {
+        uint32_t h = (uint32_t)i * 2654435761u;
+        x[i] = (int32_t)(h >> (h % 23));
+        x[i] = i % 7 == 0 ? -x[i] : x[i];
+    }
+    x[5] = INT32_MIN;
+    x[C + 6] = INT32_MAX;
+    x[C + 7] = INT32_MAX; /* the first of a tie wins */
+    x[3 * C + 6] = INT32_MIN;
+    for (int i = 0; i < R * C; i++) {
+        x64[i] = x[i];
+    }
+    for (uint32_t axis = 0; axis < 2; axis++) {
+        uint64_t n = axis == 0 ? C : R;
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, x, R, C);
+        struct nrtemu_array in64 = ARRAY(NRTEMU_DTYPE_INT64, x64, R, C);
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_INT32, o, n);
+        struct nrtemu_array out64 = ARRAY(NRTEMU_DTYPE_INT64, o64, n);
+        struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_INT64, i32arg, n);
+        struct nrtemu_array a64 = ARRAY(NRTEMU_DTYPE_INT64, i64arg, n);
+        for (int k = 0; k < 2; k++) {
+            ASSERT_OK(nrtemu__kernel_reduce(ops[k], NRTEMU_DTYPE_INT32, &out,
+                                            &in, 1u << axis, &scratch));
+            ASSERT_OK(nrtemu__kernel_reduce(ops[k], NRTEMU_DTYPE_INT64, &out64,
+                                            &in64, 1u << axis, &scratch));
+            ASSERT_OK(
+                nrtemu__kernel_argreduce(args[k], &a32, &in, axis, &scratch));
+            ASSERT_OK(nrtemu__kernel_argreduce(args[k], &a64, &in64, axis,
+                                               &scratch));
+            for (uint64_t j = 0; j < n; j++) {
+                ASSERT_EQ(o[j], o64[j]);
+                ASSERT_EQ(i32arg[j], i64arg[j]);
+            }
+        }
+    }
+    {
+        /* Row 1 holds INT32_MAX twice, rows 0 and 3 INT32_MIN. */
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, x, R, C);
+        struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_INT64, i32arg, R);
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMAX, &a32, &in, 1,
+                                           &scratch));
+        ASSERT_EQ(i32arg[1], 6);
+        ASSERT_OK(nrtemu__kernel_argreduce(NRTEMU_OP_ARGMIN, &a32, &in, 1,
+                                           &scratch));
+        ASSERT_EQ(i32arg[0], 5);
+        ASSERT_EQ(i32arg[3], 6);
+    }
+}
+
 static void
 test_reduction_edges(void)
 {
@@ -1091,6 +1247,142 @@ test_matmul(void)
         ASSERT_OK(
             nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT16, &O, &A, &B, &scratch));
         ASSERT_EQ(o, 0x3c01); /* 1 + 2^-10 */
+    }
+}
+
+/*
+ * 16-bit float operands are decoded while packed (or streamed, for a
+ * GEMV): the float32 result must be bit for bit the product of the same
+ * operands converted to float32 first.
+ */
+static void
+check_matmul_16bit_exact(enum nrtemu_dtype dt, uint64_t M, uint64_t K,
+                         uint64_t N)
+{
+    struct nrtemu_array a = ARRAY(dt, NULL, M, K), b = ARRAY(dt, NULL, K, N);
+    struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, K);
+    struct nrtemu_array b32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, K, N);
+    struct nrtemu_array o = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, N);
+    struct nrtemu_array o32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, N);
+    struct nrtemu_array o16 = ARRAY(dt, NULL, M, N);
+    struct nrtemu_array o16ref = ARRAY(dt, NULL, M, N);
+    uint16_t *ab = alloc_elems(dt, M * K), *bb = alloc_elems(dt, K * N);
+
+    for (uint64_t i = 0; i < M * K; i++) {
+        ab[i] = (uint16_t)(0x3000 + (i * 2654435761u) % 0x1800) |
+                (uint16_t)((i % 3 == 0) << 15);
+    }
+    for (uint64_t i = 0; i < K * N; i++) {
+        bb[i] = (uint16_t)(0x3400 + (i * 40503u) % 0x1000) |
+                (uint16_t)((i % 5 == 0) << 15);
+    }
+    a.data = ab;
+    b.data = bb;
+    a32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * K);
+    b32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, K * N);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, a32.data, dt, ab, 1, M * K);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, b32.data, dt, bb, 1, K * N);
+    o.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * N);
+    o32.data = alloc_elems(NRTEMU_DTYPE_FLOAT32, M * N);
+    o16.data = alloc_elems(dt, M * N);
+    o16ref.data = alloc_elems(dt, M * N);
+    ASSERT_OK(
+        nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT32, &o, &a, &b, &scratch));
+    ASSERT_OK(nrtemu__kernel_matmul(NRTEMU_DTYPE_FLOAT32, &o32, &a32, &b32,
+                                    &scratch));
+    if (memcmp(o.data, o32.data, M * N * 4) != 0) {
+        TEST_FAIL_("matmul %s %llux%llux%llu differs from float32",
+                   nrtemu__dtype_name(dt), (unsigned long long)M,
+                   (unsigned long long)K, (unsigned long long)N);
+    }
+    /* Computing in the 16-bit dtype: the float32 result, rounded once. */
+    ASSERT_OK(nrtemu__kernel_matmul(dt, &o16, &a, &b, &scratch));
+    nrtemu__convert(dt, o16ref.data, NRTEMU_DTYPE_FLOAT32, o32.data, 1, M * N);
+    ASSERT_EQ(memcmp(o16.data, o16ref.data, M * N * 2), 0);
+    free(ab);
+    free(bb);
+    free(a32.data);
+    free(b32.data);
+    free(o.data);
+    free(o32.data);
+    free(o16.data);
+    free(o16ref.data);
+}
+
+static void
+test_matmul_16bit(void)
+{
+    static const uint64_t sizes[][3] = {
+        {1, 70, 260}, {1, 300, 1000}, {37, 300, 1},    {600, 200, 1},
+        {13, 33, 17}, {67, 129, 33},  {200, 300, 260},
+    };
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        check_matmul_16bit_exact(NRTEMU_DTYPE_BFLOAT16, sizes[s][0],
+                                 sizes[s][1], sizes[s][2]);
+        check_matmul_16bit_exact(NRTEMU_DTYPE_FLOAT16, sizes[s][0],
+                                 sizes[s][1], sizes[s][2]);
+    }
+}
+
+/* The worker pool: every task once, nested and concurrent jobs. */
+enum { POOL_TASKS = 97 };
+
+struct pool_check {
+    atomic_uint runs[POOL_TASKS];
+    atomic_uint nested;
+    bool nest;
+};
+
+static void
+pool_nested_task(void *arg, uint32_t t)
+{
+    struct pool_check *c = arg;
+    (void)t;
+    atomic_fetch_add(&c->nested, 1);
+}
+
+static void
+pool_task(void *arg, uint32_t t)
+{
+    struct pool_check *c = arg;
+    atomic_fetch_add(&c->runs[t], 1);
+    if (c->nest && t % 10 == 0) {
+        /* Runs on this thread: the pool is taken by the outer job. */
+        nrtemu__pool_run(pool_nested_task, c, 3);
+    }
+}
+
+static void *
+pool_caller(void *arg)
+{
+    for (int round = 0; round < 50; round++) {
+        nrtemu__pool_run(pool_task, arg, POOL_TASKS);
+    }
+    return NULL;
+}
+
+static void
+test_pool(void)
+{
+    static struct pool_check c, d;
+    pthread_t tid;
+
+    ASSERT_TRUE(nrtemu__pool_threads() >= 1);
+    c.nest = true;
+    for (int round = 0; round < 20; round++) {
+        nrtemu__pool_run(pool_task, &c, POOL_TASKS);
+    }
+    nrtemu__pool_run(pool_task, &c, 0);
+    for (int t = 0; t < POOL_TASKS; t++) {
+        ASSERT_EQ(atomic_load(&c.runs[t]), 20);
+    }
+    ASSERT_EQ(atomic_load(&c.nested), 20 * 10 * 3);
+    /* Two callers at once: one gets the pool, the other runs alone. */
+    ASSERT_EQ(pthread_create(&tid, NULL, pool_caller, &d), 0);
+    pool_caller(&d);
+    ASSERT_EQ(pthread_join(tid, NULL), 0);
+    for (int t = 0; t < POOL_TASKS; t++) {
+        ASSERT_EQ(atomic_load(&d.runs[t]), 100);
     }
 }
 
@@ -1701,6 +1993,7 @@ main(void)
     test_begin("test_kernels");
     RUN_TEST(test_binary_broadcasting);
     RUN_TEST(test_integer_semantics);
+    RUN_TEST(test_int32_native);
     RUN_TEST(test_float_mod_floor_divide);
     RUN_TEST(test_unary_float);
     RUN_TEST(test_nan_handling);
@@ -1710,10 +2003,13 @@ main(void)
     RUN_TEST(test_cast_and_copy);
     RUN_TEST(test_reductions);
     RUN_TEST(test_reduction_edges);
+    RUN_TEST(test_int32_extremes);
     RUN_TEST(test_argreduce);
     RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
+    RUN_TEST(test_matmul_16bit);
+    RUN_TEST(test_pool);
     RUN_TEST(test_transpose);
     RUN_TEST(test_transpose_permutations);
     RUN_TEST(test_slice_concat_take);

@@ -1,0 +1,216 @@
+/*
+ * pool.c - the worker threads that kernels share (pool.h).
+ *
+ * A job is posted under `lock` with a new generation number; every
+ * worker wakes, claims tasks from the job's atomic counter alongside the
+ * caller, and reports when it has finished with the job, which lives on
+ * the caller's stack and so must outlive every worker's use of it.
+ * `submit` admits one job at a time; a caller that finds it taken runs
+ * its tasks itself rather than wait, so that a job posted from inside a
+ * task (or by two cores at once) cannot deadlock.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "fork.h"
+#include "pool.h"
+
+/* Threads in all, the caller included, at most. */
+#define POOL_MAX_THREADS 64
+
+struct job {
+    nrtemu_pool_fn fn;
+    void *arg;
+    uint32_t count;
+    atomic_uint next;
+};
+
+static struct {
+    pthread_mutex_t submit; /* held by the caller whose job runs */
+    pthread_mutex_t lock;   /* guards everything below */
+    pthread_cond_t wake;    /* workers: a new generation */
+    pthread_cond_t done;    /* the caller: busy reached 0 */
+    uint64_t generation;
+    struct job *job;
+    uint32_t workers; /* started */
+    uint32_t busy;    /* workers not yet finished with the current job */
+    bool started;     /* start tried, in this process */
+} pool = {
+    .submit = PTHREAD_MUTEX_INITIALIZER,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+};
+
+static uint32_t
+cpus_allowed(void)
+{
+    cpu_set_t set;
+    long n;
+
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) {
+        n = CPU_COUNT(&set);
+    } else {
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (n < 1) {
+        n = 1;
+    }
+    return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (uint32_t)n;
+}
+
+static void
+job_work(struct job *j)
+{
+    for (;;) {
+        uint32_t t =
+            atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (t >= j->count) {
+            return;
+        }
+        j->fn(j->arg, t);
+    }
+}
+
+/* `start`: the generation when the worker was created; any later one is
+ * a job for it, even one posted before it first took the lock. */
+static void *
+worker_main(void *start)
+{
+    uint64_t seen = (uint64_t)(uintptr_t)start;
+
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        struct job *j;
+        while (pool.generation == seen) {
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        }
+        seen = pool.generation;
+        j = pool.job;
+        pthread_mutex_unlock(&pool.lock);
+        job_work(j);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.busy == 0) {
+            pthread_cond_signal(&pool.done);
+        }
+    }
+    return NULL;
+}
+
+/* With `submit` held: start the workers, once per process.  They block
+ * every signal, which stay with the application's threads. */
+static void
+pool_start(void)
+{
+    uint32_t want = nrtemu__pool_threads() - 1;
+    sigset_t all, old;
+    pthread_attr_t attr;
+
+    pool.started = true;
+    if (want == 0 || pthread_attr_init(&attr) != 0) {
+        return;
+    }
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (uint32_t i = 0; i < want; i++) {
+        pthread_t tid;
+        /* Counted under the lock: a worker reads generation there. */
+        pthread_mutex_lock(&pool.lock);
+        if (pthread_create(&tid, &attr, worker_main,
+                           (void *)(uintptr_t)pool.generation) != 0) {
+            pthread_mutex_unlock(&pool.lock);
+            break;
+        }
+        pool.workers++;
+        pthread_mutex_unlock(&pool.lock);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+}
+
+/* The CPU count, read once: kernels split their work by it. */
+static uint32_t cpu_total = 1;
+static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
+
+static void
+cpu_count_read(void)
+{
+    cpu_total = cpus_allowed();
+}
+
+uint32_t
+nrtemu__pool_threads(void)
+{
+    pthread_once(&cpu_once, cpu_count_read);
+    return cpu_total;
+}
+
+void
+nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
+{
+    struct job j = {.fn = fn, .arg = arg, .count = count};
+    bool posted = false;
+
+    atomic_init(&j.next, 0);
+    if (count > 1 && pthread_mutex_trylock(&pool.submit) == 0) {
+        if (!pool.started) {
+            pool_start();
+        }
+        pthread_mutex_lock(&pool.lock);
+        if (pool.workers > 0) {
+            pool.job = &j;
+            pool.busy = pool.workers;
+            pool.generation++;
+            pthread_cond_broadcast(&pool.wake);
+            posted = true;
+        }
+        pthread_mutex_unlock(&pool.lock);
+        if (!posted) {
+            pthread_mutex_unlock(&pool.submit);
+        }
+    }
+    job_work(&j);
+    if (posted) {
+        pthread_mutex_lock(&pool.lock);
+        while (pool.busy > 0) {
+            pthread_cond_wait(&pool.done, &pool.lock);
+        }
+        pool.job = NULL;
+        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&pool.submit);
+    }
+}
+
+void
+nrtemu__pool_atfork(enum nrtemu_fork_phase phase)
+{
+    /* Held across fork(): a job in flight finishes first, so the child
+     * copies no half-claimed job.  The child has none of the workers. */
+    switch (phase) {
+    case NRTEMU_FORK_PREPARE:
+        pthread_mutex_lock(&pool.submit);
+        pthread_mutex_lock(&pool.lock);
+        break;
+    case NRTEMU_FORK_PARENT:
+        pthread_mutex_unlock(&pool.lock);
+        pthread_mutex_unlock(&pool.submit);
+        break;
+    case NRTEMU_FORK_CHILD:
+        pthread_mutex_init(&pool.submit, NULL);
+        pthread_mutex_init(&pool.lock, NULL);
+        pthread_cond_init(&pool.wake, NULL);
+        pthread_cond_init(&pool.done, NULL);
+        pool.generation = 0;
+        pool.job = NULL;
+        pool.workers = 0;
+        pool.busy = 0;
+        pool.started = false;
+        break;
+    }
+}

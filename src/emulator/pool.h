@@ -1,0 +1,35 @@
+/*
+ * pool.h - the worker threads that kernels share (internal).
+ *
+ * One pool per process, sized to the CPUs the process may run on (its
+ * affinity mask) less the calling thread, which always takes part.  The
+ * workers are started on first use and then park on a condition variable
+ * between jobs: an idle pool costs no CPU.  A forked child starts with no
+ * workers (fork.h) and starts its own when it first needs them.
+ */
+#ifndef NRTEMU_POOL_H
+#define NRTEMU_POOL_H
+
+#include <stdint.h>
+
+/* One task of a job: `task` is in [0, count). */
+typedef void (*nrtemu_pool_fn)(void *arg, uint32_t task);
+
+/*
+ * The number of threads a job can run on at once: the workers plus the
+ * caller, at least 1.  Thread-safe.
+ */
+uint32_t nrtemu__pool_threads(void);
+
+/*
+ * Run fn(arg, t) for every t in [0, count) and return when all have
+ * returned; the tasks run on the pool's workers and the calling thread,
+ * in any order, each exactly once.  When the pool is busy with another
+ * caller's job (another core's program, or a task of a job that itself
+ * calls this), or its workers cannot be started, every task runs on the
+ * calling thread: never a deadlock, never a failure.  Thread-safe; `fn`
+ * must be safe to call concurrently for different tasks.
+ */
+void nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count);
+
+#endif /* NRTEMU_POOL_H */
