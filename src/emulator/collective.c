@@ -1044,44 +1044,153 @@ group_of(const struct op *op, uint32_t me, uint32_t world, uint32_t *members,
     return 0; /* not reached: bind checked that the groups cover the world */
 }
 
+/* Per-peer lists of one exchange (world entries each). */
+struct net_lists {
+    uint32_t *to, *from;
+    const void **sbufs;
+    void **rbufs;
+    size_t *slens, *rlens;
+};
+
+static void
+net_lists_free(struct net_lists *l)
+{
+    free(l->to);
+    free(l->from);
+    free(l->sbufs);
+    free(l->rbufs);
+    free(l->slens);
+    free(l->rlens);
+}
+
+static NRT_STATUS
+net_lists_alloc(const char *func, uint32_t world, struct net_lists *l)
+{
+    l->to = malloc(world * sizeof *l->to);
+    l->from = malloc(world * sizeof *l->from);
+    l->sbufs = malloc(world * sizeof *l->sbufs);
+    l->rbufs = malloc(world * sizeof *l->rbufs);
+    l->slens = malloc(world * sizeof *l->slens);
+    l->rlens = malloc(world * sizeof *l->rlens);
+    if (l->to == NULL || l->from == NULL || l->sbufs == NULL ||
+        l->rbufs == NULL || l->slens == NULL || l->rlens == NULL) {
+        net_lists_free(l);
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    return NRT_SUCCESS;
+}
+
 /*
- * Across processes: the operands of the others that this rank reads,
- * received into scratch, in x->ins (x->outs[x->pos] is this rank's own
- * result; the others' are not needed).  Every member sends its whole
- * operand to every member that reads it: a direct exchange.
+ * A large all-reduce across processes: reduce-scatter then all-gather,
+ * in two exchanges.  Member j reduces part j (the same parts as in
+ * memory); each rank sends 2 (g - 1) / g of the array, the least any
+ * algorithm moves.  Parts are reduced in group order, so every rank gets
+ * the same bits as in one process.
+ */
+static NRT_STATUS
+net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
+               const struct exchange *x, const uint32_t *members,
+               const char *what)
+{
+    uint64_t count = nrtemu__array_count(c->out), lo, hi, mlo, mhi;
+    const void *src[NRTEMU_MAX_RANKS];
+    struct net_lists l;
+    uint32_t n = 0;
+    size_t mine;
+    char *space;
+    NRT_STATUS st = net_lists_alloc(c->func, r->world, &l);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    part(count, x->pos, x->g, &mlo, &mhi);
+    mine = (mhi - mlo) * x->esize;
+    space = nrtemu__scratch_get(&c->program->scratch,
+                                x->g > 1 && mine != 0 ? (x->g - 1) * mine : 1);
+    if (space == NULL) {
+        st = NRT_RESOURCE;
+        goto done;
+    }
+    /* 1: part j of this rank's operand to member j; this rank's part of
+     * every other member's operand into scratch */
+    for (uint32_t j = 0; j < x->g; j++) {
+        if (j == x->pos) {
+            src[j] = (const char *)c->in[0].data + mlo * x->esize;
+            continue;
+        }
+        part(count, j, x->g, &lo, &hi);
+        l.to[n] = l.from[n] = members[j];
+        l.sbufs[n] = (const char *)c->in[0].data + lo * x->esize;
+        l.slens[n] = (hi - lo) * x->esize;
+        l.rbufs[n] = space + (size_t)n * mine;
+        l.rlens[n] = mine;
+        src[j] = l.rbufs[n];
+        n++;
+    }
+    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n, l.sbufs,
+                              l.slens, l.from, n, l.rbufs, l.rlens,
+                              c->deadline_ns, what);
+    if (st != NRT_SUCCESS) {
+        goto done;
+    }
+    nrtemu__kernel_combine(x->a->reduce, c->out->dtype,
+                           (char *)c->out->data + mlo * x->esize, src, x->g,
+                           mhi - mlo);
+    /* 2: this rank's reduced part to every member; theirs into place */
+    n = 0;
+    for (uint32_t j = 0; j < x->g; j++) {
+        if (j == x->pos) {
+            continue;
+        }
+        part(count, j, x->g, &lo, &hi);
+        l.sbufs[n] = (const char *)c->out->data + mlo * x->esize;
+        l.slens[n] = mine;
+        l.rbufs[n] = (char *)c->out->data + lo * x->esize;
+        l.rlens[n] = (hi - lo) * x->esize;
+        n++;
+    }
+    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n, l.sbufs,
+                              l.slens, l.from, n, l.rbufs, l.rlens,
+                              c->deadline_ns, what);
+done:
+    net_lists_free(&l);
+    return st;
+}
+
+/*
+ * Across processes, every other op: the operands of the others that this
+ * rank reads, received into scratch, in x->ins (x->outs[x->pos] is this
+ * rank's own result; the others' are not needed).  Every member sends its
+ * whole operand to every member that reads it: a direct exchange.
  */
 static NRT_STATUS
 net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
-            const uint32_t *members, uint64_t seq, const char *what)
+            const uint32_t *members, const char *what)
 {
     const struct nrtemu_coll_attrs *a = c->op->coll;
     size_t bytes = nrtemu__array_count(&c->in[0]) * x->esize;
-    uint32_t *to = NULL, *from = NULL, n_to = 0, n_from = 0;
-    void **bufs = NULL;
+    uint32_t n_to = 0, n_from = 0;
+    struct net_lists l;
     char *space;
-    NRT_STATUS st;
+    NRT_STATUS st = net_lists_alloc(c->func, r->world, &l);
 
-    to = malloc(r->world * sizeof *to);
-    from = malloc(r->world * sizeof *from);
-    bufs = malloc(r->world * sizeof *bufs);
-    if (to == NULL || from == NULL || bufs == NULL) {
-        st = nrtemu__fail(NRT_RESOURCE, c->func, "out of host memory");
-        goto done;
+    if (st != NRT_SUCCESS) {
+        return st;
     }
     if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
         for (uint32_t i = 0; i < a->n_pairs; i++) {
             if (a->pairs[2 * i] == r->rank && a->pairs[2 * i + 1] != r->rank) {
-                to[n_to++] = a->pairs[2 * i + 1];
+                l.to[n_to++] = a->pairs[2 * i + 1];
             }
             if (a->pairs[2 * i + 1] == r->rank && a->pairs[2 * i] != r->rank) {
-                from[n_from++] = a->pairs[2 * i];
+                l.from[n_from++] = a->pairs[2 * i];
             }
         }
     } else {
         for (uint32_t k = 0; k < x->g; k++) {
             if (k != x->pos) {
-                to[n_to++] = members[k];
-                from[n_from++] = members[k];
+                l.to[n_to++] = members[k];
+                l.from[n_from++] = members[k];
             }
         }
     }
@@ -1091,12 +1200,17 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
         st = NRT_RESOURCE;
         goto done;
     }
-    for (uint32_t k = 0; k < n_from; k++) {
-        bufs[k] = space + k * bytes;
+    for (uint32_t k = 0; k < n_to; k++) {
+        l.sbufs[k] = c->in[0].data;
+        l.slens[k] = bytes;
     }
-    st = nrtemu__net_exchange(c->func, r->net, seq, to, n_to, c->in[0].data,
-                              bytes, from, n_from, bufs, bytes, c->deadline_ns,
-                              what);
+    for (uint32_t k = 0; k < n_from; k++) {
+        l.rbufs[k] = space + k * bytes;
+        l.rlens[k] = bytes;
+    }
+    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n_to, l.sbufs,
+                              l.slens, l.from, n_from, l.rbufs, l.rlens,
+                              c->deadline_ns, what);
     if (st != NRT_SUCCESS) {
         goto done;
     }
@@ -1104,19 +1218,19 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
      * group is the world). */
     x->ins[x->pos] = c->in[0].data;
     x->outs[x->pos] = c->out->data;
-    for (uint32_t k = 0, j = 0;
-         k < x->g && c->op->op != NRTEMU_OP_COLLECTIVE_PERMUTE; k++) {
-        if (k != x->pos) {
-            x->ins[k] = bufs[j++];
+    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+        if (n_from == 1) {
+            x->ins[l.from[0]] = l.rbufs[0];
+        }
+    } else {
+        for (uint32_t k = 0, j = 0; k < x->g; k++) {
+            if (k != x->pos) {
+                x->ins[k] = l.rbufs[j++];
+            }
         }
     }
-    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE && n_from == 1) {
-        x->ins[from[0]] = bufs[0];
-    }
 done:
-    free(to);
-    free(from);
-    free(bufs);
+    net_lists_free(&l);
     return st;
 }
 
@@ -1157,9 +1271,11 @@ nrtemu__op_run_collective(const struct op_call *c)
         ins[0] = c->in[0].data;
         outs[0] = c->out->data;
     } else if (r->net != NULL) {
-        seq = r->seq++;
-        two_phases = false;
-        st = net_receive(c, r, &x, members, seq, what);
+        if (two_phases) {
+            st = net_all_reduce(c, r, &x, members, what);
+            goto done;
+        }
+        st = net_receive(c, r, &x, members, what);
         if (st != NRT_SUCCESS) {
             goto done;
         }
@@ -1271,8 +1387,19 @@ nrtemu__rank_gather_bytes(const char *func, struct nrtemu_rank *r,
                 outs[n++] = (char *)out + (size_t)k * size;
             }
         }
-        st = nrtemu__net_exchange(func, r->net, seq, members, n, in, size,
-                                  members, n, outs, size, deadline_ns, what);
+        const void **sbufs = ins;
+        size_t *lens = calloc(n ? n : 1, sizeof *lens);
+        if (lens == NULL) {
+            st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+            goto done;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            sbufs[k] = in;
+            lens[k] = size;
+        }
+        st = nrtemu__net_exchange(func, r->net, seq, members, n, sbufs, lens,
+                                  members, n, outs, lens, deadline_ns, what);
+        free(lens);
         if (st == NRT_SUCCESS && size != 0) {
             memcpy((char *)out + (size_t)r->rank * size, in, size);
         }

@@ -82,6 +82,18 @@ get64(const unsigned char *p)
     return ((uint64_t)get32(p) << 32) | get32(p + 4);
 }
 
+/* Data sockets: no Nagle delay for small collectives, and buffers large
+ * enough that a large one streams without waiting on every window. */
+static void
+tune(int fd)
+{
+    int one = 1, bytes = 4 << 20;
+
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+}
+
 static int
 nonblocking(int fd)
 {
@@ -240,12 +252,12 @@ static int
 connect_retry(const struct sockaddr_in *sa, uint64_t deadline_ns)
 {
     for (;;) {
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) {
             return -1;
         }
         if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) == 0) {
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            tune(fd);
             if (nonblocking(fd) == 0) {
                 return fd;
             }
@@ -637,7 +649,7 @@ connect_mesh(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     while (have < want) {
         unsigned char got[40];
         uint32_t from;
-        int one = 1, fd = accept4(net->data_fd, NULL, NULL, SOCK_CLOEXEC);
+        int fd = accept4(net->data_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             int w = wait_fd(net->data_fd, POLLIN, deadline_ns);
             if (w == 0) {
@@ -650,7 +662,7 @@ connect_mesh(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
             continue;
         }
         nonblocking(fd);
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        tune(fd);
         from = UINT32_MAX;
         if (read_full(fd, got, sizeof got, deadline_ns) == 0 &&
             get32(got) == HELLO_MAGIC && memcmp(got + 8, net->key, 32) == 0) {
@@ -767,8 +779,9 @@ xfer_step(struct nrtemu_net *net, struct xfer *x, uint64_t seq)
 NRT_STATUS
 nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
                      const uint32_t *send_to, uint32_t n_send,
-                     const void *sbuf, size_t slen, const uint32_t *recv_from,
-                     uint32_t n_recv, void *const *rbufs, size_t rlen,
+                     const void *const *sbufs, const size_t *slens,
+                     const uint32_t *recv_from, uint32_t n_recv,
+                     void *const *rbufs, const size_t *rlens,
                      uint64_t deadline_ns, const char *what)
 {
     uint32_t n = n_send + n_recv, left = n;
@@ -798,13 +811,13 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         struct xfer *x = &xs[i];
         x->recv = i >= n_send;
         x->peer = x->recv ? recv_from[i - n_send] : send_to[i];
-        x->buf = x->recv ? rbufs[i - n_send] : (void *)sbuf;
-        x->len = x->recv ? rlen : slen;
+        x->buf = x->recv ? rbufs[i - n_send] : (void *)sbufs[i];
+        x->len = x->recv ? rlens[i - n_send] : slens[i];
         if (!x->recv) {
             put32(x->hdr, DATA_MAGIC);
             put32(x->hdr + 4, 0);
             put64(x->hdr + 8, seq);
-            put64(x->hdr + 16, slen);
+            put64(x->hdr + 16, x->len);
         }
         pf[i].fd = net->peers[x->peer];
         pf[i].events = x->recv ? POLLIN : POLLOUT;

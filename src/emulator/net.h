@@ -43,10 +43,11 @@ NRT_STATUS nrtemu__net_open(const char *func, const char *root,
 void nrtemu__net_close(struct nrtemu_net *net);
 
 /*
- * One collective's exchange: send the `slen` bytes of `sbuf` to each of
- * the `n_send` ranks of `send_to`, and receive `rlen` bytes from each of
- * the `n_recv` ranks of `recv_from` into rbufs[k], all at once, until
- * `deadline_ns` (0: none).  Completes the bootstrap first if needed.
+ * One exchange of a collective: send the slens[k] bytes of sbufs[k] to
+ * rank send_to[k] (k < n_send), and receive rlens[k] bytes from rank
+ * recv_from[k] into rbufs[k] (k < n_recv), all at once, until
+ * `deadline_ns` (0: none).  `seq` numbers the exchange (every rank numbers
+ * its exchanges alike).  Completes the bootstrap first if needed.
  * @return NRT_SUCCESS; NRT_TIMEOUT naming the ranks that did not arrive;
  *         NRT_EXEC_HW_ERR_COLLECTIVES when a rank was refused at the
  *         rendezvous, closed its connection (died), sent the data of
@@ -54,9 +55,10 @@ void nrtemu__net_close(struct nrtemu_net *net);
  */
 NRT_STATUS nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
                                 uint64_t seq, const uint32_t *send_to,
-                                uint32_t n_send, const void *sbuf, size_t slen,
-                                const uint32_t *recv_from, uint32_t n_recv,
-                                void *const *rbufs, size_t rlen,
-                                uint64_t deadline_ns, const char *what);
+                                uint32_t n_send, const void *const *sbufs,
+                                const size_t *slens, const uint32_t *recv_from,
+                                uint32_t n_recv, void *const *rbufs,
+                                const size_t *rlens, uint64_t deadline_ns,
+                                const char *what);
 
 #endif /* NRTEMU_NET_H */

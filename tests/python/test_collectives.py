@@ -394,6 +394,21 @@ def test_processes(tmp_path, world, machines, dtype):
         np.testing.assert_array_equal(perm, xs[(r - 1) % world])
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_large_all_reduce_across_processes(tmp_path, world):
+    """Over 256 KiB: reduce-scatter then all-gather between processes;
+    an odd count checks the parts."""
+    xs = rank_inputs(world, (200_003,), ml_dtypes.bfloat16, seed=13)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x, op="sum"), xs[0],
+                       world)
+    results = finish(launch(tmp_path, neff, xs, world, machines=True))
+    for r in range(world):
+        assert results[r][0] == 0, results[r][1]
+        (got,) = outputs(tmp_path, r, 1, ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(got, reduce_ref(xs, "sum",
+                                                      ml_dtypes.bfloat16))
+
+
 def test_process_that_never_starts(tmp_path):
     xs = rank_inputs(3, (4,), np.float32)
     neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 3)
