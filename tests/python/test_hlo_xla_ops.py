@@ -139,3 +139,26 @@ def test_atan2_and_inverse_trig(tmp_path):
     check_jax(lambda t: (jnp.arctan(t * 50), jnp.arcsin(t), jnp.arccos(t),
                          jnp.arctan2(t.astype(jnp.bfloat16), jnp.bfloat16(0.5))),
               t, tmp_path=tmp_path, name="inv", rtol=2e-6, atol=1e-6)
+
+
+def test_popcnt_clz(tmp_path):
+    a = np.array([0, 1, -1, 2**31 - 1, -2**31, 12345, 255, 256], np.int32)
+    fns = lambda a: (lax.population_count(a), lax.clz(a),
+                     lax.population_count(a.astype(jnp.uint8)),
+                     lax.clz(a.astype(jnp.uint16)), lax.clz(a.astype(jnp.int8)))
+    check_jax(fns, a, tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("opcode", ["popcnt", "count-leading-zeros"])
+def test_popcnt_clz_s64(tmp_path, opcode):
+    # Hand-built (JAX without x64 has no s64); the reference is Python's.
+    a = np.array([0, 1, -1, 2**63 - 1, -2**63, 0x0123456789ABCDEF, 255], np.int64)
+    s = shape(5, (len(a),))
+    raw = module("m", [computation("main", 1, [instr("x", "parameter", s, 1),
+                                               instr("r", opcode, s, 2, [1])], 2)], 1)
+    path = nrtpy.neff.compile_hlo(raw, tmp_path / "b.neff")
+    got = run_neff(path, {"x": a})["output0"]
+    u = [int(v) for v in a.view(np.uint64)]
+    want = [bin(v).count("1") for v in u] if opcode == "popcnt" else \
+        [64 - v.bit_length() for v in u]
+    np.testing.assert_array_equal(got, np.array(want, np.int64))

@@ -732,3 +732,70 @@ def _atan2(ctx: Lowering, ins: Instruction) -> Value:
     r = ew("where", _signbit(ctx, x), ew("sub", float(np.pi), r), r)
     r = ew("where", _signbit(ctx, y), ew("neg", r), r)
     return ctx.cast(r, dt)
+
+
+# -- bit counting -------------------------------------------------------------------
+
+_UNSIGNED_OF = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _popcount(ctx: Lowering, u: Buf) -> Buf:
+    """Set bits per element of the unsigned ``u`` (SWAR: pairs, nibbles,
+    bytes, then a multiply that sums the bytes into the top one)."""
+    dt, w = u.dtype, u.dtype.itemsize * 8
+    sh = tuple(u.shape)
+
+    def c(v: int) -> Buf:
+        return ctx.const(np.array(v & ((1 << w) - 1), dt))
+
+    def ew(op: str, a: Buf, b: Buf) -> Buf:
+        return ctx.elementwise(op, [a, b], sh, dt)
+
+    ones = (1 << w) - 1
+    m1, m2, m4 = ones // 3, ones // 5, ones // 17
+    x = ew("sub", u, ew("bitwise_and", ew("shift_right_logical", u, c(1)), c(m1)))
+    x = ew("add", ew("bitwise_and", x, c(m2)),
+           ew("bitwise_and", ew("shift_right_logical", x, c(2)), c(m2)))
+    x = ew("bitwise_and", ew("add", x, ew("shift_right_logical", x, c(4))), c(m4))
+    if w > 8:
+        x = ew("shift_right_logical", ew("mul", x, c(ones // 255)), c(w - 8))
+    return x
+
+
+@lowers("popcnt", "count-leading-zeros")
+def _bit_count(ctx: Lowering, ins: Instruction) -> Value:
+    x = ctx.operand(ins, 0)
+    _same_shape(ctx, ins, x)
+    dt = ins.shape.dtype
+    if dt.kind not in "iu":
+        raise ctx.malformed(ins, f"{ins.opcode} of {dt.name}: an integer operation")
+    udt = np.dtype(_UNSIGNED_OF[dt.itemsize])
+    u = ctx.emit("bitcast", [x], x.shape, udt) if dt != udt else x
+    if ins.opcode == "count-leading-zeros":
+        # Every bit below the highest set one set too; the zeros above it
+        # are the width minus their count.
+        for k in (1, 2, 4, 8, 16, 32):
+            if k < dt.itemsize * 8:
+                u = ctx.elementwise("bitwise_or", [u, ctx.elementwise(
+                    "shift_right_logical", [u, ctx.const(np.array(k, udt))],
+                    x.shape, udt)], x.shape, udt)
+        n = ctx.elementwise("sub", [ctx.const(np.array(dt.itemsize * 8, udt)),
+                                    _popcount(ctx, u)], x.shape, udt)
+    else:
+        n = _popcount(ctx, u)
+    return ctx.emit("bitcast", [n], x.shape, dt) if dt != udt else n
+
+
+@lowers("add-dependency")
+def _add_dependency(ctx: Lowering, ins: Instruction) -> Value:
+    # (the ordering token means nothing to a program that runs in order)
+    return ctx.value(ins, 0, lazy=True)
+
+
+@lowers("get-dimension-size")
+def _get_dimension_size(ctx: Lowering, ins: Instruction) -> Value:
+    x = ctx.value(ins, 0, lazy=True)
+    if isinstance(x, tuple) or len(ins.dimensions) != 1 or \
+            not 0 <= ins.dimensions[0] < len(x.shape):
+        raise ctx.malformed(ins, "needs an array operand and one dimension")
+    return ctx.const(np.array(x.shape[ins.dimensions[0]], ins.shape.dtype))
