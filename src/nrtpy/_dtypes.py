@@ -44,11 +44,21 @@ def for_tensor(name: str, size: int, shape: tuple[int, ...]) -> np.dtype:
     return np.dtype(f"V{size}")
 
 
+_NAME_OF: dict[np.dtype, str | None] = {}
+
+
 def name_of(dt: np.dtype) -> str | None:
     """The table name of a NumPy dtype, or None when nrtpy has no such
     type."""
-    name = np.dtype(dt).name
-    return name if name in NAMES else None
+    dt = np.dtype(dt)
+    try:
+        return _NAME_OF[dt]
+    except KeyError:
+        pass
+    # (dtype.name is slow to compute: compilers ask for it per buffer)
+    name = dt.name
+    _NAME_OF[dt] = name if name in NAMES else None
+    return _NAME_OF[dt]
 
 
 def is_float(dt: np.dtype) -> bool:

@@ -325,9 +325,12 @@ def test_compile_5000_instructions_under_2s(tmp_path):
         ins.append(instr(f"v.{i}", op, s, i, [prev, 2]))
         prev = i
     raw = module("big", [computation("main", 1, ins, prev)], 1)
-    t0 = time.perf_counter()
+    # CPU time of this process: the machines running the tests are shared,
+    # and waiting for a core is not the compiler's work (about 0.25 s on
+    # one core here; bench/bench_hlo.py reports the wall time).
+    t0 = time.process_time()
     path = nrtpy.neff.compile_hlo(raw, tmp_path / "big.neff")
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     assert elapsed < 2.0, elapsed
     x = np.full((4, 8), 0.25, np.float32)
     y = np.full((4, 8), 1.0, np.float32)
@@ -336,3 +339,26 @@ def test_compile_5000_instructions_under_2s(tmp_path):
     for i in range(3, 5003):
         want = {0: want + y, 1: want * y, 2: np.maximum(want, y), 3: want - y}[i % 4]
     np.testing.assert_array_equal(got, want)
+
+
+def test_outputs_that_are_inputs_or_constants(tmp_path):
+    def f(x, y):
+        return x, jnp.float32(3.0) * jnp.ones(2), y, x
+
+    path = nrtpy.neff.compile_hlo(jax.jit(f).lower(A, B), tmp_path / "o.neff")
+    got = run_neff(path, {"x": A, "y": B})
+    np.testing.assert_array_equal(got["output0"], A)
+    np.testing.assert_array_equal(got["output1"], [3.0, 3.0])
+    np.testing.assert_array_equal(got["output2"], B)
+    np.testing.assert_array_equal(got["output3"], A)
+
+
+def test_neff_output_names_count_mismatch(tmp_path):
+    s2 = shape(F32, (2,))
+    ins = [instr("p", "parameter", s2, 1),
+           instr("n", "negate", s2, 2, [1],
+                 fa=f_bytes(68, frontend(neff_output_names="a,b")))]
+    raw = module("m", [computation("main", 1, ins, 2)], 1)
+    with pytest.raises(ValueError, match="neff_output_names names 2 outputs"):
+        nrtpy.neff.compile_hlo(raw, tmp_path / "t.neff")
+    assert_nothing_written(tmp_path)

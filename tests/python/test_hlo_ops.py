@@ -246,3 +246,35 @@ def test_reduce_precision(tmp_path):
                          lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10),
                          lax.reduce_precision(x, exponent_bits=8, mantissa_bits=23)),
               x, tmp_path=tmp_path)
+
+
+def test_tan(tmp_path):
+    check_jax(lambda x, b: (jnp.tan(x), jnp.tan(b)), X, X.astype(ml_dtypes.bfloat16),
+              tmp_path=tmp_path, rtol=1e-5, atol=1e-6)
+
+
+def test_lazy_broadcasts_in_every_kind_of_use(tmp_path):
+    # broadcast/iota values read by elementwise ops, by non-elementwise ops
+    # (dot, reduce, slice, reshape, transpose, concatenate), passed through
+    # calls and tuples, and returned as outputs.
+    @jax.jit
+    def inner(b):
+        return b * 2.0, b
+
+    def f(x, v):
+        b = jnp.broadcast_to(v, (3, 5))
+        i = lax.broadcasted_iota(jnp.float32, (3, 5), 1)
+        two, same = inner(b)
+        return (b, i, b + i, (b @ i.T), b.sum(axis=0), b[1:, ::2], b.T,
+                jnp.concatenate([b, i]), two + same, jnp.exp(b) * x,
+                jnp.full((2, 2), 7.0), jnp.zeros((3,), jnp.int32))
+
+    check_jax(f, X, X[0], tmp_path=tmp_path, **TOL)
+
+
+def test_variadic_separable_reduce(tmp_path):
+    def f(x, a):
+        return lax.reduce((x, a), (np.float32(0), np.int32(-(2**31))),
+                          lambda p, q: (p[0] + q[0], lax.max(p[1], q[1])), (1,))
+
+    check_jax(f, X, I, tmp_path=tmp_path, **TOL)

@@ -44,6 +44,12 @@ What the context offers (each documented below):
   with the given argument values (inlining: ``call``, loop bodies,
   branches) and returns its root's value; ``computation(ins, k)`` is the
   k-th called computation of ``ins``.
+- ``emit_raw(record)`` appends an op record without ``out`` (``while``,
+  ``conditional``).  State that such an op writes must live in buffers
+  the lowering created (``ctx.copy(v)`` of the initial value: inputs and
+  constants are never written, and a value may be shared by several
+  instructions), and a body's results are copied into the state through
+  temporaries when one result reads another's state buffer.
 - errors: ``raise ctx.unsupported(ins, "what")`` (NotImplementedError
   naming the opcode, the instruction and its computation) and ``raise
   ctx.malformed(ins, "what")`` (ValueError, the same names).

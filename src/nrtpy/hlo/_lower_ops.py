@@ -448,17 +448,46 @@ def _reduce(ctx: Lowering, ins: Instruction) -> Value:
     out_shape = tuple(d for i, d in enumerate(shape) if i not in dims)
     comp = ctx.computation(ins, 0)
     if n == 1:
-        return _reduce_one(ctx, ins, xs[0], inits[0], dims, out_shape, comp)
+        return _reduce_one(ctx, ins, xs[0], inits[0], dims, out_shape,
+                           _binary_reducer(comp), comp, 1)
+    ops = _separable_reducer(comp, n)
+    if ops is not None:
+        # Each output reduces its own input (e.g. two sums at once).
+        return tuple(_reduce_one(ctx, ins, x, init, dims, out_shape, op, comp,
+                                 n + k, ins.shape.tuple_shapes[k].dtype)
+                     for k, (x, init, op) in enumerate(zip(xs, inits, ops)))
     if n == 2:
         return _reduce_arg(ctx, ins, xs, inits, dims, out_shape, comp)
-    raise ctx.unsupported(ins, f"a variadic reduce of {n} inputs")
+    raise ctx.unsupported(ins, f"a variadic reduce of {n} inputs whose "
+                               f"to_apply ({comp.name!r}) is neither separable "
+                               f"nor argmax/argmin")
+
+
+def _separable_reducer(comp: Computation, n: int) -> list[str] | None:
+    """The opcodes when ``to_apply`` returns (op_k(p_k, p_{n+k}))_k, each
+    output combining only its own accumulator and element."""
+    root = comp.root
+    if root.opcode != "tuple" or len(root.operand_ids) != n:
+        return None
+    params = {i.id: i.parameter_number for i in comp.instructions
+              if i.opcode == "parameter"}
+    if len(params) != 2 * n:
+        return None
+    ops = []
+    for k, oid in enumerate(root.operand_ids):
+        e = comp.by_id[oid]
+        if len(e.operand_ids) != 2 or \
+                sorted(params.get(o, -1) for o in e.operand_ids) != [k, n + k]:
+            return None
+        ops.append(e.opcode)
+    return ops
 
 
 def _reduce_one(ctx: Lowering, ins: Instruction, x: Buf, init: Buf,
                 dims: list[int], out_shape: tuple[int, ...],
-                comp: Computation) -> Value:
-    dt = ins.shape.dtype
-    root_op = _binary_reducer(comp)
+                root_op: str | None, comp: Computation, init_operand: int,
+                dt: np.dtype | None = None) -> Value:
+    dt = ins.shape.dtype if dt is None else dt
     kind = _REDUCERS.get(root_op or "")
     if kind is None or (root_op in ("and", "or") and dt != np.bool_) or \
             (dt == np.bool_ and root_op in ("add", "multiply")):
@@ -466,7 +495,7 @@ def _reduce_one(ctx: Lowering, ins: Instruction, x: Buf, init: Buf,
                                    f"({comp.name!r}, root "
                                    f"{comp.root.opcode!r}) is not add, "
                                    f"multiply, maximum, minimum, and, or of its "
-                                   f"two parameters")
+                                   f"parameters")
     if x.dtype != dt or init.dtype != dt:
         raise ctx.malformed(ins, f"reduce of {x.dtype.name} with a "
                                  f"{init.dtype.name} initial value to {dt.name}")
@@ -477,7 +506,7 @@ def _reduce_one(ctx: Lowering, ins: Instruction, x: Buf, init: Buf,
         r = x
     else:
         r = ctx.emit(kind, [x], out_shape, dt, axes=dims, keepdims=False)
-    init_value = ctx.constant_of(ins, 1)
+    init_value = ctx.constant_of(ins, init_operand)
     if init_value is not None and init_value.size == 1:
         ident = _identity_of(kind, dt)
         v = init_value.reshape(()).item()
@@ -636,3 +665,137 @@ def _reduce_precision(ctx: Lowering, ins: Instruction) -> Value:
                                    f"mantissa_bits={bits[1]} of {x.dtype.name}")
     narrow = np.dtype(getattr(ml_dtypes, _PRECISIONS[bits], None) or _PRECISIONS[bits])
     return ctx.cast(ctx.cast(x, narrow), x.dtype)
+
+
+@lowers("tan")
+def _tan(ctx: Lowering, ins: Instruction) -> Value:
+    # sin/cos in at least float32 (16- and 8-bit floats round once, at the
+    # end), within a few ulp of XLA's tan.
+    x = ctx.operand(ins, 0, lazy=True)
+    _same_shape(ctx, ins, x)
+    dt = ins.shape.dtype
+    if not _is_float(dt):
+        raise ctx.malformed(ins, f"tan of {dt.name}: a float operation")
+    wide = dt if dt.itemsize >= 4 else np.dtype(np.float32)
+    xw = ctx.cast(x, wide)
+    s = ctx.elementwise("sin", [xw], x.shape, wide)
+    c = ctx.elementwise("cos", [xw], x.shape, wide)
+    return ctx.cast(ctx.elementwise("div", [s, c], x.shape, wide), dt)
+
+
+def _signbit(ctx: Lowering, x: Buf) -> Buf:
+    """x's sign bit (true for -0.0 and negative NaNs too)."""
+    it = np.dtype(_SIGNED_OF[x.dtype.itemsize])
+    k = ctx.emit("bitcast", [ctx.materialize(x)], x.shape, it)
+    return ctx.elementwise("less", [k, ctx.const(np.zeros((), it))], x.shape,
+                           np.bool_, compute=it)
+
+
+# atan on [0, 1] after reducing to |u| <= tan(pi/8): u + u z P(z), z = u^2
+# (Cephes' single-precision minimax coefficients, relative error ~1e-7).
+_ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1,
+           -3.33329491539e-1)
+
+
+@lowers("atan2")
+def _atan2(ctx: Lowering, ins: Instruction) -> Value:
+    y, x = ctx.operand(ins, 0, lazy=True), ctx.operand(ins, 1, lazy=True)
+    _same_shape(ctx, ins, y, x)
+    dt = ins.shape.dtype
+    if not _is_float(dt) or dt.itemsize > 4:
+        raise ctx.unsupported(ins, f"on {dt.name} (float32 and narrower)")
+    w = np.dtype(np.float32)
+    sh = tuple(ins.shape.dims)
+
+    def ew(op, *a, out=w, compute=None):
+        a = [ctx.const(np.array(v, w)) if isinstance(v, float) else v for v in a]
+        return ctx.elementwise(op, a, sh, out, compute=compute)
+
+    y, x = ctx.cast(y, w), ctx.cast(x, w)
+    ax, ay = ew("abs", x), ew("abs", y)
+    mx, mn = ew("maximum", ax, ay), ew("minimum", ax, ay)
+    q = ew("div", mn, mx)
+    big = ew("greater", q, float(np.tan(np.pi / 8)), out=np.bool_, compute=w)
+    u = ew("where", big, ew("div", ew("sub", q, 1.0), ew("add", q, 1.0)), q)
+    z = ew("mul", u, u)
+    p = ew("mul", z, _ATAN_P[0])
+    for c in _ATAN_P[1:]:
+        p = ew("mul", ew("add", p, c), z)
+    r = ew("add", ew("mul", p, u), u)
+    r = ew("where", big, ew("add", r, float(np.pi / 4)), r)
+    r = ew("where", ew("greater", ay, ax, out=np.bool_, compute=w),
+           ew("sub", float(np.pi / 2), r), r)
+    # 0/0 and inf/inf: the angle is 0 or pi/4 before the quadrants.
+    r = ew("where", ew("equal", mx, 0.0, out=np.bool_, compute=w), 0.0, r)
+    r = ew("where", ew("equal", mn, float("inf"), out=np.bool_, compute=w),
+           float(np.pi / 4), r)
+    r = ew("where", _signbit(ctx, x), ew("sub", float(np.pi), r), r)
+    r = ew("where", _signbit(ctx, y), ew("neg", r), r)
+    return ctx.cast(r, dt)
+
+
+# -- bit counting -------------------------------------------------------------------
+
+_UNSIGNED_OF = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _popcount(ctx: Lowering, u: Buf) -> Buf:
+    """Set bits per element of the unsigned ``u`` (SWAR: pairs, nibbles,
+    bytes, then a multiply that sums the bytes into the top one)."""
+    dt, w = u.dtype, u.dtype.itemsize * 8
+    sh = tuple(u.shape)
+
+    def c(v: int) -> Buf:
+        return ctx.const(np.array(v & ((1 << w) - 1), dt))
+
+    def ew(op: str, a: Buf, b: Buf) -> Buf:
+        return ctx.elementwise(op, [a, b], sh, dt)
+
+    ones = (1 << w) - 1
+    m1, m2, m4 = ones // 3, ones // 5, ones // 17
+    x = ew("sub", u, ew("bitwise_and", ew("shift_right_logical", u, c(1)), c(m1)))
+    x = ew("add", ew("bitwise_and", x, c(m2)),
+           ew("bitwise_and", ew("shift_right_logical", x, c(2)), c(m2)))
+    x = ew("bitwise_and", ew("add", x, ew("shift_right_logical", x, c(4))), c(m4))
+    if w > 8:
+        x = ew("shift_right_logical", ew("mul", x, c(ones // 255)), c(w - 8))
+    return x
+
+
+@lowers("popcnt", "count-leading-zeros")
+def _bit_count(ctx: Lowering, ins: Instruction) -> Value:
+    x = ctx.operand(ins, 0)
+    _same_shape(ctx, ins, x)
+    dt = ins.shape.dtype
+    if dt.kind not in "iu":
+        raise ctx.malformed(ins, f"{ins.opcode} of {dt.name}: an integer operation")
+    udt = np.dtype(_UNSIGNED_OF[dt.itemsize])
+    u = ctx.emit("bitcast", [x], x.shape, udt) if dt != udt else x
+    if ins.opcode == "count-leading-zeros":
+        # Every bit below the highest set one set too; the zeros above it
+        # are the width minus their count.
+        for k in (1, 2, 4, 8, 16, 32):
+            if k < dt.itemsize * 8:
+                u = ctx.elementwise("bitwise_or", [u, ctx.elementwise(
+                    "shift_right_logical", [u, ctx.const(np.array(k, udt))],
+                    x.shape, udt)], x.shape, udt)
+        n = ctx.elementwise("sub", [ctx.const(np.array(dt.itemsize * 8, udt)),
+                                    _popcount(ctx, u)], x.shape, udt)
+    else:
+        n = _popcount(ctx, u)
+    return ctx.emit("bitcast", [n], x.shape, dt) if dt != udt else n
+
+
+@lowers("add-dependency")
+def _add_dependency(ctx: Lowering, ins: Instruction) -> Value:
+    # (the ordering token means nothing to a program that runs in order)
+    return ctx.value(ins, 0, lazy=True)
+
+
+@lowers("get-dimension-size")
+def _get_dimension_size(ctx: Lowering, ins: Instruction) -> Value:
+    x = ctx.value(ins, 0, lazy=True)
+    if isinstance(x, tuple) or len(ins.dimensions) != 1 or \
+            not 0 <= ins.dimensions[0] < len(x.shape):
+        raise ctx.malformed(ins, "needs an array operand and one dimension")
+    return ctx.const(np.array(x.shape[ins.dimensions[0]], ins.shape.dtype))

@@ -14,8 +14,6 @@ the deprecated groups, are refused).
 from __future__ import annotations
 
 import struct
-from typing import Iterator
-
 import numpy as np
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
@@ -54,20 +52,11 @@ def to_int64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-class Field:
-    """One occurrence of a field: wire type, raw value and byte offset.
-
-    ``value`` is an int for varint/fixed32/fixed64, and a ``(start, end)``
-    pair into the buffer for length-delimited fields.
-    """
-
-    __slots__ = ("number", "wire", "value", "offset")
-
-    def __init__(self, number: int, wire: int, value, offset: int) -> None:
-        self.number = number
-        self.wire = wire
-        self.value = value
-        self.offset = offset
+# A field occurrence is a tuple (wire type, value, byte offset): the value
+# is an int for varint/fixed32/fixed64 and a (start, end) pair into the
+# buffer for length-delimited fields.
+Field = tuple
+WIRE, VALUE, OFFSET = 0, 1, 2
 
 
 class Message:
@@ -91,15 +80,13 @@ class Message:
         self.end = len(buf) if end is None else end
         self.depth = depth
         self.name = name
-        self.fields: dict[int, list[Field]] = {}
-        for f in _scan(buf, start, self.end, name):
-            self.fields.setdefault(f.number, []).append(f)
+        self.fields: dict[int, list[Field]] = _scan(buf, start, self.end, name)
 
     # -- helpers -----------------------------------------------------------
-    def _bad(self, f: Field, want: str) -> ValueError:
-        return ValueError(f"{self.name} field {f.number} at byte offset "
-                          f"{f.offset}: wire type {f.wire} "
-                          f"({WIRE_NAMES.get(f.wire, '?')}), expected {want}")
+    def _bad(self, number: int, f: Field, want: str) -> ValueError:
+        return ValueError(f"{self.name} field {number} at byte offset "
+                          f"{f[OFFSET]}: wire type {f[WIRE]} "
+                          f"({WIRE_NAMES.get(f[WIRE], '?')}), expected {want}")
 
     def has(self, number: int) -> bool:
         return number in self.fields
@@ -113,20 +100,20 @@ class Message:
         f = self._last(number)
         if f is None:
             return default
-        if f.wire not in (VARINT, FIXED64, FIXED32):
-            raise self._bad(f, "an integer")
-        return f.value
+        if f[WIRE] not in (VARINT, FIXED64, FIXED32):
+            raise self._bad(number, f, "an integer")
+        return f[VALUE]
 
     def int64(self, number: int, default: int = 0) -> int:
         """int64/int32 (negative int32 is sign-extended to 10 bytes too)."""
         f = self._last(number)
         if f is None:
             return default
-        if f.wire == VARINT or f.wire == FIXED64:
-            return to_int64(f.value)
-        if f.wire == FIXED32:
-            return f.value - (1 << 32) if f.value >= 1 << 31 else f.value
-        raise self._bad(f, "an integer")
+        if f[WIRE] == VARINT or f[WIRE] == FIXED64:
+            return to_int64(f[VALUE])
+        if f[WIRE] == FIXED32:
+            return f[VALUE] - (1 << 32) if f[VALUE] >= 1 << 31 else f[VALUE]
+        raise self._bad(number, f, "an integer")
 
     def flag(self, number: int, default: bool = False) -> bool:
         return bool(self.uint(number, int(default)))
@@ -135,9 +122,9 @@ class Message:
         f = self._last(number)
         if f is None:
             return default
-        if f.wire != LEN:
-            raise self._bad(f, "bytes (length-delimited)")
-        s, e = f.value
+        if f[WIRE] != LEN:
+            raise self._bad(number, f, "bytes (length-delimited)")
+        s, e = f[VALUE]
         return bytes(self.buf[s:e])
 
     def string(self, number: int, default: str = "") -> str:
@@ -149,51 +136,56 @@ class Message:
             return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValueError(f"{self.name} field {number} at byte offset "
-                             f"{f.offset}: not UTF-8 text ({exc.reason})") from None
+                             f"{f[OFFSET]}: not UTF-8 text ({exc.reason})") from None
 
     def message(self, number: int, name: str = "message") -> Message | None:
         f = self._last(number)
         if f is None:
             return None
-        return self._sub(f, name)
+        return self._sub(number, f, name)
 
-    def _sub(self, f: Field, name: str) -> Message:
-        if f.wire != LEN:
-            raise self._bad(f, f"a {name} (length-delimited)")
-        s, e = f.value
+    def _sub(self, number: int, f: Field, name: str) -> Message:
+        if f[WIRE] != LEN:
+            raise self._bad(number, f, f"a {name} (length-delimited)")
+        s, e = f[VALUE]
         return Message(self.buf, s, e, self.depth + 1, name)
 
     # -- repeated ----------------------------------------------------------
     def messages(self, number: int, name: str = "message") -> list[Message]:
-        return [self._sub(f, name) for f in self.fields.get(number, ())]
+        return [self._sub(number, f, name) for f in self.fields.get(number, ())]
 
     def strings(self, number: int) -> list[str]:
         out = []
         for f in self.fields.get(number, ()):
-            if f.wire != LEN:
-                raise self._bad(f, "a string")
-            s, e = f.value
+            if f[WIRE] != LEN:
+                raise self._bad(number, f, "a string")
+            s, e = f[VALUE]
             try:
                 out.append(bytes(self.buf[s:e]).decode("utf-8"))
             except UnicodeDecodeError as exc:
                 raise ValueError(f"{self.name} field {number} at byte offset "
-                                 f"{f.offset}: not UTF-8 text ({exc.reason})") from None
+                                 f"{f[OFFSET]}: not UTF-8 text ({exc.reason})") from None
         return out
 
     def ints(self, number: int, signed: bool = True) -> list[int]:
         """A repeated integer field, packed or not (both may be mixed)."""
         out: list[int] = []
         for f in self.fields.get(number, ()):
-            if f.wire == VARINT:
-                out.append(to_int64(f.value) if signed else f.value)
-            elif f.wire == LEN:
-                pos, end = f.value
+            if f[WIRE] == VARINT:
+                out.append(to_int64(f[VALUE]) if signed else f[VALUE])
+            elif f[WIRE] == LEN:
+                pos, end = f[VALUE]
                 buf = self.buf
                 while pos < end:
+                    v = buf[pos]
+                    if v < 0x80:
+                        pos += 1
+                        out.append(v)
+                        continue
                     v, pos = read_varint(buf, pos, end)
                     out.append(to_int64(v) if signed else v)
             else:
-                raise self._bad(f, "varint integers (packed or not)")
+                raise self._bad(number, f, "varint integers (packed or not)")
         return out
 
     def fixed(self, number: int, fmt: str) -> np.ndarray:
@@ -203,19 +195,19 @@ class Message:
         wire = FIXED32 if dt.itemsize == 4 else FIXED64
         parts: list[np.ndarray] = []
         for f in self.fields.get(number, ()):
-            if f.wire == wire:
-                raw = struct.pack("<I" if wire == FIXED32 else "<Q", f.value)
+            if f[WIRE] == wire:
+                raw = struct.pack("<I" if wire == FIXED32 else "<Q", f[VALUE])
                 parts.append(np.frombuffer(raw, dt))
-            elif f.wire == LEN:
-                s, e = f.value
+            elif f[WIRE] == LEN:
+                s, e = f[VALUE]
                 if (e - s) % dt.itemsize:
                     raise ValueError(f"{self.name} field {number} at byte "
-                                     f"offset {f.offset}: {e - s} bytes is not "
+                                     f"offset {f[OFFSET]}: {e - s} bytes is not "
                                      f"a whole number of {dt.itemsize}-byte "
                                      f"values")
                 parts.append(np.frombuffer(bytes(self.buf[s:e]), dt))
             else:
-                raise self._bad(f, f"{WIRE_NAMES[wire]} values (packed or not)")
+                raise self._bad(number, f, f"{WIRE_NAMES[wire]} values (packed or not)")
         if not parts:
             return np.zeros(0, dt)
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -223,20 +215,43 @@ class Message:
     def offset_of(self, number: int) -> int:
         """Byte offset of the field's last occurrence, else of the message."""
         f = self._last(number)
-        return f.offset if f is not None else self.start
+        return f[OFFSET] if f is not None else self.start
 
 
-def _scan(buf: bytes | memoryview, pos: int, end: int, name: str) -> Iterator[Field]:
-    """The fields between ``pos`` and ``end``, each checked to fit."""
+def _scan(buf: bytes | memoryview, pos: int, end: int,
+          name: str) -> dict[int, list[Field]]:
+    """The fields between ``pos`` and ``end``, by number, each checked to
+    fit."""
+    fields: dict[int, list[Field]] = {}
     while pos < end:
         offset = pos
-        key, pos = read_varint(buf, pos, end)
+        key = buf[pos]
+        if key < 0x80:  # (most keys and values are one byte)
+            pos += 1
+        else:
+            key, pos = read_varint(buf, pos, end)
         number, wire = key >> 3, key & 7
         if number == 0 or number > (1 << 29) - 1:
             raise ValueError(f"{name} at byte offset {offset}: invalid field "
                              f"number {number}")
         if wire == VARINT:
-            value, pos = read_varint(buf, pos, end)
+            if pos < end and buf[pos] < 0x80:
+                value = buf[pos]
+                pos += 1
+            else:
+                value, pos = read_varint(buf, pos, end)
+        elif wire == LEN:
+            if pos < end and buf[pos] < 0x80:
+                length = buf[pos]
+                pos += 1
+            else:
+                length, pos = read_varint(buf, pos, end)
+            if length > end - pos:
+                raise ValueError(f"{name} field {number} at byte offset "
+                                 f"{offset}: length {length} runs past the "
+                                 f"end of its message ({end - pos} bytes left)")
+            value = (pos, pos + length)
+            pos += length
         elif wire == FIXED64:
             if end - pos < 8:
                 raise ValueError(f"{name} field {number} at byte offset "
@@ -249,15 +264,13 @@ def _scan(buf: bytes | memoryview, pos: int, end: int, name: str) -> Iterator[Fi
                                  f"{offset}: truncated fixed32")
             value = int.from_bytes(buf[pos:pos + 4], "little")
             pos += 4
-        elif wire == LEN:
-            length, pos = read_varint(buf, pos, end)
-            if length > end - pos:
-                raise ValueError(f"{name} field {number} at byte offset "
-                                 f"{offset}: length {length} runs past the "
-                                 f"end of its message ({end - pos} bytes left)")
-            value = (pos, pos + length)
-            pos += length
         else:
             raise ValueError(f"{name} field {number} at byte offset {offset}: "
                              f"unsupported wire type {wire}")
-        yield Field(number, wire, value, offset)
+        f = (wire, value, offset)
+        lst = fields.get(number)
+        if lst is None:
+            fields[number] = [f]
+        else:
+            lst.append(f)
+    return fields

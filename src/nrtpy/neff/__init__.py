@@ -276,7 +276,9 @@ def _write_neff(path: str | Path, program: Program, input_names: list[str],
         "subgraphs": ["sg00"]}, indent=1).encode()
     files["sg00/def.json"] = json.dumps(
         {"var": var, "emulator_program": "program.json"}, indent=1).encode()
-    files["sg00/program.json"] = json.dumps(prog, indent=1).encode()
+    # (compact: json's C encoder only runs without indent, and programs of
+    # thousands of ops are common)
+    files["sg00/program.json"] = json.dumps(prog, separators=(",", ":")).encode()
     return _container.write(path, files, name=neff_name)
 
 
