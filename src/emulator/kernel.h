@@ -37,6 +37,7 @@ enum nrtemu_op_class {
     NRTEMU_OPC_BITWISE, /* on the bits of integers (bool: logical), one or
                            two operands; the width of the compute dtype
                            matters (shifts, bool) */
+    NRTEMU_OPC_TEST,    /* one float operand, bool result (is_finite) */
 };
 
 /*
@@ -141,7 +142,7 @@ X(CBRT,          "cbrt",           1, UNARY,   arith,       elementwise, element
 X(ERF,           "erf",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(ROUND_EVEN,    "round_even",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
 X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
-X(IS_FINITE,     "is_finite",      1, UNARY,   is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(IS_FINITE,     "is_finite",      1, TEST,    is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)              \
 X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            0)                    \
 X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)

@@ -353,7 +353,7 @@ f64_gelu(double x)
  * C's fmod (the sign of the dividend); trunc_divide of floats is plain
  * division.  round_away rounds half away from zero (C round) from the
  * truncation, so that it vectorises like trunc: x - trunc(x) is exact.
- * is_finite is x - x == 0 (false for infinities and NaN), as 1 or 0.
+ * is_finite is x - x == 0 (false for infinities and NaN), one bool byte.
  */
 #define DEFINE_XLA_FLOAT(SFX, T, TRUNC, COPYSIGN)                           \
     static inline T SFX##_round_away(T x)                                   \
@@ -362,9 +362,10 @@ f64_gelu(double x)
         return (x - t >= (T)0.5 || t - x >= (T)0.5) ? t + COPYSIGN((T)1, x) \
                                                     : t;                    \
     }                                                                       \
-    static inline T SFX##_is_finite(T x)                                    \
+    NRTEMU_MULTIVERSION                                                     \
+    static void SFX##_is_finite(size_t n, const T *a, uint8_t *o)           \
     {                                                                       \
-        return (T)(x - x == 0);                                             \
+        UN_LOOP(T, x - x == 0);                                             \
     }
 
 DEFINE_XLA_FLOAT(f32, float, __builtin_truncf, __builtin_copysignf)
@@ -461,9 +462,6 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             break;                                                           \
         case NRTEMU_OP_ROUND_AWAY:                                           \
             UN_LOOP(T, SFX##_round_away(x));                                 \
-            break;                                                           \
-        case NRTEMU_OP_IS_FINITE:                                            \
-            UN_LOOP(T, SFX##_is_finite(x));                                  \
             break;                                                           \
         default:                                                             \
             break;                                                           \
@@ -1070,6 +1068,13 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
           const bool *scalar, void *out)
 {
     switch (cls) {
+    case NRTEMU_OPC_TEST:
+        if (kt == NRTEMU_DTYPE_FLOAT32) {
+            f32_is_finite(n, in[0], out);
+        } else {
+            f64_is_finite(n, in[0], out);
+        }
+        break;
     case NRTEMU_OPC_BITWISE:
         bitwise(op,
                 compute == NRTEMU_DTYPE_BOOL
@@ -1210,7 +1215,8 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (compute == NRTEMU_DTYPE_INT32 && i32_native(op)) {
         kt = NRTEMU_DTYPE_INT32;
     }
-    rt = (cls == NRTEMU_OPC_COMPARE || cls == NRTEMU_OPC_LOGICAL)
+    rt = (cls == NRTEMU_OPC_COMPARE || cls == NRTEMU_OPC_LOGICAL ||
+          cls == NRTEMU_OPC_TEST)
              ? NRTEMU_DTYPE_BOOL
              : kt;
     /* One block per operand, one for the result, one for two-step

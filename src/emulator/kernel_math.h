@@ -333,13 +333,18 @@ static inline float
 kmath_log1p(float xf)
 {
     double x = (double)xf;
-    /* u = 1 + x rounds when x is tiny or huge; the error (u - 1) - x is
-     * exact, and log(1 + x) = log(u) - ((u - 1) - x) / u to first
-     * order, which is all the rounding leaves. */
+    /* u = 1 + x rounds when x is tiny or huge; the error c = (u - 1) - x
+     * is exact, and log(1 + x) = log(u) - c / u to first order, which is
+     * all the rounding leaves.  |c| <= 2^-53 u, so c / u matters only
+     * where log1p(x) is tiny, |x| < 2^-20; there 1 / u = 2 - u within
+     * 2^-40, which saves a division.  Beyond |x| = 0.5 the term is below
+     * 2^-52 of the result and is dropped. */
     double u = 1.0 + x;
     double us = u > 0x1p-60 ? u : 1.0; /* keep log64's domain */
     us = us < 0x1p1000 ? us : 1.0;     /* (and NaN out of it) */
-    double y = kmath_log64(us) - ((u - 1.0) - x) / u;
+    double c = (u - 1.0) - x;
+    c = (x < 0.5 && x > -0.5) ? c * (2.0 - u) : 0.0;
+    double y = kmath_log64(us) - c;
     float r = (float)y;
     r = xf == -1.0f ? -__builtin_inff() : r;
     r = xf < -1.0f ? __builtin_nanf("") : r;
@@ -352,20 +357,21 @@ kmath_cbrt(float xf)
 {
     float a = kmath_float(kmath_bits(xf) & 0x7fffffffu);
     /* Subnormals are scaled by 2^24 (their cube root by 2^8) so that the
-     * exponent trick below sees a normal number. */
-    int sub = a < 0x1p-126f;
-    float as = sub ? a * 0x1p24f : a;
+     * exponent trick below sees a normal number, and values above 2^120
+     * by 2^-60 (2^-20) so that the float32 step below cannot overflow. */
+    int sub = a<0x1p-126f, big = a> 0x1p120f;
+    float as = sub ? a * 0x1p24f : big ? a * 0x1p-60f : a;
     /* A first guess within a few percent: a third of the exponent (and
      * mantissa) bits, plus 2/3 of the bias, slightly lowered. */
     float g = kmath_float(kmath_bits(as) / 3u + 709958130u);
+    /* Halley's iterations triple the correct digits: 3% -> 1e-5 in
+     * float32 (twice as many lanes as float64), -> 1e-15 in float64. */
+    float g3 = g * g * g;
+    g = g * ((g3 + 2.0f * as) / (2.0f * g3 + as));
     double ad = (double)as, y = (double)g;
-    /* Halley's iterations triple the correct digits: 3% -> 1e-5 ->
-     * 1e-15. */
-    for (int i = 0; i < 2; i++) {
-        double y3 = y * y * y;
-        y = y * (y3 + 2.0 * ad) / (2.0 * y3 + ad);
-    }
-    y = sub ? y * 0x1p-8 : y;
+    double y3 = y * y * y;
+    y = y * ((y3 + 2.0 * ad) / (2.0 * y3 + ad));
+    y = sub ? y * 0x1p-8 : big ? y * 0x1p20 : y;
     float r = (float)y;
     r = kmath_float(kmath_bits(r) | (kmath_bits(xf) & 0x80000000u));
     /* Zeros, infinities and NaN are their own cube roots. */

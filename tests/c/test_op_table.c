@@ -64,6 +64,7 @@ test_rows_consistent(void)
         switch (op_class[i]) {
         case NRTEMU_OPC_UNARY:
         case NRTEMU_OPC_CONVERT:
+        case NRTEMU_OPC_TEST:
             ASSERT_EQ(d->arity, 1);
             break;
         case NRTEMU_OPC_BINARY:
