@@ -58,11 +58,12 @@ void nrtemu__program_footprint(const struct nrtemu_program *program,
 
 /* What elementwise fusion made of a program (program_fuse.c). */
 struct nrtemu_fusion_stats {
-    size_t chains;        /* fused chains */
-    size_t ops;           /* elementwise ops in them */
-    size_t reductions;    /* reductions that end a chain */
-    size_t hoisted;       /* ops run before a chain they were inside */
-    size_t intermediates; /* results that never reach their buffer */
+    size_t chains;             /* fused chains */
+    size_t ops;                /* elementwise ops in them */
+    size_t reductions;         /* reductions that end a chain */
+    size_t hoisted;            /* ops run before a chain they were inside */
+    size_t intermediates;      /* results that never reach their buffer */
+    size_t virtual_broadcasts; /* of them, broadcast_to ops not run at all */
 };
 
 void nrtemu__program_fusion_stats(const struct nrtemu_program *program,

@@ -6,7 +6,10 @@
  * the same ops by then), and for every op list, nested ones included.
  * A chain is a run of ops of one list that are elementwise (a class but
  * NONE in NRTEMU_OP_LIST: arithmetic, compare, logical, where, cast, copy)
- * with one out shape S; operands broadcast to S as usual.  Ops in
+ * with one out shape S; operands broadcast to S as usual.  broadcast_to
+ * (a copy that broadcasts: how the HLO compiler writes XLA's broadcasts)
+ * joins chains too, and when its result is an intermediate read only by
+ * elementwise ops, it does not run: they read its operand instead.  Ops in
  * between that touch nothing the chain wrote or read before them (a
  * `full` of a scalar, say) are hoisted: they run first.  A temporary that
  * one op of the chain writes, that no other op writes and that only later
@@ -67,6 +70,8 @@ struct fused_arg {
 
 struct fused_op {
     const struct op *op;
+    enum nrtemu_op kernel; /* what runs: the op, or copy for broadcast_to */
+    bool virtual;          /* a broadcast_to whose readers read its operand */
     struct fused_arg in[3];
     struct fused_arg out;
     uint32_t axes; /* a reduction's: the reduced axes of a block */
@@ -103,12 +108,14 @@ struct uses {
     size_t *reads, *writes;
 };
 
+/* Ops a chain takes: elementwise ones, and broadcast_to (a copy that
+ * broadcasts, which the chain runs as `copy`). */
 static bool
 is_elementwise(const struct op *op)
 {
-    return op->out != NO_BUFFER &&
-           nrtemu__op_defs[op->op].run == nrtemu__op_run_elementwise &&
-           op->n_in <= 3;
+    return op->out != NO_BUFFER && op->n_in <= 3 && !op->via_scratch &&
+           (nrtemu__op_defs[op->op].run == nrtemu__op_run_elementwise ||
+            op->op == NRTEMU_OP_BROADCAST_TO);
 }
 
 static bool
@@ -312,6 +319,31 @@ build(const struct nrtemu_program *p, const struct op_list *list,
         }
         inter[c] = later == u->reads[t];
     }
+    /* A broadcast_to into an intermediate need not run: its readers can
+     * read its operand, broadcast like any operand, when that is no
+     * intermediate, no op writes it before they have read it, and they
+     * are elementwise (not the reduction; not pow, whose kernel takes
+     * another path for an exponent that is one element). */
+    for (size_t c = 0; c < n_chain; c++) {
+        const struct op *op = f->chain[c].op;
+        bool ok = inter[c] && op->op == NRTEMU_OP_BROADCAST_TO;
+        f->chain[c].kernel =
+            op->op == NRTEMU_OP_BROADCAST_TO ? NRTEMU_OP_COPY : op->op;
+        for (size_t e = 0; ok && e < c; e++) {
+            ok = !(inter[e] && f->chain[e].op->out == op->in[0]);
+        }
+        for (size_t e = c + 1; ok && e <= last_use[c]; e++) {
+            const struct op *r = f->chain[e].op;
+            bool reads = false;
+            for (size_t k = 0; k < r->n_in; k++) {
+                reads = reads || r->in[k] == op->out;
+            }
+            ok = r->out != op->in[0] &&
+                 !(reads && (r->op == NRTEMU_OP_POW ||
+                             (f->reduce && e == n_chain - 1)));
+        }
+        f->chain[c].virtual = ok;
+    }
     /* Slots: one per live intermediate, reused once its last reader has
      * run (never by that reader's own out: dtypes may differ in size). */
     for (size_t c = 0; c < n_chain; c++) {
@@ -322,18 +354,20 @@ build(const struct nrtemu_program *p, const struct op_list *list,
             a->slot = -1;
             for (size_t e = 0; e < c; e++) {
                 if (inter[e] && f->chain[e].op->out == op->in[k]) {
-                    a->slot = (int)slot_of[e];
+                    *a = f->chain[e].virtual
+                             ? f->chain[e].in[0]
+                             : (struct fused_arg){op->in[k], (int)slot_of[e]};
                 }
             }
         }
         f->chain[c].out.buffer = op->out;
         f->chain[c].out.slot = -1;
-        if (inter[c]) {
+        if (inter[c] && !f->chain[c].virtual) {
             slot_of[c] = n_free > 0 ? free_slots[--n_free] : f->n_slots++;
             f->chain[c].out.slot = (int)slot_of[c];
         }
         for (size_t e = 0; e < c; e++) {
-            if (inter[e] && last_use[e] == c) {
+            if (inter[e] && !f->chain[e].virtual && last_use[e] == c) {
                 free_slots[n_free++] = slot_of[e];
             }
         }
@@ -347,7 +381,7 @@ build(const struct nrtemu_program *p, const struct op_list *list,
     /* The I/O read or written in place. */
     for (size_t c = 0; c < n_chain; c++) {
         const struct fused_op *fo = &f->chain[c];
-        for (size_t k = 0; k <= fo->op->n_in; k++) {
+        for (size_t k = 0; !fo->virtual && k <= fo->op->n_in; k++) {
             const struct fused_arg *a =
                 k < fo->op->n_in ? &fo->in[k] : &fo->out;
             enum buffer_kind kind = p->buffers[a->buffer].kind;
@@ -566,7 +600,9 @@ fusion_stats(const struct op_list *list, struct nrtemu_fusion_stats *s)
         s->reductions += f->reduce;
         s->hoisted += f->n_hoisted;
         for (size_t c = 0; c < f->n_chain; c++) {
-            s->intermediates += f->chain[c].out.slot >= 0;
+            s->intermediates +=
+                f->chain[c].out.slot >= 0 || f->chain[c].virtual;
+            s->virtual_broadcasts += f->chain[c].virtual;
         }
     }
 }
@@ -699,6 +735,9 @@ run_chain(const struct op_call *c, const struct fusion *f, char *slots)
                 struct nrtemu_array in[3], out;
                 bool reduce = f->reduce && k == f->n_chain - 1;
                 NRT_STATUS st;
+                if (fo->virtual) {
+                    continue;
+                }
                 for (size_t a = 0; a <= fo->op->n_in; a++) {
                     const struct fused_arg *arg =
                         a < fo->op->n_in ? &fo->in[a] : &fo->out;
@@ -722,7 +761,7 @@ run_chain(const struct op_call *c, const struct fusion *f, char *slots)
                                                  &out, &in[0], fo->axes,
                                                  &p->scratch)
                          : nrtemu__kernel_elementwise(
-                               fo->op->op, fo->op->compute, &out, in,
+                               fo->kernel, fo->op->compute, &out, in,
                                (int)fo->op->n_in, &p->scratch);
                 if (st != NRT_SUCCESS) {
                     return nrtemu__fail(st, c->func,

@@ -111,9 +111,10 @@ struct loaded {
 };
 
 static NRT_STATUS
-load(const char *fusion, struct loaded *l)
+load_text(const char *def_text, const char *program_text, const char *fusion,
+          struct loaded *l)
 {
-    char *def = q(def_json), *prog = q(program_json);
+    char *def = q(def_text), *prog = q(program_text);
     size_t size;
     NRT_STATUS st;
 
@@ -130,6 +131,12 @@ load(const char *fusion, struct loaded *l)
     free(def);
     free(prog);
     return st;
+}
+
+static NRT_STATUS
+load(const char *fusion, struct loaded *l)
+{
+    return load_text(def_json, program_json, fusion, l);
 }
 
 static void
@@ -342,6 +349,89 @@ test_overlapping_io(void)
     }
 }
 
+/*
+ * broadcast_to in a chain (as the HLO compiler writes broadcasts): read
+ * by elementwise ops it never runs, its operand read in its place; read
+ * by pow (whose kernel has another path for a one-element exponent) it
+ * runs as a copy.  Results equal the unfused ones, bit for bit.
+ */
+static void
+test_broadcasts(void)
+{
+    static const char *def =
+        "{'var': {"
+        "'a': {'type': 'input', 'size': 48000, 'shape': [4, 3000], "
+        "'dtype': 'float32'},"
+        "'b': {'type': 'input', 'size': 12000, 'shape': [3000], 'dtype': "
+        "'float32'},"
+        "'e': {'type': 'input', 'size': 4, 'shape': [], 'dtype': 'float32'},"
+        "'y': {'type': 'output', 'size': 48000, 'shape': [4, 3000], "
+        "'dtype': 'float32'}},"
+        "'emulator_program': 'program.json'}";
+    static const char *prog =
+        "{'format': 'nrtpy-emulator-program', 'version': 1, 'buffers': {"
+        "'a': {'kind': 'input', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'b': {'kind': 'input', 'dtype': 'float32', 'shape': [3000]},"
+        "'e': {'kind': 'input', 'dtype': 'float32', 'shape': []},"
+        "'y': {'kind': 'output', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'tb': {'kind': 'temp', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'te': {'kind': 'temp', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'t': {'kind': 'temp', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'t2': {'kind': 'temp', 'dtype': 'float32', 'shape': [4, 3000]},"
+        "'u': {'kind': 'temp', 'dtype': 'float32', 'shape': [4, 3000]}},"
+        "'ops': ["
+        "{'op': 'broadcast_to', 'in': ['b'], 'out': 'tb'},"
+        "{'op': 'neg', 'in': ['a'], 'out': 't'},"
+        "{'op': 'add', 'in': ['t', 'tb'], 'out': 't2'},"
+        "{'op': 'broadcast_to', 'in': ['e'], 'out': 'te'},"
+        "{'op': 'pow', 'in': ['t2', 'te'], 'out': 'u'},"
+        "{'op': 'mul', 'in': ['u', 'tb'], 'out': 'y'}]}";
+    struct loaded fused, plain;
+    struct nrtemu_fusion_stats s;
+    float *a = malloc(4 * 3000 * sizeof *a), b[3000], e[] = {0.5f, 2.0f, 3.0f};
+    float *y1 = malloc(4 * 3000 * sizeof *y1),
+          *y2 = malloc(4 * 3000 * sizeof *y2);
+
+    ASSERT_TRUE(a && y1 && y2);
+    for (int i = 0; i < 4 * 3000; i++) {
+        a[i] = (float)((i * 37) % 101) / 7 - 7;
+    }
+    a[5] = 0.0f; /* t2 = -0 + -0 = -0: pow(-0, 0.5) is +0, sqrt(-0) -0 */
+    for (int i = 0; i < 3000; i++) {
+        b[i] = (float)((i * 13) % 17) / 5 - 1;
+    }
+    b[5] = -0.0f;
+    ASSERT_OK(load_text(def, prog, "1", &fused));
+    ASSERT_OK(load_text(def, prog, "0", &plain));
+    nrtemu__program_fusion_stats(fused.program, &s);
+    ASSERT_UEQ(s.chains, 1);
+    ASSERT_UEQ(s.ops, 6);
+    ASSERT_UEQ(s.intermediates, 5);      /* tb, t, t2, te, u */
+    ASSERT_UEQ(s.virtual_broadcasts, 1); /* tb, not te */
+    for (int k = 0; k < 3; k++) {
+        void *d1[4], *d2[4];
+        for (size_t i = 0; i < fused.neff->io_count; i++) {
+            const char *n = fused.neff->io[i].name;
+            d1[i] = n[0] == 'a'   ? (void *)a
+                    : n[0] == 'b' ? (void *)b
+                    : n[0] == 'e' ? (void *)&e[k]
+                                  : (void *)y1;
+            d2[i] = n[0] == 'y' ? (void *)y2 : d1[i];
+        }
+        ASSERT_OK(nrtemu__program_run(FUNC, fused.program, d1, 0, NULL, NULL));
+        ASSERT_OK(nrtemu__program_run(FUNC, plain.program, d2, 0, NULL, NULL));
+        ASSERT_TRUE(memcmp(y1, y2, 4 * 3000 * sizeof *y1) == 0);
+    }
+    /* y = (-a + b) ** 3 * b, at one point */
+    ASSERT_TRUE(fabsf(y1[3001] - powf(-a[3001] + b[1], 3) * b[1]) <=
+                1e-4f * fabsf(y1[3001]) + 1e-6f);
+    unload(&fused);
+    unload(&plain);
+    free(a);
+    free(y1);
+    free(y2);
+}
+
 /* A program of 20,001 elementwise ops loads in linear time, as chains of
  * at most 64 ops, and runs them all. */
 static void
@@ -405,6 +495,7 @@ main(void)
     RUN_TEST(test_what_is_fused);
     RUN_TEST(test_fused_equals_unfused);
     RUN_TEST(test_overlapping_io);
+    RUN_TEST(test_broadcasts);
     RUN_TEST(test_long_program);
     return 0;
 }

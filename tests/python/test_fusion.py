@@ -37,6 +37,13 @@ def select(x, mu, g):
     return np.where(both, x * 2, g - x), np.logical_or(both, x == 0)
 
 
+def powers(x, mu, g):
+    # pow with scalar exponents (the kernel's products and sqrt) and with
+    # a broadcast one
+    y = np.abs(x) + np.abs(g)
+    return y ** 0.5 * mu ** 2 - x ** 3 + y ** np.abs(mu)
+
+
 def ints(a, b, c):
     return (a * 3 + b) % 7 - a // np.asarray(2, a.dtype) + np.maximum(a, c)
 
@@ -86,7 +93,7 @@ def check_same(tmp_path, monkeypatch, fn, arrs):
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16, np.float64, E4M3],
                          ids=str)
 @pytest.mark.parametrize("shapes", FLOAT_SHAPES, ids=str)
-@pytest.mark.parametrize("fn", [gelu, norm, select], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [gelu, norm, select, powers], ids=lambda f: f.__name__)
 def test_float_chains_equal_unfused(fresh_runtime, tmp_path, fn, shapes, dtype):
     arrs = arrays(shapes, dtype, 1)
     if fn is gelu:
