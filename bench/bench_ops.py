@@ -237,6 +237,14 @@ CASES: list[Case] = [
     Case("scatter", "", why="nrtpy.neff.compile never emits it"),
     Case("argsort", "np.argsort(a, kind='stable')",
          lambda a: np.argsort(a, kind="stable"), one, memory_bound=False),
+    # Control flow runs other ops' kernels; collectives are timed by
+    # bench_collectives.py (they need several ranks).
+    Case("while", "", why="control flow: the ops of its body are timed here"),
+    Case("conditional", "", why="control flow: the ops of its branches are "
+         "timed here"),
+    *[Case(op, "", why="a collective: see bench/bench_collectives.py")
+      for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                 "collective_permute")],
 ]
 
 
