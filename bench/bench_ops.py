@@ -305,7 +305,10 @@ def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: in
     except Exception as e:  # the tracer's TypeError, the emulator's NrtError
         return f"{type(e).__name__}: {e}".splitlines()[0][:70]
     got = next(iter(outputs.values())).numpy()
-    out = np.empty_like(want)
+    # C order, as the emulator's output: empty_like would keep the layout
+    # of a view (a.T is Fortran-ordered), and NumPy's "transpose" would be
+    # a plain copy.
+    out = np.empty(want.shape, want.dtype)
     if case.into is not None:
         into = case.into
 
