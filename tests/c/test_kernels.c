@@ -1073,6 +1073,93 @@ test_argreduce(void)
     }
 }
 
+/* NumPy's argmax/argmin of one row, naively: the first NaN, else the
+ * first extreme (-0 == +0). */
+static int64_t
+naive_arg(bool ismax, const double *v, uint64_t n)
+{
+    int64_t best = 0;
+
+    for (uint64_t i = 0; i < n; i++) {
+        if (isnan(v[i])) {
+            return (int64_t)i;
+        }
+    }
+    for (uint64_t i = 1; i < n; i++) {
+        if (ismax ? v[i] > v[best] : v[i] < v[best]) {
+            best = (int64_t)i;
+        }
+    }
+    return best;
+}
+
+/*
+ * Rows of every length around the lanes of the one-pass arg loop, with
+ * few distinct values (ties in many lanes), both zeros, an extreme in the
+ * tail, and NaNs (the two-pass fallback), in float32, float64, int32 and
+ * int64, against the naive rule.
+ */
+static void
+test_argreduce_rows(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_INT32,
+        NRTEMU_DTYPE_INT64};
+    static const uint64_t lens[] = {1, 31, 63, 64, 65, 95, 96, 97, 1000, 4099};
+    static double v[3 * 4099];
+    int64_t o[3];
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        bool is_float =
+            dts[t] == NRTEMU_DTYPE_FLOAT32 || dts[t] == NRTEMU_DTYPE_FLOAT64;
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            uint64_t n = lens[k];
+            for (int variant = 0; variant < 4; variant++) {
+                struct nrtemu_array in, out = ARRAY(NRTEMU_DTYPE_INT64, o, 3);
+                for (uint64_t i = 0; i < 3 * n; i++) {
+                    uint32_t h = (uint32_t)(i * 2654435761u + variant);
+                    v[i] = (double)((int)(h >> 28) - 8); /* -8 .. 7 */
+                    if (is_float && h % 7 == 0) {
+                        v[i] = h % 2 ? -0.0 : 0.0;
+                    }
+                }
+                if (variant == 1) { /* a new extreme in the tail */
+                    v[n - 1] = 100;
+                    v[2 * n - 1] = -100;
+                }
+                if (variant == 2 && is_float) { /* NaNs: the first wins */
+                    v[n / 2] = NAN;
+                    v[n + n / 3] = NAN;
+                    v[n + n - 1] = NAN;
+                }
+                if (variant == 3 && is_float) { /* only zeros: index 0 */
+                    for (uint64_t i = 0; i < n; i++) {
+                        v[i] = i % 2 ? -0.0 : 0.0;
+                    }
+                }
+                in = from_doubles(dts[t], v, 2, SHAPE(3, n));
+                for (int m = 0; m < 2; m++) {
+                    ASSERT_OK(nrtemu__kernel_argreduce(
+                        m ? NRTEMU_OP_ARGMAX : NRTEMU_OP_ARGMIN, &out, &in, 1,
+                        &scratch));
+                    for (int r = 0; r < 3; r++) {
+                        int64_t want = naive_arg(m, v + (uint64_t)r * n, n);
+                        if (o[r] != want) {
+                            TEST_FAIL_("%s %s row %d of %llu (variant %d): "
+                                       "%lld, expected %lld",
+                                       m ? "argmax" : "argmin",
+                                       nrtemu__dtype_name(dts[t]), r,
+                                       (unsigned long long)n, variant,
+                                       (long long)o[r], (long long)want);
+                        }
+                    }
+                }
+                free(in.data);
+            }
+        }
+    }
+}
+
 static void
 test_softmax(void)
 {
@@ -2076,6 +2163,7 @@ main(void)
     RUN_TEST(test_reduction_edges);
     RUN_TEST(test_int32_extremes);
     RUN_TEST(test_argreduce);
+    RUN_TEST(test_argreduce_rows);
     RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
