@@ -237,6 +237,14 @@ CASES: list[Case] = [
     Case("scatter", "", why="nrtpy.neff.compile never emits it"),
     Case("argsort", "np.argsort(a, kind='stable')",
          lambda a: np.argsort(a, kind="stable"), one, memory_bound=False),
+    # Control flow runs other ops' kernels; collectives are timed by
+    # bench_collectives.py (they need several ranks).
+    Case("while", "", why="control flow: the ops of its body are timed here"),
+    Case("conditional", "", why="control flow: the ops of its branches are "
+         "timed here"),
+    *[Case(op, "", why="a collective: see bench/bench_collectives.py")
+      for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                 "collective_permute")],
 ]
 
 
@@ -297,7 +305,10 @@ def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: in
     except Exception as e:  # the tracer's TypeError, the emulator's NrtError
         return f"{type(e).__name__}: {e}".splitlines()[0][:70]
     got = next(iter(outputs.values())).numpy()
-    out = np.empty_like(want)
+    # C order, as the emulator's output: empty_like would keep the layout
+    # of a view (a.T is Fortran-ordered), and NumPy's "transpose" would be
+    # a plain copy.
+    out = np.empty(want.shape, want.dtype)
     if case.into is not None:
         into = case.into
 

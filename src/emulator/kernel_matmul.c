@@ -171,7 +171,9 @@ struct gemm_args {
             }                                                                 \
             _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)             \
             {                                                                 \
-                NAME##_vec av = (NAME##_vec){0} + ap[p * MR + i];             \
+                /* x - 0 is x for every x (x + 0 is not, for -0), so          \
+                 * this is a plain broadcast, folded into the FMA. */         \
+                NAME##_vec av = ap[p * MR + i] - (NAME##_vec){0};             \
                 _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)          \
                 {                                                             \
                     acc[i][j] += av * bv[j];                                  \

@@ -591,15 +591,95 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         return 0;                          \
     } while (0)
 
-#define DEFINE_ARG(SFX, T, BETTER)                                          \
+/*
+ * One pass over a row: ARG_LANES running extremes and the index of each,
+ * a lane taking an element only when strictly better (so each lane keeps
+ * its first extreme), then the lowest index among the lanes that hold the
+ * row's extreme: the first extreme of the row, as NumPy gives, with -0
+ * and +0 equal.  A NaN anywhere (v != v, gone for integers) sends the row
+ * back to the two passes of SFX##_arg_row2, whose rule is the first NaN.
+ * IT, the index type, has the width of T so that the loop is one vector
+ * type; *_arg_row falls back for rows too long for it.  Integers only
+ * (ONE_PASS): measured at 2048 x 2048, int32 rows take 0.86 ms in one
+ * pass against 1.1-1.2 ms in two, but float32 rows 2.1 ms against 1.0 ms
+ * (the two passes of floats vectorise better: maxps, then a compare).
+ */
+#define ARG_LANES 32
+
+#define DEFINE_ARG(SFX, T, BETTER, IT, ONE_PASS)                            \
     NRTEMU_MULTIVERSION                                                     \
-    static int64_t SFX##_arg_row(bool ismax, uint64_t R, const T *x)        \
+    static int64_t SFX##_arg_row2(bool ismax, uint64_t R, const T *x)       \
     {                                                                       \
         const T m = SFX##_row(ismax ? NRTEMU_OP_MAX : NRTEMU_OP_MIN, R, x); \
         if (m != m) {                                                       \
             FIND_FIRST(T, v != v);                                          \
         }                                                                   \
         FIND_FIRST(T, v == m);                                              \
+    }                                                                       \
+    NRTEMU_MULTIVERSION                                                     \
+    static int64_t SFX##_arg_row(bool ismax, uint64_t R, const T *x)        \
+    {                                                                       \
+        T best[ARG_LANES];                                                  \
+        IT at[ARG_LANES];                                                   \
+        int nan = 0;                                                        \
+        uint64_t i = ARG_LANES;                                             \
+        int64_t first;                                                      \
+        T m;                                                                \
+        if (!(ONE_PASS) || R < 2 * ARG_LANES ||                             \
+            R - 1 > (uint64_t)((IT)-1 >> 1)) {                              \
+            return SFX##_arg_row2(ismax, R, x);                             \
+        }                                                                   \
+        for (int l = 0; l < ARG_LANES; l++) {                               \
+            best[l] = x[l];                                                 \
+            at[l] = (IT)l;                                                  \
+            nan |= x[l] != x[l];                                            \
+        }                                                                   \
+        if (ismax) {                                                        \
+            for (; i + ARG_LANES <= R; i += ARG_LANES) {                    \
+                for (int l = 0; l < ARG_LANES; l++) {                       \
+                    const T v = x[i + l];                                   \
+                    const bool take = v > best[l];                          \
+                    best[l] = take ? v : best[l];                           \
+                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];           \
+                    nan |= v != v;                                          \
+                }                                                           \
+            }                                                               \
+        } else {                                                            \
+            for (; i + ARG_LANES <= R; i += ARG_LANES) {                    \
+                for (int l = 0; l < ARG_LANES; l++) {                       \
+                    const T v = x[i + l];                                   \
+                    const bool take = v < best[l];                          \
+                    best[l] = take ? v : best[l];                           \
+                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];           \
+                    nan |= v != v;                                          \
+                }                                                           \
+            }                                                               \
+        }                                                                   \
+        /* The tail: element i + l goes to lane l, after its others. */     \
+        for (int l = 0; i + (uint64_t)l < R; l++) {                         \
+            const T v = x[i + (uint64_t)l];                                 \
+            if (ismax ? v > best[l] : v < best[l]) {                        \
+                best[l] = v;                                                \
+                at[l] = (IT)(i + (uint64_t)l);                              \
+            }                                                               \
+            nan |= v != v;                                                  \
+        }                                                                   \
+        if (nan) {                                                          \
+            return SFX##_arg_row2(ismax, R, x);                             \
+        }                                                                   \
+        m = best[0];                                                        \
+        for (int l = 1; l < ARG_LANES; l++) {                               \
+            if (ismax ? best[l] > m : best[l] < m) {                        \
+                m = best[l];                                                \
+            }                                                               \
+        }                                                                   \
+        first = (int64_t)R;                                                 \
+        for (int l = 0; l < ARG_LANES; l++) {                               \
+            if (best[l] == m && (int64_t)at[l] < first) {                   \
+                first = (int64_t)at[l];                                     \
+            }                                                               \
+        }                                                                   \
+        return first;                                                       \
     }                                                                       \
     /* Rows r0.. r0 + g of one slab (x[r * B + j]) into the running         \
      * extremes best[j] and their rows o[j], row after row (the first       \
@@ -657,11 +737,11 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
         }                                                                   \
     }
 
-DEFINE_ARG(f32, float, ARG_BETTER_FLOAT)
-DEFINE_ARG(f64, double, ARG_BETTER_FLOAT)
-DEFINE_ARG(i64, int64_t, ARG_BETTER_INT)
-DEFINE_ARG(u64, uint64_t, ARG_BETTER_INT)
-DEFINE_ARG(i32, int32_t, ARG_BETTER_INT)
+DEFINE_ARG(f32, float, ARG_BETTER_FLOAT, uint32_t, 0)
+DEFINE_ARG(f64, double, ARG_BETTER_FLOAT, uint64_t, 0)
+DEFINE_ARG(i64, int64_t, ARG_BETTER_INT, uint64_t, 1)
+DEFINE_ARG(u64, uint64_t, ARG_BETTER_INT, uint64_t, 1)
+DEFINE_ARG(i32, int32_t, ARG_BETTER_INT, uint32_t, 1)
 
 /* in = [A, R, B] around `axis`. */
 static void

@@ -1073,6 +1073,93 @@ test_argreduce(void)
     }
 }
 
+/* NumPy's argmax/argmin of one row, naively: the first NaN, else the
+ * first extreme (-0 == +0). */
+static int64_t
+naive_arg(bool ismax, const double *v, uint64_t n)
+{
+    int64_t best = 0;
+
+    for (uint64_t i = 0; i < n; i++) {
+        if (isnan(v[i])) {
+            return (int64_t)i;
+        }
+    }
+    for (uint64_t i = 1; i < n; i++) {
+        if (ismax ? v[i] > v[best] : v[i] < v[best]) {
+            best = (int64_t)i;
+        }
+    }
+    return best;
+}
+
+/*
+ * Rows of every length around the lanes of the one-pass arg loop, with
+ * few distinct values (ties in many lanes), both zeros, an extreme in the
+ * tail, and NaNs (the two-pass fallback), in float32, float64, int32 and
+ * int64, against the naive rule.
+ */
+static void
+test_argreduce_rows(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_INT32,
+        NRTEMU_DTYPE_INT64};
+    static const uint64_t lens[] = {1, 31, 63, 64, 65, 95, 96, 97, 1000, 4099};
+    static double v[3 * 4099];
+    int64_t o[3];
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        bool is_float =
+            dts[t] == NRTEMU_DTYPE_FLOAT32 || dts[t] == NRTEMU_DTYPE_FLOAT64;
+        for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+            uint64_t n = lens[k];
+            for (int variant = 0; variant < 4; variant++) {
+                struct nrtemu_array in, out = ARRAY(NRTEMU_DTYPE_INT64, o, 3);
+                for (uint64_t i = 0; i < 3 * n; i++) {
+                    uint32_t h = (uint32_t)(i * 2654435761u + variant);
+                    v[i] = (double)((int)(h >> 28) - 8); /* -8 .. 7 */
+                    if (is_float && h % 7 == 0) {
+                        v[i] = h % 2 ? -0.0 : 0.0;
+                    }
+                }
+                if (variant == 1) { /* a new extreme in the tail */
+                    v[n - 1] = 100;
+                    v[2 * n - 1] = -100;
+                }
+                if (variant == 2 && is_float) { /* NaNs: the first wins */
+                    v[n / 2] = NAN;
+                    v[n + n / 3] = NAN;
+                    v[n + n - 1] = NAN;
+                }
+                if (variant == 3 && is_float) { /* only zeros: index 0 */
+                    for (uint64_t i = 0; i < n; i++) {
+                        v[i] = i % 2 ? -0.0 : 0.0;
+                    }
+                }
+                in = from_doubles(dts[t], v, 2, SHAPE(3, n));
+                for (int m = 0; m < 2; m++) {
+                    ASSERT_OK(nrtemu__kernel_argreduce(
+                        m ? NRTEMU_OP_ARGMAX : NRTEMU_OP_ARGMIN, &out, &in, 1,
+                        &scratch));
+                    for (int r = 0; r < 3; r++) {
+                        int64_t want = naive_arg(m, v + (uint64_t)r * n, n);
+                        if (o[r] != want) {
+                            TEST_FAIL_("%s %s row %d of %llu (variant %d): "
+                                       "%lld, expected %lld",
+                                       m ? "argmax" : "argmin",
+                                       nrtemu__dtype_name(dts[t]), r,
+                                       (unsigned long long)n, variant,
+                                       (long long)o[r], (long long)want);
+                        }
+                    }
+                }
+                free(in.data);
+            }
+        }
+    }
+}
+
 static void
 test_softmax(void)
 {
@@ -1789,6 +1876,77 @@ test_pow_sin_cos_float32(void)
     free(x);
 }
 
+/*
+ * pow with an exponent per element (the vectorised exp(y log x) path):
+ * float32 bit patterns of every exponent as x, exponents of every kind as
+ * y (integers, odd and even, half-integers, fractions, large, zero,
+ * infinities, NaN), also with x a scalar: within 1 ulp of the float64
+ * power rounded once, and C pow's special cases exactly.
+ */
+static void
+test_pow_general_float32(void)
+{
+    enum { N = 1 << 16 };
+    static const float ys[] = {
+        2.0f,     3.0f,      -3.0f, 0.5f,        -0.5f,      1.5f,
+        2.2f,     -2.7f,     0.0f,  -0.0f,       1e-3f,      31.0f,
+        -31.5f,   1e6f,      -1e6f, 1e10f,       77.7f,      -0.3333f,
+        INFINITY, -INFINITY, NAN,   16777217.0f, 8388609.0f, 1.0f};
+    enum { NY = sizeof ys / sizeof ys[0] };
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    float *o = malloc(N * sizeof *o);
+    struct nrtemu_array in[2], out;
+
+    ASSERT_NOT_NULL(x);
+    ASSERT_NOT_NULL(y);
+    ASSERT_NOT_NULL(o);
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t bits = i * 65537u + (i >> 3); /* every exponent */
+        memcpy(&x[i], &bits, sizeof bits);
+        y[i] = ys[(i * 7u + (i >> 11)) % NY];
+    }
+    x[0] = 1.0f; /* pow(1, NaN) = 1 */
+    x[1] = -1.0f;
+    x[2] = -0.0f;
+    x[3] = -INFINITY;
+    out = ARRAY(NRTEMU_DTYPE_FLOAT32, o, N);
+    in[0] = ARRAY(NRTEMU_DTYPE_FLOAT32, x, N);
+    in[1] = ARRAY(NRTEMU_DTYPE_FLOAT32, y, N);
+    ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_POW, NRTEMU_DTYPE_FLOAT32,
+                                         &out, in, 2, &scratch));
+    for (int i = 0; i < N; i++) {
+        /* A signalling NaN x gives NaN even for y = 0 (powf, NumPy);
+         * widening to float64 would quiet it. */
+        double want = isnan(x[i]) ? (double)powf(x[i], y[i])
+                                  : pow((double)x[i], (double)y[i]);
+        if (!f32_within_1ulp(o[i], want)) {
+            TEST_FAIL_("pow(%a, %a) = %a", (double)x[i], (double)y[i],
+                       (double)o[i]);
+        }
+    }
+    /* A scalar base, every exponent. */
+    for (int k = 0; k < 4; k++) {
+        float base = k == 0 ? 2.5f : k == 1 ? -1.25f : k == 2 ? 0.75f : 0.0f;
+        for (int i = 0; i < N; i++) {
+            memcpy(&y[i], &(uint32_t){(uint32_t)i * 65537u}, 4);
+        }
+        in[0] = SCALAR(NRTEMU_DTYPE_FLOAT32, &base);
+        ASSERT_OK(nrtemu__kernel_elementwise(
+            NRTEMU_OP_POW, NRTEMU_DTYPE_FLOAT32, &out, in, 2, &scratch));
+        for (int i = 0; i < N; i++) {
+            if (!f32_within_1ulp(
+                    o[i], isnan(y[i]) ? (double)powf(base, y[i])
+                                      : pow((double)base, (double)y[i]))) {
+                TEST_FAIL_("pow(%a, %a) = %a", (double)base, (double)y[i],
+                           (double)o[i]);
+            }
+        }
+    }
+    free(x);
+    free(y);
+    free(o);
+}
+
 /* --- reductions over any axis of larger shapes (kernel_reduce.c's grouped
  * rows and converted windows) against naive references --- */
 
@@ -2005,6 +2163,7 @@ main(void)
     RUN_TEST(test_reduction_edges);
     RUN_TEST(test_int32_extremes);
     RUN_TEST(test_argreduce);
+    RUN_TEST(test_argreduce_rows);
     RUN_TEST(test_reduce_big_axes);
     RUN_TEST(test_softmax);
     RUN_TEST(test_matmul);
@@ -2016,6 +2175,7 @@ main(void)
     RUN_TEST(test_iota_full);
     RUN_TEST(test_in_place);
     RUN_TEST(test_pow_sin_cos_float32);
+    RUN_TEST(test_pow_general_float32);
     nrtemu__scratch_free(&scratch);
     return 0;
 }
