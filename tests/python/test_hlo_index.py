@@ -317,6 +317,17 @@ def test_top_k(tmp_path):
     check_jax(lambda x: lax.top_k(x, 1), x.T.copy(), tmp_path=tmp_path, name="one")
 
 
+def test_top_k_small_k(tmp_path):
+    # Small k of long rows: rounds of argmax, in XLA's total order.
+    x = np.array([[1.0, 5.0, 5.0, -2.0, np.nan, 0.0, -0.0, 0.0, -np.nan, np.inf,
+                   -np.inf, 5.0, 0.0, -0.0, 3.0, 3.0, 1, 1, 1, 1]], np.float32)
+    check_jax(lambda x: (lax.top_k(x, 4), lax.top_k(-x, 4)), x, tmp_path=tmp_path)
+    xi = RNG.integers(-3, 3, (2, 3, 30)).astype(np.int32)
+    check_jax(lambda x: lax.top_k(x, 3), xi, tmp_path=tmp_path, name="int")
+    xb = RNG.standard_normal((5, 30)).astype(ml_dtypes.bfloat16)
+    check_jax(lambda x: lax.top_k(x, 5), xb, tmp_path=tmp_path, name="bf16")
+
+
 # -- custom calls: hand-built modules ------------------------------------------------------------
 
 
@@ -366,3 +377,71 @@ def test_reduce_window_init_value(tmp_path):
                          lax.reduce_window(x, 1.5, lax.add, (2, 2), (1, 1), "SAME"),
                          lax.reduce_window(x, 0.5, lax.max, (2, 2), (1, 1), "SAME")),
               z, tmp_path=tmp_path)
+
+
+# -- errors: hand-built modules ----------------------------------------------------------------
+
+
+def _gather_module(slice_size: int) -> bytes:
+    """x f32[4], i s32[2,1] -> gather of slices of ``slice_size``."""
+    p = hs.instr("x.1", "parameter", hs.shape(hs.F32, (4,)), 1)
+    i = hs.instr("i.1", "parameter", hs.shape(hs.S32, (2, 1)), 2, pn=hs.f_int(9, 1))
+    dn = hs.f_bytes(33, hs.f_packed(1, [1]) + hs.f_packed(3, [0]) + hs.f_int(4, 1))
+    g = hs.instr("g", "gather", hs.shape(hs.F32, (2, slice_size)), 3, operands=[1, 2],
+                 dn=dn, sizes=hs.f_packed(34, [slice_size]))
+    return hs.module("m", [hs.computation("main", 1, [p, i, g], 3)], 1)
+
+
+def test_gather_hand_built_and_malformed(tmp_path):
+    path = nrtpy.neff.compile_hlo(_gather_module(3), tmp_path / "g.neff")
+    x = np.arange(4, dtype=np.float32)
+    got = hs.run_neff(path, {"x": x, "i": np.array([[-5], [3]], np.int32)})
+    np.testing.assert_array_equal(got["output0"], [[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(ValueError, match="'g' \\(gather\\).*gather dimension numbers"):
+        nrtpy.neff.compile_hlo(_gather_module(5), tmp_path / "bad.neff")
+    assert not (tmp_path / "bad.neff").exists()
+
+
+def _sort_module(root_opcode: str, operands: tuple[int, int]) -> bytes:
+    """A sort of x f32[5] whose comparator is ``root_opcode`` of its
+    parameters ``operands``."""
+    s = hs.shape(hs.F32)
+    pred = hs.shape(hs.PRED)
+    cmp_ = hs.computation("cmp", 1, [
+        hs.instr("a", "parameter", s, 1),
+        hs.instr("b", "parameter", s, 2, pn=hs.f_int(9, 1)),
+        hs.instr("r", root_opcode, pred, 3, operands=list(operands),
+                 d=hs.f_bytes(63, "LT"))], 3)
+    x = hs.shape(hs.F32, (5,))
+    main = hs.computation("main", 2, [
+        hs.instr("x.1", "parameter", x, 10),
+        hs.instr("s", "sort", x, 11, operands=[10], dims=hs.f_packed(14, [0]),
+                 to_apply=hs.f_packed(38, [1]))], 11)
+    return hs.module("m", [cmp_, main], 2)
+
+
+def test_sort_comparators(tmp_path):
+    path = nrtpy.neff.compile_hlo(_sort_module("compare", (2, 1)), tmp_path / "d.neff")
+    got = hs.run_neff(path, {"x": np.array([1, 4, -2, 4, 0], np.float32)})
+    np.testing.assert_array_equal(got["output0"], [4, 4, 1, 0, -2])  # b < a: descending
+    with pytest.raises(NotImplementedError, match="comparator.*'s'"):
+        nrtpy.neff.compile_hlo(_sort_module("compare", (1, 1)), tmp_path / "bad.neff")
+
+
+def test_scatter_unsupported_combiner(tmp_path):
+    # A to_apply of subtract: not a combiner the emulator has.
+    s = hs.shape(hs.F32)
+    sub = hs.computation("sub", 1, [
+        hs.instr("a", "parameter", s, 1),
+        hs.instr("b", "parameter", s, 2, pn=hs.f_int(9, 1)),
+        hs.instr("r", "subtract", s, 3, operands=[1, 2])], 3)
+    x = hs.shape(hs.F32, (4,))
+    dn = hs.f_bytes(48, hs.f_packed(2, [0]) + hs.f_packed(3, [0]) + hs.f_int(4, 1))
+    main = hs.computation("main", 2, [
+        hs.instr("x.1", "parameter", x, 10),
+        hs.instr("i.1", "parameter", hs.shape(hs.S32, (2, 1)), 11, pn=hs.f_int(9, 1)),
+        hs.instr("u.1", "parameter", hs.shape(hs.F32, (2,)), 12, pn=hs.f_int(9, 2)),
+        hs.instr("sc", "scatter", x, 13, operands=[10, 11, 12], dn=dn,
+                 to_apply=hs.f_packed(38, [1]))], 13)
+    with pytest.raises(NotImplementedError, match="scatter.*'sc'"):
+        nrtpy.neff.compile_hlo(hs.module("m", [sub, main], 2), tmp_path / "s.neff")

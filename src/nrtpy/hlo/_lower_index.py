@@ -1024,6 +1024,40 @@ def _sort(ctx: Lowering, ins: Instruction) -> Value:
     return outs[0]
 
 
+# Top-k of at most this many: k rounds of argmax (a full sort otherwise).
+_ITERATIVE_TOP_K = 16
+
+
+def _top_k_iterative(ctx: Lowering, x: Buf, k: int, largest: bool) -> Buf:
+    """The int32 indices [..., k] of the k largest (smallest) along the last
+    axis, ties to the lower index, floats in XLA's total order: k rounds of
+    argmax over int64 keys, each taking its winner out (the key set to the
+    int64 extreme, which no key of 32 bits or less can reach)."""
+    shape = list(x.shape)
+    n = shape[-1]
+    rows = _prod(shape[:-1])
+    key = x
+    if _is_float(x.dtype):
+        key = total_order_key(ctx, x)
+    elif x.dtype == np.bool_:
+        key = ctx.cast(x, np.uint8)
+    i64 = np.dtype(np.int64)
+    key = ctx.cast(ctx.reshape(key, [rows, n]), i64)
+    gone = ctx.const(np.array(np.iinfo(i64).min if largest else np.iinfo(i64).max, i64))
+    op = "argmax" if largest else "argmin"
+    base = _affine(ctx, [rows, 1], [n, 0], i64) if rows > 1 else None
+    picks = []
+    for j in range(k):
+        pick = ctx.emit(op, [key], [rows, 1], i64, axis=1, keepdims=True)
+        picks.append(pick)
+        if j + 1 < k:
+            flat = pick if base is None else ctx.emit("add", [pick, base], [rows, 1], i64)
+            key = ctx.emit("scatter", [key, flat, ctx.broadcast_to(gone, [rows, 1])],
+                           [rows, n], i64, mode="assign")
+    perm = picks[0] if k == 1 else ctx.emit("concatenate", picks, [rows, k], i64, axis=1)
+    return ctx.reshape(ctx.cast(perm, np.int32), shape[:-1] + [k])
+
+
 def _top_k(ctx: Lowering, ins: Instruction, x: Buf, k: int, largest: bool = True) -> Value:
     shape = list(x.shape)
     if not shape or not 0 <= k <= shape[-1]:
@@ -1035,10 +1069,15 @@ def _top_k(ctx: Lowering, ins: Instruction, x: Buf, k: int, largest: bool = True
     if any(list(s.dims) != out_shape for s in leaves) or not 1 <= len(leaves) <= 2:
         raise ctx.malformed(ins, f"the top-k result {ins.shape} is not "
                                  f"(values, indices) of shape {out_shape}")
-    perm = _argsort(ctx, x, axis, largest)
-    if k != shape[-1]:
-        perm = ctx.emit("slice", [perm], out_shape, np.int32,
-                        start=[0] * len(shape), step=[1] * len(shape))
+    if leaves[0].dtype != x.dtype:
+        raise ctx.malformed(ins, f"top-k values of type {leaves[0].type_name}")
+    if 0 < k <= _ITERATIVE_TOP_K and 4 * k < shape[-1] and x.dtype.itemsize < 8:
+        perm = _top_k_iterative(ctx, x, k, largest)
+    else:
+        perm = _argsort(ctx, x, axis, largest)
+        if k != shape[-1]:
+            perm = ctx.emit("slice", [perm], out_shape, np.int32,
+                            start=[0] * len(shape), step=[1] * len(shape))
     values = _take_along(ctx, x, perm, axis)
     if leaves[0].dtype != x.dtype:
         raise ctx.malformed(ins, f"top-k values of type {leaves[0].type_name}")
