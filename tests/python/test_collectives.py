@@ -420,7 +420,10 @@ def test_process_that_never_starts(tmp_path):
     assert rc0 == 3 and f"NrtError {NRT_TIMEOUT}" in out0, out0
     assert "rank 1 did not join the rendezvous" in out0
     assert rc2 == 3 and f"NrtError {NRT_TIMEOUT}" in out2, out2
-    assert "rank 0 says: rank 1 did not join" in out2
+    # Rank 2 hears rank 0's reason, unless its own deadline passes first
+    # (both wait the same timeout): then it names the missing world.
+    assert ("rank 0 says: rank 1 did not join" in out2
+            or "the world of 3 did not assemble" in out2), out2
 
 
 def test_process_that_dies(tmp_path):
