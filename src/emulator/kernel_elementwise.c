@@ -866,6 +866,15 @@ i32_native(enum nrtemu_op op)
     case NRTEMU_OP_GREATER:
     case NRTEMU_OP_GREATER_EQUAL:
     case NRTEMU_OP_WHERE:
+    case NRTEMU_OP_BITWISE_AND:
+    case NRTEMU_OP_BITWISE_OR:
+    case NRTEMU_OP_BITWISE_XOR:
+    case NRTEMU_OP_BITWISE_NOT:
+    case NRTEMU_OP_SHL:
+    case NRTEMU_OP_SHR_LOGICAL:
+    case NRTEMU_OP_SHR_ARITH:
+    case NRTEMU_OP_ROUND_EVEN:
+    case NRTEMU_OP_ROUND_AWAY:
         return true;
     default:
         return false;
@@ -1046,6 +1055,39 @@ bitwise(enum nrtemu_op op, uint32_t width, size_t n, const uint64_t *a,
     }
 }
 
+/* The same on int32 compute, in place (no widening): the width is 32. */
+NRTEMU_MULTIVERSION
+static void
+bitwise32(enum nrtemu_op op, size_t n, const uint32_t *a, bool sa,
+          const uint32_t *b, bool sb, uint32_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_BITWISE_AND:
+        BIN_LOOP(uint32_t, x & y);
+        break;
+    case NRTEMU_OP_BITWISE_OR:
+        BIN_LOOP(uint32_t, x | y);
+        break;
+    case NRTEMU_OP_BITWISE_XOR:
+        BIN_LOOP(uint32_t, x ^ y);
+        break;
+    case NRTEMU_OP_BITWISE_NOT:
+        UN_LOOP(uint32_t, ~x);
+        break;
+    case NRTEMU_OP_SHL:
+        BIN_LOOP(uint32_t, y < 32 ? x << y : 0);
+        break;
+    case NRTEMU_OP_SHR_LOGICAL:
+        BIN_LOOP(uint32_t, y < 32 ? x >> y : 0);
+        break;
+    case NRTEMU_OP_SHR_ARITH:
+        BIN_LOOP(uint32_t, (uint32_t)((int32_t)x >> (y < 32 ? y : 31)));
+        break;
+    default:
+        break;
+    }
+}
+
 /* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar. */
 #define DEFINE_WHERE(SFX, T)                                        \
     NRTEMU_MULTIVERSION                                             \
@@ -1147,6 +1189,12 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
         }
         break;
     case NRTEMU_OPC_BITWISE:
+        if (kt == NRTEMU_DTYPE_INT32) {
+            bitwise32(op, n, in[0], scalar[0],
+                      op == NRTEMU_OP_BITWISE_NOT ? NULL : in[1],
+                      op == NRTEMU_OP_BITWISE_NOT ? false : scalar[1], out);
+            break;
+        }
         bitwise(op,
                 compute == NRTEMU_DTYPE_BOOL
                     ? 1
