@@ -957,5 +957,9 @@ nrtemu__program_free(struct nrtemu_program *program)
     nrtemu__scratch_free(&program->scratch);
     nrtemu__scratch_free(&program->result);
     nrtemu__scratch_free(&program->fused);
+    for (uint32_t t = 0; t < program->n_task_scratch; t++) {
+        nrtemu__scratch_free(&program->task_scratch[t]);
+    }
+    free(program->task_scratch);
     free(program);
 }

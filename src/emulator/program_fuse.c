@@ -27,7 +27,9 @@
  * of their buffers.  Each op still stores its result in its buffer's
  * dtype, so results are bit for bit those of running the ops one by one;
  * only the order in which elements are visited changes, and an
- * elementwise op's elements do not depend on each other.
+ * elementwise op's elements do not depend on each other.  Blocks are
+ * independent, so a large chain shares them out among the kernels'
+ * worker pool (pool.h), each thread with slots of its own.
  *
  * That order matters only where memory is shared in other ways than the
  * program says: when the caller passes overlapping input and output
@@ -42,6 +44,7 @@
 
 #include "env_parse.h"
 #include "error.h"
+#include "pool.h"
 #include "program_internal.h"
 
 /*
@@ -717,66 +720,161 @@ io_overlaps(const struct nrtemu_program *p, const struct fusion *f,
     return false;
 }
 
+/*
+ * Blocks [first, end) of the chain, in the order lead index, then start
+ * along dimension split; each op of the chain on a block before the next
+ * block.  `slots` and `scratch` belong to the caller alone.  On failure,
+ * *failed is the op whose kernel failed (no error is recorded here: this
+ * may run on a worker thread).
+ */
 static NRT_STATUS
-run_chain(const struct op_call *c, const struct fusion *f, char *slots)
+run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
+           uint64_t end, char *slots, struct nrtemu_scratch *scratch,
+           const struct op **failed)
 {
     struct nrtemu_program *p = c->program;
-    uint64_t lead[NRTEMU_MAX_DIMS] = {0}, n_lead = 1;
     uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split];
+    uint64_t per_lead = (extent + f->rows - 1) / f->rows;
 
-    for (uint32_t e = 0; e < f->split; e++) {
-        n_lead *= f->shape[e];
-    }
-    for (uint64_t l = 0; l < n_lead; l++) {
-        for (uint64_t start = 0; start < extent; start += f->rows) {
-            uint64_t len = extent - start < f->rows ? extent - start : f->rows;
-            for (size_t k = 0; k < f->n_chain; k++) {
-                const struct fused_op *fo = &f->chain[k];
-                struct nrtemu_array in[3], out;
-                bool reduce = f->reduce && k == f->n_chain - 1;
-                NRT_STATUS st;
-                if (fo->virtual) {
-                    continue;
+    for (uint64_t blk = first; blk < end; blk++) {
+        uint64_t lead[NRTEMU_MAX_DIMS] = {0}, l = blk / per_lead;
+        uint64_t start = blk % per_lead * f->rows;
+        uint64_t len = extent - start < f->rows ? extent - start : f->rows;
+        for (uint32_t e = f->split; e-- > 0;) {
+            lead[e] = l % f->shape[e];
+            l /= f->shape[e];
+        }
+        for (size_t k = 0; k < f->n_chain; k++) {
+            const struct fused_op *fo = &f->chain[k];
+            struct nrtemu_array in[3], out;
+            bool reduce = f->reduce && k == f->n_chain - 1;
+            NRT_STATUS st;
+            if (fo->virtual) {
+                continue;
+            }
+            for (size_t a = 0; a <= fo->op->n_in; a++) {
+                const struct fused_arg *arg =
+                    a < fo->op->n_in ? &fo->in[a] : &fo->out;
+                struct nrtemu_array *view = a < fo->op->n_in ? &in[a] : &out;
+                const struct buffer *b = &p->buffers[arg->buffer];
+                if (arg->slot >= 0) {
+                    slot_view(f, b, slots + (size_t)arg->slot * f->block * 8,
+                              len, view);
+                } else if (reduce && arg == &fo->out) {
+                    reduced_view(f, b, c->data[arg->buffer], lead, start, len,
+                                 view);
+                } else {
+                    block_view(f, b, c->data[arg->buffer], lead, start, len,
+                               view);
                 }
-                for (size_t a = 0; a <= fo->op->n_in; a++) {
-                    const struct fused_arg *arg =
-                        a < fo->op->n_in ? &fo->in[a] : &fo->out;
-                    struct nrtemu_array *view =
-                        a < fo->op->n_in ? &in[a] : &out;
-                    const struct buffer *b = &p->buffers[arg->buffer];
-                    if (arg->slot >= 0) {
-                        slot_view(f, b,
-                                  slots + (size_t)arg->slot * f->block * 8,
-                                  len, view);
-                    } else if (reduce && arg == &fo->out) {
-                        reduced_view(f, b, c->data[arg->buffer], lead, start,
-                                     len, view);
-                    } else {
-                        block_view(f, b, c->data[arg->buffer], lead, start,
-                                   len, view);
-                    }
-                }
-                st = reduce
-                         ? nrtemu__kernel_reduce(fo->op->op, fo->op->compute,
-                                                 &out, &in[0], fo->axes,
-                                                 &p->scratch)
-                         : nrtemu__kernel_elementwise(
-                               fo->kernel, fo->op->compute, &out, in,
-                               (int)fo->op->n_in, &p->scratch);
-                if (st != NRT_SUCCESS) {
-                    return nrtemu__fail(st, c->func,
-                                        "%s: %sop %zu (%s): out of host "
-                                        "memory for its working space",
-                                        p->path, fo->op->where, fo->op->index,
-                                        nrtemu__op_name(fo->op->op));
-                }
+            }
+            st = reduce
+                     ? nrtemu__kernel_reduce(fo->op->op, fo->op->compute, &out,
+                                             &in[0], fo->axes, scratch)
+                     : nrtemu__kernel_elementwise(fo->kernel, fo->op->compute,
+                                                  &out, in, (int)fo->op->n_in,
+                                                  scratch);
+            if (st != NRT_SUCCESS) {
+                *failed = fo->op;
+                return st;
             }
         }
-        for (uint32_t e = f->split; e-- > 0;) {
-            if (++lead[e] < f->shape[e]) {
-                break;
-            }
-            lead[e] = 0;
+    }
+    return NRT_SUCCESS;
+}
+
+/* A chain's blocks shared out among the pool's threads: task t runs a
+ * contiguous range of them, with slots and kernel scratch of its own
+ * (blocks write disjoint parts of every buffer the chain writes). */
+struct chain_job {
+    const struct op_call *c;
+    const struct fusion *f;
+    uint64_t blocks;
+    uint32_t tasks;
+    char *slots;
+    size_t slot_bytes; /* per task */
+    struct nrtemu_scratch *scratch;
+    NRT_STATUS *st;
+    const struct op **failed;
+};
+
+static void
+chain_task(void *arg, uint32_t t)
+{
+    struct chain_job *job = arg;
+    uint64_t first = job->blocks * t / job->tasks;
+    uint64_t end = job->blocks * (t + 1) / job->tasks;
+
+    job->st[t] = run_blocks(job->c, job->f, first, end,
+                            job->slots + (size_t)t * job->slot_bytes,
+                            &job->scratch[t], &job->failed[t]);
+}
+
+/* Chains of fewer elements run on the calling thread alone. */
+#define FUSE_PARALLEL_MIN ((uint64_t)1 << 17)
+
+/* At most this many tasks share a chain. */
+#define FUSE_MAX_TASKS 64
+
+static NRT_STATUS
+run_chain(const struct op_call *c, const struct fusion *f)
+{
+    struct nrtemu_program *p = c->program;
+    uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split], count = 1;
+    struct nrtemu_scratch scratch[FUSE_MAX_TASKS];
+    NRT_STATUS st[FUSE_MAX_TASKS];
+    const struct op *failed[FUSE_MAX_TASKS];
+    struct chain_job job = {.c = c, .f = f, .tasks = 1};
+
+    for (uint32_t e = 0; e < f->ndim; e++) {
+        count *= f->shape[e];
+    }
+    job.blocks = (extent + f->rows - 1) / f->rows;
+    for (uint32_t e = 0; e < f->split; e++) {
+        job.blocks *= f->shape[e];
+    }
+    if (count >= FUSE_PARALLEL_MIN && job.blocks >= 2) {
+        uint32_t threads = nrtemu__pool_threads();
+        threads = threads < FUSE_MAX_TASKS ? threads : FUSE_MAX_TASKS;
+        if (p->task_scratch == NULL && threads > 1) {
+            /* Kernel scratch of tasks 1...; task 0 takes the program's. */
+            p->task_scratch = calloc(threads - 1, sizeof *p->task_scratch);
+            p->n_task_scratch = p->task_scratch != NULL ? threads - 1 : 0;
+        }
+        job.tasks = threads < job.blocks ? threads : (uint32_t)job.blocks;
+        job.tasks = job.tasks < p->n_task_scratch + 1 ? job.tasks
+                                                      : p->n_task_scratch + 1;
+    }
+    job.slot_bytes = (f->n_slots ? f->n_slots : 1) * f->block * 8;
+    job.slots = nrtemu__scratch_get(&p->fused, job.slot_bytes * job.tasks);
+    if (job.slots == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, c->func,
+                            "%s: out of host memory for fused ops", p->path);
+    }
+    /* The tasks' scratch lives in the program between runs. */
+    scratch[0] = p->scratch;
+    for (uint32_t t = 1; t < job.tasks; t++) {
+        scratch[t] = p->task_scratch[t - 1];
+    }
+    job.scratch = scratch;
+    job.st = st;
+    job.failed = failed;
+    if (job.tasks == 1) {
+        chain_task(&job, 0);
+    } else {
+        nrtemu__pool_run(chain_task, &job, job.tasks);
+    }
+    p->scratch = scratch[0];
+    for (uint32_t t = 1; t < job.tasks; t++) {
+        p->task_scratch[t - 1] = scratch[t];
+    }
+    for (uint32_t t = 0; t < job.tasks; t++) {
+        if (st[t] != NRT_SUCCESS) {
+            return nrtemu__fail(st[t], c->func,
+                                "%s: %sop %zu (%s): out of host memory for "
+                                "its working space",
+                                p->path, failed[t]->where, failed[t]->index,
+                                nrtemu__op_name(failed[t]->op));
         }
     }
     return NRT_SUCCESS;
@@ -788,7 +886,6 @@ nrtemu__fusion_run(const struct op_call *c, const struct op_list *list,
 {
     const struct fusion *f = list->ops[first].fusion;
     struct nrtemu_program *p = c->program;
-    char *slots;
     NRT_STATUS st;
 
     if (io_overlaps(p, f, c->data)) {
@@ -806,13 +903,7 @@ nrtemu__fusion_run(const struct op_call *c, const struct op_list *list,
             return st;
         }
     }
-    slots = nrtemu__scratch_get(&p->fused,
-                                (f->n_slots ? f->n_slots : 1) * f->block * 8);
-    if (slots == NULL) {
-        return nrtemu__fail(NRT_RESOURCE, c->func,
-                            "%s: out of host memory for fused ops", p->path);
-    }
-    return run_chain(c, f, slots);
+    return run_chain(c, f);
 }
 
 size_t
