@@ -224,3 +224,19 @@ def test_collective_to_apply_refused(tmp_path):
     bad = _hand_module([[0]], reducer="subtract")
     with pytest.raises(NotImplementedError, match="all-reduce.*'ar'"):
         nrtpy.neff.compile_hlo(bad, tmp_path / "bad.neff")
+
+
+def test_branch_operands_lazy_broadcasts(tmp_path):
+    # A broadcast passed to both branches and used after the conditional:
+    # it is written out before the branches, not inside the first one.
+    def f(p, x):
+        b = jnp.broadcast_to(x, (3, 5))
+        y = lax.cond(p > 0, lambda b: b.T @ b, lambda b: b.T @ (b * 2), b)
+        return y, b.T
+    for p in (1, 0):
+        check_jax(f, np.int32(p), V, tmp_path=tmp_path, name=f"b{p}", rtol=1e-6)
+
+    def g(x):
+        return lax.fori_loop(0, 3, lambda i, c: c + jnp.broadcast_to(x, (2, 5)).sum(0),
+                             jnp.broadcast_to(x, (2, 5)))
+    check_jax(g, V, tmp_path=tmp_path, name="loop", rtol=1e-6)

@@ -300,6 +300,13 @@ def test_sort_and_argsort_ties_nan(tmp_path):
               KEYS, tmp_path=tmp_path)
 
 
+def test_argsort_is_one_argsort(tmp_path):
+    # The permutation is the result: no take for the iota, none for the
+    # sorted keys nobody reads.
+    ops = op_names(compiled_ops(lambda x: jnp.argsort(x, axis=1), (KEYS,), tmp_path))
+    assert ops.count("argsort") == 1 and "take" not in ops, ops
+
+
 def test_sort_int_multi_operand_lexsort(tmp_path):
     a = np.array([3, 1, 3, 2, 1, 3], np.int32)
     b = np.array([0.5, 2.0, -1.0, 7.0, 2.0, 0.5], np.float32)

@@ -97,14 +97,14 @@ def _while(ctx: Lowering, ins: Instruction) -> Value:
     state_leaves = [ctx.copy(leaf) for leaf in _leaves(init)]
     state = _rebuild(init, iter(state_leaves))
     with ctx.op_list() as cond_ops:
-        pred = ctx.inline(cond, [state])
+        pred = ctx.materialize(ctx.inline(cond, [state]))
         if isinstance(pred, tuple):
             raise ctx.malformed(ins, f"the condition {cond.name!r} returns a "
                                      f"tuple")
         _scalar_selector(ctx, ins, pred, "condition's result")
     with ctx.op_list() as body_ops:
         nxt = ctx.inline(body, [state])
-        new_leaves = _leaves(nxt)
+        new_leaves = _leaves(ctx.materialize(nxt))
         if len(new_leaves) != len(state_leaves) or any(
                 n.shape != s.shape or n.dtype != s.dtype
                 for n, s in zip(new_leaves, state_leaves)):
@@ -138,11 +138,15 @@ def _conditional(ctx: Lowering, ins: Instruction) -> Value:
         return ctx.inline(branches[k], [ctx.value(ins, k + 1)])
     out = _fresh(ctx, ins.shape)
     out_leaves = _leaves(out)
+    # Operands are written out here, before the branches: a lazy broadcast
+    # materialized inside one branch would be unwritten in the others and
+    # after the conditional.
+    args = [ctx.value(ins, k + 1) for k in range(n)]
     lists = []
     for k, comp in enumerate(branches):
         with ctx.op_list() as ops:
-            v = ctx.inline(comp, [ctx.value(ins, k + 1)])
-            leaves = _leaves(v)
+            v = ctx.inline(comp, [args[k]])
+            leaves = _leaves(ctx.materialize(v))
             if len(leaves) != len(out_leaves):
                 raise ctx.malformed(ins, f"branch {comp.name!r} returns "
                                          f"{len(leaves)} arrays, not "

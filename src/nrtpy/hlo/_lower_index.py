@@ -983,9 +983,27 @@ def _sort_perm(ctx: Lowering, keys: list[tuple[Buf, bool]], axis: int) -> Buf:
     return perm
 
 
+def _used_outputs(ctx: Lowering, ins: Instruction, n: int) -> set[int]:
+    """The tuple elements of ``ins`` that the computation reads (all of
+    them unless every user is a get-tuple-element)."""
+    comp = ctx._comps[-1]
+    if not ins.shape.is_tuple or comp.root_id == ins.id:
+        return set(range(n))
+    read = {o for i in comp.instructions for o in i.operand_ids} | {comp.root_id}
+    used: set[int] = set()
+    for i in comp.instructions:
+        if ins.id in i.operand_ids:
+            if i.opcode != "get-tuple-element":
+                return set(range(n))
+            if i.id in read:
+                used.add(i.tuple_index)
+    return used
+
+
 @lowers("sort")
 def _sort(ctx: Lowering, ins: Instruction) -> Value:
-    xs = ctx.operands(ins)
+    # Lazy: an iota operand (argsort's) need not be written out.
+    xs = [ctx.operand(ins, k, lazy=True) for k in range(len(ins.operand_ids))]
     if not xs or any(x.shape != xs[0].shape for x in xs):
         raise ctx.malformed(ins, "sort operands of different shapes")
     shape = xs[0].shape
@@ -999,11 +1017,11 @@ def _sort(ctx: Lowering, ins: Instruction) -> Value:
                                    f"not a lexicographic less-than/greater-than "
                                    f"of operand pairs")
     if not shape or shape[axis] <= 1:
-        outs = xs
+        outs = [ctx.materialize(x) for x in xs]
     else:
         bufs = []
         for key in keys:
-            env = {2 * key.k: xs[key.k]}
+            env = {2 * key.k: ctx.materialize(xs[key.k])}
             kb = _expr(ctx, comp, key.expr, env, shape, {})
             if key.kind != "TOTALORDER" and _is_float(kb.dtype):
                 # IEEE order: -0.0 and +0.0 are equal (NaNs go last, as in
@@ -1013,12 +1031,16 @@ def _sort(ctx: Lowering, ins: Instruction) -> Value:
                 kb = ctx.emit("where", [isz, zero, kb], shape, kb.dtype)
             bufs.append((kb, key.desc))
         perm = _sort_perm(ctx, bufs, axis)
+        used = _used_outputs(ctx, ins, len(xs))
         outs = []
         for k, x in enumerate(xs):
-            if _is_iota_along(ctx, ins, k, axis) and _is_int(x.dtype):
+            if k not in used:
+                # Never read (argsort drops the sorted keys): not computed.
+                outs.append(ctx.temp(x.shape, x.dtype))
+            elif _is_iota_along(ctx, ins, k, axis) and _is_int(x.dtype):
                 outs.append(ctx.cast(perm, x.dtype))
             else:
-                outs.append(_take_along(ctx, x, perm, axis))
+                outs.append(_take_along(ctx, ctx.materialize(x), perm, axis))
     if ins.shape.is_tuple:
         return tuple(outs)
     return outs[0]
