@@ -526,15 +526,13 @@ def _pad(ctx: Lowering, ins: Instruction | None, x: Buf, value: Buf,
         for d, (lo, hi, _) in enumerate(config):
             if lo == 0 and hi == 0:
                 continue
-            parts = []
-            for n in (lo, 0, hi):
-                if n:
-                    s = list(cur.shape)
-                    s[d] = n
-                    parts.append(ctx.broadcast_to(value, s))
-                else:
-                    parts.append(cur)
-            parts = [p for i, p in enumerate(parts) if i == 1 or (lo, 0, hi)[i]]
+
+            def fill(n: int) -> list[Buf]:
+                shape = list(cur.shape)
+                shape[d] = n
+                return [ctx.broadcast_to(value, shape)] if n else []
+
+            parts = fill(lo) + [cur] + fill(hi)
             shape = list(cur.shape)
             shape[d] += lo + hi
             cur = ctx.emit("concatenate", parts, shape, x.dtype, axis=d)
@@ -811,7 +809,7 @@ def _take_along(ctx: Lowering, x: Buf, perm: Buf, axis: int) -> Buf:
         base = _affine(ctx, [rows, 1], [n, 0], idt)
         pt = ctx.emit("add", [pt, base], [rows, k], idt)
     g = ctx.emit("take", [ctx.reshape(xt, [xt.size]), pt], [rows, k], x.dtype, axis=0)
-    g = ctx.reshape(g, list(pt.shape[:0]) + list(xt.shape[:-1]) + [k])
+    g = ctx.reshape(g, list(xt.shape[:-1]) + [k])
     return ctx.transpose(g, [order.index(d) for d in range(r)])
 
 
