@@ -357,3 +357,26 @@ def test_neff_output_names_count_mismatch(tmp_path):
     with pytest.raises(ValueError, match="neff_output_names names 2 outputs"):
         nrtpy.neff.compile_hlo(raw, tmp_path / "t.neff")
     assert_nothing_written(tmp_path)
+
+
+def test_lazy_broadcast_written_per_op_list():
+    # A broadcast first written out inside a nested op list (a loop body or
+    # branch, which may not run) is written again when used outside it; one
+    # written outside is reused inside.
+    from nrtpy.hlo._lower import Broadcast, Lowering
+    from nrtpy.hlo._module import parse_module
+
+    ctx = Lowering(parse_module(nkipy_module()))
+    c = ctx.const(np.ones((1, 3), np.float32))
+    lazy = ctx.broadcast_to(c, (4, 3), lazy=True)
+    assert isinstance(lazy, Broadcast) and lazy.shape == (4, 3)
+    with ctx.op_list() as body:
+        inner = ctx.materialize(lazy)
+        assert ctx.materialize(lazy) is inner
+    outer = ctx.materialize(lazy)
+    assert outer is not inner and outer.name != inner.name
+    assert [op["op"] for op in body] == ["broadcast_to"]
+    assert [op["out"] for op in ctx.program.ops] == [outer.name]
+    with ctx.op_list() as body2:
+        assert ctx.materialize(lazy) is outer
+    assert body2 == []

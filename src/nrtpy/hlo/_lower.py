@@ -98,6 +98,7 @@ class Broadcast(Traced):
         super().__init__(source.program, "", shape, source.dtype)
         self.source = source
         self.full: Traced | None = None
+        self.full_list: list | None = None  # the op list that wrote it
 
 
 def lowers(*opcodes: str) -> Callable[[LoweringFn], LoweringFn]:
@@ -127,6 +128,8 @@ class Lowering:
         self._scopes: list[dict[int, Value]] = []
         self._args: list[Sequence[Value]] = []
         self._comps: list[Computation] = []
+        # The op lists being written: the program's, then nested ones.
+        self._lists: list[list[dict[str, Any]]] = [self.program.ops]
         self._const_cache: dict[tuple, Buf] = {}
         self.instruction: Instruction | None = None  # the one being lowered
 
@@ -167,8 +170,12 @@ class Lowering:
         if isinstance(v, tuple):
             return tuple(self.materialize(e) for e in v)
         if isinstance(v, Broadcast):
-            if v.full is None:
+            # Written out once per op list: a copy written in a nested list
+            # (a loop body, a branch) may never run, so only one written in
+            # the current list or a list around it is reused.
+            if v.full is None or not any(v.full_list is ops for ops in self._lists):
                 v.full = self.emit("broadcast_to", [v.source], v.shape, v.dtype)
+                v.full_list = self.program.ops
             return v.full
         return v
 
@@ -299,9 +306,11 @@ class Lowering:
         saved = self.program.ops
         nested: list[dict[str, Any]] = []
         self.program.ops = nested
+        self._lists.append(nested)
         try:
             yield nested
         finally:
+            self._lists.pop()
             self.program.ops = saved
 
     # -- helpers (no op when there is nothing to do) ---------------------------
