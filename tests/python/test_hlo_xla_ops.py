@@ -12,7 +12,7 @@ import pytest
 from jax import lax
 
 import nrtpy.neff
-from hlo_support import (F32, check_jax, computation, f_bytes, f_int, instr,
+from hlo_support import (F32, check_jax, computation, f_bytes, f_int, instr, jax,
                          jnp, module, run_neff, shape)
 
 RNG = np.random.default_rng(99)
@@ -162,3 +162,17 @@ def test_popcnt_clz_s64(tmp_path, opcode):
     want = [bin(v).count("1") for v in u] if opcode == "popcnt" else \
         [64 - v.bit_length() for v in u]
     np.testing.assert_array_equal(got, np.array(want, np.int64))
+
+
+def test_jax_random_bits_exact(tmp_path):
+    # threefry (a while loop of uint32 adds, shifts, xors and ors), then
+    # bitcast-convert and the float transforms of uniform and normal.
+    key = np.asarray(jax.random.key_data(jax.random.key(42)))
+
+    def f(k):
+        k = jax.random.wrap_key_data(k)
+        return jax.random.bits(k, (4, 8), jnp.uint32), jax.random.uniform(k, (16,))
+
+    check_jax(f, key, tmp_path=tmp_path)
+    check_jax(lambda k: jax.random.normal(jax.random.wrap_key_data(k), (16,)), key,
+              tmp_path=tmp_path, name="normal", **TOL)
