@@ -190,6 +190,13 @@ map_descr(const char *descr, enum nrtemu_dtype *dtype, size_t *itemsize)
         *itemsize = n;
         return true;
     }
+    /* "<f1": ml_dtypes gives some of its 1-byte floats (float8_e5m2) the
+     * kind 'f'; which format it is, def.json says, as for "|V1". */
+    if (strcmp(descr + 1, "f1") == 0) {
+        *dtype = NRTEMU_DTYPE_UNKNOWN;
+        *itemsize = 1;
+        return true;
+    }
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
         if (strcmp(descr + 1, codes[i].code) == 0) {
             /* '|' (byte order not applicable) only makes sense for

@@ -410,6 +410,15 @@ def test_constants(tmp_path):
     check(tmp_path, layer, rand((2, 5), np.float32, seed=28), rtol=2e-6, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fn,
+                                   ml_dtypes.float8_e4m3, ml_dtypes.float8_e3m4])
+def test_fp8_constants(tmp_path, dtype):
+    # ml_dtypes saves float8_e5m2 as "<f1" and the others as "|V1": the
+    # emulator reads both, taking the format from def.json.
+    c = np.array([0.5, -1.5, 2.0, 3.0], dtype)
+    check(tmp_path, lambda x: x * c, np.array([1.0, 2.0, -0.25, 0.0], dtype))
+
 # =========================================================== shape ops
 
 
