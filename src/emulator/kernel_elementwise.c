@@ -168,6 +168,19 @@ f32_sincos(size_t n, const float *a, float *o, uint64_t shift)
 }
 
 /*
+ * float16 sin (shift 0) or cos (shift 1) of a block already widened to
+ * float32 (every value a float16 one): kmath_sincos_f16(), vectorised.
+ */
+NRTEMU_MULTIVERSION
+static void
+f16_sincos(size_t n, const float *a, float *o, uint32_t shift)
+{
+    for (size_t i = 0; i < n; i++) {
+        o[i] = kmath_sincos_f16(a[i], shift);
+    }
+}
+
+/*
  * |e| for the exponents that pow_scalar turns into products: integers
  * and half-integers up to this size, for which repeated squaring in
  * float64 (at most 2 log2 |e| + 2 roundings of 2^-53) stays far inside
@@ -1206,7 +1219,14 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
     case NRTEMU_OPC_UNARY:
         switch (kt) {
         case NRTEMU_DTYPE_FLOAT32:
-            f32_unary(op, n, in[0], out);
+            /* float16 operands are float16 values here (NumPy rounds
+             * an operand to the compute dtype first). */
+            if (compute == NRTEMU_DTYPE_FLOAT16 &&
+                (op == NRTEMU_OP_SIN || op == NRTEMU_OP_COS)) {
+                f16_sincos(n, in[0], out, op == NRTEMU_OP_COS);
+            } else {
+                f32_unary(op, n, in[0], out);
+            }
             break;
         case NRTEMU_DTYPE_FLOAT64:
             f64_unary(op, n, in[0], out);
@@ -1304,6 +1324,79 @@ convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in)
     }
 }
 
+/*
+ * neg and abs of a float of 8 or 16 bits (float16, bfloat16, the fp8
+ * formats) are its sign bit flipped or cleared, NaN and zeros included:
+ * that is what NumPy (float16) and ml_dtypes (bfloat16, fp8) compute, bit
+ * for bit, and it runs at copy speed, where the float32 round trip costs
+ * two conversions and canonicalises NaN payloads.  `keep` masks each code,
+ * `flip` is then xor-ed in.
+ */
+#define DEFINE_SIGN_BITS(SFX, T)                                              \
+    NRTEMU_MULTIVERSION                                                       \
+    static void SFX##_sign_bits(size_t n, const T *a, ptrdiff_t stride, T *o, \
+                                T keep, T flip)                               \
+    {                                                                         \
+        if (stride == 1) {                                                    \
+            for (size_t i = 0; i < n; i++) {                                  \
+                o[i] = (T)((a[i] & keep) ^ flip);                             \
+            }                                                                 \
+        } else {                                                              \
+            for (size_t i = 0; i < n; i++) {                                  \
+                o[i] = (T)((a[(ptrdiff_t)i * stride] & keep) ^ flip);         \
+            }                                                                 \
+        }                                                                     \
+    }
+
+DEFINE_SIGN_BITS(u8, uint8_t)
+DEFINE_SIGN_BITS(u16, uint16_t)
+
+/* Whether sign_driver() does `op` on these arrays: the operand, the
+ * output and the compute dtype all one small float type. */
+static bool
+sign_op_applies(enum nrtemu_op op, enum nrtemu_dtype compute,
+                const struct nrtemu_array *out, const struct nrtemu_array *in)
+{
+    return (op == NRTEMU_OP_NEG || op == NRTEMU_OP_ABS) &&
+           nrtemu__dtype_is_float(compute) &&
+           nrtemu__dtype_size(compute) <= 2 && in->dtype == compute &&
+           out->dtype == compute;
+}
+
+static void
+sign_driver(enum nrtemu_op op, const struct nrtemu_array *out,
+            const struct nrtemu_array *in)
+{
+    struct kiter it;
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[2] = {0, 0};
+    size_t size = nrtemu__dtype_size(out->dtype);
+    bool neg = op == NRTEMU_OP_NEG;
+    uint64_t outer;
+    size_t len;
+    ptrdiff_t stride;
+
+    kiter_init(&it, out->ndim, out->shape, 2);
+    kiter_broadcast(&it, 0, in->ndim, in->shape);
+    kiter_broadcast(&it, 1, out->ndim, out->shape);
+    kiter_collapse(&it);
+    outer = kiter_outer_count(&it);
+    len = it.shape[it.ndim - 1];
+    stride = it.stride[0][it.ndim - 1];
+    for (uint64_t o = 0; o < outer; o++) {
+        if (size == 1) {
+            u8_sign_bits(len, (const uint8_t *)in->data + off[0], stride,
+                         (uint8_t *)out->data + off[1], neg ? 0xffu : 0x7fu,
+                         neg ? 0x80u : 0u);
+        } else {
+            u16_sign_bits(len, (const uint16_t *)in->data + off[0], stride,
+                          (uint16_t *)out->data + off[1],
+                          neg ? 0xffffu : 0x7fffu, neg ? 0x8000u : 0u);
+        }
+        kiter_next(&it, idx, off);
+    }
+}
+
 NRT_STATUS
 nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                            const struct nrtemu_array *out,
@@ -1329,6 +1422,10 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
     }
     if (cls == NRTEMU_OPC_CONVERT) {
         convert_driver(out, &in[0]);
+        return NRT_SUCCESS;
+    }
+    if (sign_op_applies(op, compute, out, &in[0])) {
+        sign_driver(op, out, &in[0]);
         return NRT_SUCCESS;
     }
     if (compute == NRTEMU_DTYPE_INT32 && i32_native(op)) {
