@@ -181,6 +181,33 @@ f16_sincos(size_t n, const float *a, float *o, uint32_t shift)
 }
 
 /*
+ * The unary ops with a float16 variant in kernel_math.h, on a block of
+ * float16 values widened to float32; false for the others (they take the
+ * float32 loops, whose results round to the same float16 or within 1 ulp).
+ */
+NRTEMU_MULTIVERSION
+static bool
+f16_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
+{
+    switch (op) {
+    case NRTEMU_OP_EXP:
+        UN_LOOP(float, kmath_exp_f16(x));
+        return true;
+    case NRTEMU_OP_LOG:
+        UN_LOOP(float, kmath_log_f16(x));
+        return true;
+    case NRTEMU_OP_SIN:
+        f16_sincos(n, a, o, 0);
+        return true;
+    case NRTEMU_OP_COS:
+        f16_sincos(n, a, o, 1);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
  * |e| for the exponents that pow_scalar turns into products: integers
  * and half-integers up to this size, for which repeated squaring in
  * float64 (at most 2 log2 |e| + 2 roundings of 2^-53) stays far inside
@@ -1221,10 +1248,8 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
         case NRTEMU_DTYPE_FLOAT32:
             /* float16 operands are float16 values here (NumPy rounds
              * an operand to the compute dtype first). */
-            if (compute == NRTEMU_DTYPE_FLOAT16 &&
-                (op == NRTEMU_OP_SIN || op == NRTEMU_OP_COS)) {
-                f16_sincos(n, in[0], out, op == NRTEMU_OP_COS);
-            } else {
+            if (compute != NRTEMU_DTYPE_FLOAT16 ||
+                !f16_unary(op, n, in[0], out)) {
                 f32_unary(op, n, in[0], out);
             }
             break;
