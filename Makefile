@@ -19,8 +19,22 @@ all: test
 # Build tools go into the venv so the project builds without isolation
 # (faster, and the C tests use the same meson).  From Debian, when missing:
 # zlib headers (the NEFF reader), g++ (the headers are tested as C++ too)
-# and cmake (a test builds a CMake client against NEURON_ROOT).
+# and cmake (a test builds a CMake client against NEURON_ROOT).  And
+# libfabric (collectives between processes; its headers at build time, the
+# library loaded with dlopen at run time): optional, the runtime falls back
+# to its own TCP transport without it, so a failed install only warns.
 $(VENV)/.deps: pyproject.toml
+	@fabric=""; \
+	[ -e /usr/include/rdma/fabric.h ] || fabric="libfabric-dev"; \
+	{ ldconfig -p 2>/dev/null | grep -q 'libfabric\.so\.1 '; } || \
+	    fabric="$$fabric libfabric1"; \
+	if [ -n "$$fabric" ]; then \
+	    echo "installing $$fabric"; \
+	    (apt-get install -y -q $$fabric || (apt-get update -q && \
+	     apt-get install -y -q $$fabric)) >/dev/null 2>&1 || \
+	    echo "warning: $$fabric not installed: collectives between" \
+	         "processes will use TCP, and their libfabric tests skip"; \
+	fi
 	@missing=""; \
 	[ -e /usr/include/zlib.h ] || missing="$$missing zlib1g-dev"; \
 	command -v c++ >/dev/null || command -v g++ >/dev/null || missing="$$missing g++"; \

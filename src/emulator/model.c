@@ -613,6 +613,31 @@ bind_io(const char *func, const nrt_model_t *model,
     return st;
 }
 
+/* What an execution's op observer feeds: the profile's record, and the
+ * sys-trace's cc_running events. */
+struct exec_watch {
+    struct nrtemu_profile_rec *rec; /* NULL: not profiling */
+    bool trace_cc;
+    uint32_t vnc;
+    uint64_t exec_id;
+    const char *model_name;
+};
+
+static void
+exec_observe(void *ctx, size_t index, const char *op, const char *shapes,
+             uint64_t start_ns, uint64_t end_ns)
+{
+    struct exec_watch *w = ctx;
+
+    if (w->rec != NULL) {
+        nrtemu__profile_observe(w->rec, index, op, shapes, start_ns, end_ns);
+    }
+    if (w->trace_cc && nrtemu__op_is_collective(op)) {
+        nrtemu__sys_trace_span(NRTEMU_TRACE_CC_RUNNING, w->vnc, w->exec_id,
+                               w->model_name, start_ns, end_ns);
+    }
+}
+
 /* Run every subgraph once; the caller holds the model's vnc locks. */
 static NRT_STATUS
 run_programs(const char *func, nrt_model_t *model, void *const *io_data,
@@ -620,6 +645,7 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
 {
     uint64_t deadline = 0;
     NRT_STATUS st = NRT_SUCCESS;
+    struct exec_watch watch = {rec, false, 0, exec_id, model->name};
 
     if (model->timeout_ns != 0) {
         deadline = nrtemu__monotonic_ns() + model->timeout_ns;
@@ -632,13 +658,16 @@ run_programs(const char *func, nrt_model_t *model, void *const *io_data,
         if (rec != NULL) {
             rec->vnc = vnc;
         }
+        watch.vnc = vnc;
+        watch.trace_cc = model->world > 1 && nrtemu__sys_trace_wanted(
+                                                 NRTEMU_TRACE_CC_RUNNING, vnc);
         for (int k = (int)(c * model->lnc);
              k < model->subgraph_count && k < (int)((c + 1) * model->lnc) &&
              st == NRT_SUCCESS;
              k++) {
             st = nrtemu__program_run(
                 func, model->programs[k], io_data, deadline,
-                rec != NULL ? nrtemu__profile_observe : NULL, rec);
+                rec != NULL || watch.trace_cc ? exec_observe : NULL, &watch);
         }
         nrtemu__sys_trace_exec_end(vnc, tracking, exec_id, model->name, st);
     }

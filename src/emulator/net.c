@@ -13,29 +13,53 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "env_parse.h"
 #include "error.h"
+#include "fabric.h"
 #include "net.h"
+#include "sha256.h"
 
 #define HELLO_MAGIC 0x4e525443u /* "NRTC" */
 #define DATA_MAGIC 0x4e525444u  /* "NRTD" */
-#define PROTO_VERSION 1u
-#define HELLO_BYTES 52 /* magic, version, world, rank, key, ip, port */
-#define DATA_HDR 24    /* magic, 0, seq (8), length (8) */
+#define PROTO_VERSION 2u
+#define HELLO_BYTES 52 /* magic, version, world, rank, key, ip */
+/* after it: data port (2), machine id (16), libfabric loads (1) */
+#define HELLO_WIRE (HELLO_BYTES + 2 + 16 + 1)
+#define DATA_HDR 24 /* magic, 0, seq (8), length (8) */
 #define DEFAULT_WAIT_NS (600ull * 1000000000u)
+#define PROV_MAX 64
+/* Over libfabric: messages of at most this many bytes (a large transfer
+ * streams as several), and at most FAB_SLOTS of them in flight. */
+#define FAB_CHUNK ((size_t)4 << 20)
+#define FAB_MAX_CHUNKS 4096u
+#define FAB_SLOTS 64u
 
 struct peer_addr {
     uint32_t ip; /* network order */
     uint16_t port;
 };
+
+/* NRTPY_EMU_CC_TRANSPORT: how the data of collectives goes between
+ * processes (rank 0's setting decides for the world). */
+#define TRANSPORTS(X)                   \
+    X(TRANSPORT_AUTO, "auto")           \
+    X(TRANSPORT_LIBFABRIC, "libfabric") \
+    X(TRANSPORT_TCP, "tcp")
+#define AS_ENUM(e, name) e,
+#define AS_NAME(e, name) name,
+enum transport { TRANSPORTS(AS_ENUM) TRANSPORT_COUNT };
+static const char *const transport_names[] = {TRANSPORTS(AS_NAME)};
 
 struct nrtemu_net {
     uint32_t rank, world;
@@ -45,9 +69,14 @@ struct nrtemu_net {
                       connection to rank 0 until the table came */
     int data_fd;   /* this rank's data listener */
     struct peer_addr self;
-    int *peers;  /* world data connections; -1 for this rank */
-    bool ready;  /* the world assembled and connected */
-    bool failed; /* sticky: a failure breaks the net */
+    int *peers;                /* world data connections; -1 for this rank */
+    unsigned char machine[16]; /* which (emulated) machine: boot id and
+                                  NRTPY_EMU_NAMESPACE */
+    bool fabric_ok;            /* libfabric loads here, and is allowed */
+    enum transport transport;  /* NRTPY_EMU_CC_TRANSPORT */
+    struct nrtemu_fabric *fab; /* the data path once ready, else TCP */
+    bool ready;                /* the world assembled and connected */
+    bool failed;               /* sticky: a failure breaks the net */
     NRT_STATUS failure_status;
     char failure[384];
 };
@@ -279,6 +308,9 @@ static NRT_STATUS
 net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
          const char *why)
 {
+    /* Nothing posted may land in a caller's buffer after the failure. */
+    nrtemu__fabric_close(net->fab);
+    net->fab = NULL;
     if (!net->failed) {
         net->failed = true;
         net->failure_status = st;
@@ -289,6 +321,53 @@ net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
 
 /* ---------------------------------------------------------------- open */
 
+static NRT_STATUS
+parse_transport(const char *func, enum transport *out)
+{
+    const char *v = getenv("NRTPY_EMU_CC_TRANSPORT");
+
+    *out = TRANSPORT_AUTO;
+    if (v == NULL || nrtemu__env_blank(v)) {
+        return NRT_SUCCESS;
+    }
+    for (int k = 0; k < TRANSPORT_COUNT; k++) {
+        if (strcasecmp(v, transport_names[k]) == 0) {
+            *out = (enum transport)k;
+            return NRT_SUCCESS;
+        }
+    }
+    return nrtemu__reject(NRT_INVALID, func,
+                          "NRTPY_EMU_CC_TRANSPORT='%.40s' is not auto, "
+                          "libfabric or tcp",
+                          v);
+}
+
+/* The machine this rank is on: ranks of one machine (the same boot of the
+ * same kernel and the same emulated machine, NRTPY_EMU_NAMESPACE) use
+ * libfabric's shm provider, others tcp. */
+static void
+machine_id(unsigned char out[16])
+{
+    char text[256] = "";
+    unsigned char digest[32];
+    const char *ns = getenv("NRTPY_EMU_NAMESPACE");
+    FILE *fp = fopen("/proc/sys/kernel/random/boot_id", "r");
+    size_t n = 0;
+
+    if (fp != NULL) {
+        n = fread(text, 1, 64, fp);
+        fclose(fp);
+    }
+    if (n == 0) {
+        gethostname(text, 64);
+        text[64] = '\0';
+        n = strlen(text);
+    }
+    snprintf(text + n, sizeof text - n, "/%.100s", ns != NULL ? ns : "");
+    nrtemu__sha256(text, strlen(text), digest);
+    memcpy(out, digest, 16);
+}
+
 NRT_STATUS
 nrtemu__net_open(const char *func, const char *root, const unsigned char *key,
                  uint32_t rank, uint32_t world, uint64_t deadline_ns,
@@ -297,7 +376,7 @@ nrtemu__net_open(const char *func, const char *root, const unsigned char *key,
     struct nrtemu_net *net = calloc(1, sizeof *net);
     struct sockaddr_in root_sa, any, local;
     socklen_t len = sizeof local;
-    unsigned char hello[HELLO_BYTES];
+    unsigned char hello[HELLO_WIRE];
     NRT_STATUS st;
 
     if (net == NULL) {
@@ -309,6 +388,22 @@ nrtemu__net_open(const char *func, const char *root, const unsigned char *key,
     net->rank = rank;
     net->world = world;
     net->root_fd = net->data_fd = -1;
+    st = parse_transport(func, &net->transport);
+    if (st != NRT_SUCCESS) {
+        free(net);
+        return st;
+    }
+    machine_id(net->machine);
+    if (net->transport != TRANSPORT_TCP) {
+        char why[256];
+        net->fabric_ok = nrtemu__fabric_load(why, sizeof why);
+        if (!net->fabric_ok) {
+            nrtemu__log(NRTEMU_LOG_INFO, func,
+                        "rank %u: collectives between processes over TCP: "
+                        "%s",
+                        rank, why);
+        }
+    }
     memcpy(net->key, key, sizeof net->key);
     snprintf(net->root, sizeof net->root, "%.80s", root);
     net->peers = malloc(world * sizeof *net->peers);
@@ -364,17 +459,14 @@ nrtemu__net_open(const char *func, const char *root, const unsigned char *key,
     put32(hello + 8, world);
     put32(hello + 12, rank);
     memcpy(hello + 16, key, 32);
-    memcpy(hello + 48, &net->self.ip, 4); /* already network order */
+    memcpy(hello + 48, &net->self.ip, 4);   /* already network order */
+    memcpy(hello + 52, &net->self.port, 2); /* so is the port */
+    memcpy(hello + 54, net->machine, 16);
+    hello[70] = net->fabric_ok;
     if (write_full(net->root_fd, hello, sizeof hello, deadline_ns) != 0) {
         st = nrtemu__fail(NRT_TIMEOUT, func,
                           "rank %u cannot send its hello to rank 0 at "
                           "'%.80s': %s",
-                          rank, root, strerror(errno));
-        goto fail;
-    }
-    /* (the data port follows the hello: 2 bytes, network order) */
-    if (write_full(net->root_fd, &net->self.port, 2, deadline_ns) != 0) {
-        st = nrtemu__fail(NRT_TIMEOUT, func, "rank %u: hello to '%.80s': %s",
                           rank, root, strerror(errno));
         goto fail;
     }
@@ -403,6 +495,7 @@ nrtemu__net_close(struct nrtemu_net *net)
             close(net->peers[k]);
         }
     }
+    nrtemu__fabric_close(net->fab);
     free(net->peers);
     free(net);
 }
@@ -425,6 +518,239 @@ refuse(int fd, NRT_STATUS status, const char *why, uint64_t deadline_ns)
     close(fd);
 }
 
+/* Rank 0: libfabric's provider for the world, or "" for TCP.  `prov`
+ * holds PROV_MAX bytes. */
+static NRT_STATUS
+choose_provider(const char *func, struct nrtemu_net *net, bool one_machine,
+                bool fabric_everywhere, char *prov)
+{
+    const char *env = getenv("FI_PROVIDER");
+
+    prov[0] = '\0';
+    if (net->transport == TRANSPORT_TCP) {
+        return NRT_SUCCESS;
+    }
+    if (!fabric_everywhere) {
+        if (net->transport == TRANSPORT_LIBFABRIC) {
+            return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                            "NRTPY_EMU_CC_TRANSPORT=libfabric, but "
+                            "libfabric cannot be loaded (or is not allowed) "
+                            "on every rank: see the ranks' logs");
+        }
+        return NRT_SUCCESS;
+    }
+    /* FI_PROVIDER names the provider (its first, when it lists several);
+     * an exclusion ("^shm") leaves the choice here. */
+    if (env != NULL && !nrtemu__env_blank(env) && env[0] != '^') {
+        size_t n = strcspn(env, ",");
+        snprintf(prov, PROV_MAX, "%.*s", (int)(n < PROV_MAX ? n : 0), env);
+    }
+    if (prov[0] == '\0') {
+        snprintf(prov, PROV_MAX, "%s", one_machine ? "shm" : "tcp");
+    }
+    return NRT_SUCCESS;
+}
+
+/* This rank's endpoint of `prov`: its address into addr (*len bytes; 0
+ * when it cannot open, which is logged). */
+static void
+fabric_start(const char *func, struct nrtemu_net *net, const char *prov,
+             unsigned char *addr, size_t *len)
+{
+    char why[256];
+
+    *len = NRTEMU_FABRIC_ADDR_MAX;
+    if (nrtemu__fabric_open(prov, net->world, &net->fab, addr, len, why,
+                            sizeof why) != 0 ||
+        *len == 0 || *len > NRTEMU_FABRIC_ADDR_MAX) {
+        nrtemu__log(net->transport == TRANSPORT_LIBFABRIC ? NRTEMU_LOG_ERROR
+                                                          : NRTEMU_LOG_INFO,
+                    func, "rank %u: libfabric's provider '%s': %s", net->rank,
+                    prov, why);
+        nrtemu__fabric_close(net->fab);
+        net->fab = NULL;
+        *len = 0;
+    }
+}
+
+/* Every rank's libfabric address, `cap` bytes each in addrs: into the
+ * address vector. */
+static NRT_STATUS
+fabric_connect(const char *func, struct nrtemu_net *net,
+               const unsigned char *addrs, size_t cap, const size_t *lens)
+{
+    const unsigned char **ptrs = malloc(net->world * sizeof *ptrs);
+    char why[256];
+    int rc;
+
+    if (ptrs == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    for (uint32_t k = 0; k < net->world; k++) {
+        ptrs[k] = addrs + k * cap;
+    }
+    rc = nrtemu__fabric_insert(net->fab, net->world, ptrs, lens, why,
+                               sizeof why);
+    free(ptrs);
+    return rc == 0 ? NRT_SUCCESS
+                   : net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+}
+
+/* Rank 0, after the table: every rank opens the provider and sends its
+ * address; rank 0 answers 1 and every address (libfabric for the
+ * world), 0 (TCP: a rank could not open it) or 2 and why (it had to). */
+static NRT_STATUS
+root_fabric_round(const char *func, struct nrtemu_net *net, const int *conns,
+                  const char *prov, uint64_t deadline_ns)
+{
+    const size_t cap = NRTEMU_FABRIC_ADDR_MAX;
+    unsigned char *addrs = calloc(net->world, cap), *msg = NULL;
+    size_t *lens = calloc(net->world, sizeof *lens), msg_len = 4;
+    uint32_t bad = UINT32_MAX;
+    NRT_STATUS st = NRT_SUCCESS;
+    char why[384];
+
+    msg = malloc(8 + sizeof why + (size_t)net->world * (4 + cap));
+    if (addrs == NULL || lens == NULL || msg == NULL) {
+        st = net_fail(func, net, NRT_RESOURCE, "out of host memory");
+        goto done;
+    }
+    fabric_start(func, net, prov, addrs, &lens[0]);
+    if (lens[0] == 0) {
+        bad = 0;
+    }
+    for (uint32_t k = 1; k < net->world; k++) {
+        unsigned char h[4];
+        if (read_full(conns[k], h, 4, deadline_ns) != 0 || get32(h) > cap ||
+            read_full(conns[k], addrs + k * cap, get32(h), deadline_ns) != 0) {
+            snprintf(why, sizeof why,
+                     "rank %u left the rendezvous before sending its "
+                     "libfabric address",
+                     k);
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            goto done;
+        }
+        lens[k] = get32(h);
+        if (lens[k] == 0 && bad == UINT32_MAX) {
+            bad = k;
+        }
+    }
+    if (bad == UINT32_MAX) {
+        st = fabric_connect(func, net, addrs, cap, lens);
+        if (st != NRT_SUCCESS) {
+            bad = 0;
+        }
+    }
+    if (bad == UINT32_MAX) {
+        put32(msg, 1);
+        for (uint32_t k = 0; k < net->world; k++) {
+            put32(msg + msg_len, (uint32_t)lens[k]);
+            memcpy(msg + msg_len + 4, addrs + k * cap, lens[k]);
+            msg_len += 4 + lens[k];
+        }
+    } else if (net->transport == TRANSPORT_LIBFABRIC) {
+        snprintf(why, sizeof why,
+                 "NRTPY_EMU_CC_TRANSPORT=libfabric, but rank %u cannot use "
+                 "libfabric's provider '%s' (see its log)",
+                 bad, prov);
+        put32(msg, 2);
+        put32(msg + 4, (uint32_t)strlen(why));
+        memcpy(msg + 8, why, strlen(why));
+        msg_len = 8 + strlen(why);
+        st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+    } else {
+        put32(msg, 0);
+        nrtemu__log(NRTEMU_LOG_INFO, func,
+                    "rank %u cannot use libfabric's provider '%s': the world "
+                    "exchanges over TCP",
+                    bad, prov);
+        nrtemu__fabric_close(net->fab);
+        net->fab = NULL;
+        st = NRT_SUCCESS;
+    }
+    for (uint32_t k = 1; k < net->world; k++) {
+        if (write_full(conns[k], msg, msg_len, deadline_ns) != 0 &&
+            st == NRT_SUCCESS) {
+            snprintf(why, sizeof why,
+                     "rank %u left the rendezvous before the libfabric "
+                     "addresses were sent",
+                     k);
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+        }
+    }
+done:
+    free(addrs);
+    free(lens);
+    free(msg);
+    return st;
+}
+
+/* Another rank's side of root_fabric_round(). */
+static NRT_STATUS
+rank_fabric_round(const char *func, struct nrtemu_net *net, const char *prov,
+                  uint64_t deadline_ns)
+{
+    const size_t cap = NRTEMU_FABRIC_ADDR_MAX;
+    unsigned char *addrs = calloc(net->world, cap), h[4];
+    size_t *lens = calloc(net->world, sizeof *lens), len = 0;
+    NRT_STATUS st = NRT_SUCCESS;
+    char why[384], text[256];
+
+    if (addrs == NULL || lens == NULL) {
+        st = net_fail(func, net, NRT_RESOURCE, "out of host memory");
+        goto done;
+    }
+    fabric_start(func, net, prov, addrs, &len);
+    put32(h, (uint32_t)len);
+    if (write_full(net->root_fd, h, 4, deadline_ns) != 0 ||
+        write_full(net->root_fd, addrs, len, deadline_ns) != 0 ||
+        read_full(net->root_fd, h, 4, deadline_ns) != 0) {
+        st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                      "rank 0 closed the rendezvous during the exchange of "
+                      "libfabric addresses");
+        goto done;
+    }
+    if (get32(h) == 0) {
+        nrtemu__fabric_close(net->fab);
+        net->fab = NULL;
+        goto done;
+    }
+    if (get32(h) == 2) {
+        size_t n = 0;
+        if (read_full(net->root_fd, h, 4, deadline_ns) == 0) {
+            n = get32(h) < sizeof text - 1 ? get32(h) : sizeof text - 1;
+            if (read_full(net->root_fd, text, n, deadline_ns) != 0) {
+                n = 0;
+            }
+        }
+        text[n] = '\0';
+        snprintf(why, sizeof why, "rank 0 says: %s", text);
+        st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+        goto done;
+    }
+    for (uint32_t k = 0; k < net->world; k++) {
+        if (read_full(net->root_fd, h, 4, deadline_ns) != 0 ||
+            get32(h) > cap ||
+            read_full(net->root_fd, addrs + k * cap, get32(h), deadline_ns) !=
+                0) {
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                          "the table of libfabric addresses was cut short");
+            goto done;
+        }
+        lens[k] = get32(h);
+    }
+    if (net->fab == NULL) {
+        st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                      "rank 0 chose libfabric, which this rank cannot open");
+        goto done;
+    }
+    st = fabric_connect(func, net, addrs, cap, lens);
+done:
+    free(addrs);
+    free(lens);
+    return st;
+}
+
 /* Rank 0: take hellos until the world is complete, then send the table. */
 static NRT_STATUS
 root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
@@ -433,7 +759,9 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     int *conns = malloc(net->world * sizeof *conns);
     uint32_t have = 1;
     unsigned char *msg = NULL;
-    size_t msg_len = 8 + (size_t)net->world * 6;
+    char prov[PROV_MAX] = "";
+    size_t msg_len = 8 + (size_t)net->world * 6 + 4 + PROV_MAX;
+    bool one_machine = true, fabric_everywhere = net->fabric_ok;
     NRT_STATUS st = NRT_SUCCESS;
     char why[384];
 
@@ -445,7 +773,7 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     }
     table[0] = net->self;
     while (have < net->world) {
-        unsigned char hello[HELLO_BYTES + 2];
+        unsigned char hello[HELLO_WIRE];
         uint32_t world, rank;
         int fd = accept4(net->root_fd, NULL, NULL, SOCK_CLOEXEC), w;
         if (fd < 0) {
@@ -516,12 +844,16 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         conns[rank] = fd;
         memcpy(&table[rank].ip, hello + 48, 4);
         memcpy(&table[rank].port, hello + 52, 2);
+        if (memcmp(hello + 54, net->machine, 16) != 0) {
+            one_machine = false;
+        }
+        fabric_everywhere = fabric_everywhere && hello[70] != 0;
         have++;
     }
     /* Ranks already waiting beyond the world (a rank id claimed twice)
      * learn it now rather than from a closed connection. */
     for (;;) {
-        unsigned char hello[HELLO_BYTES + 2];
+        unsigned char hello[HELLO_WIRE];
         int fd = accept4(net->root_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             break;
@@ -543,12 +875,25 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
         goto done;
     }
+    st = choose_provider(func, net, one_machine, fabric_everywhere, prov);
+    if (st != NRT_SUCCESS) {
+        for (uint32_t k = 1; k < net->world; k++) {
+            refuse(conns[k], NRT_EXEC_HW_ERR_COLLECTIVES, net->failure,
+                   deadline_ns);
+            conns[k] = -1;
+        }
+        goto done;
+    }
     put32(msg, 0);
     put32(msg + 4, net->world);
     for (uint32_t k = 0; k < net->world; k++) {
         memcpy(msg + 8 + 6 * k, &table[k].ip, 4);
         memcpy(msg + 12 + 6 * k, &table[k].port, 2);
     }
+    /* then the libfabric provider to try ("" for TCP) */
+    put32(msg + 8 + 6 * net->world, (uint32_t)strlen(prov));
+    memcpy(msg + 12 + 6 * net->world, prov, strlen(prov));
+    msg_len = 12 + 6 * (size_t)net->world + strlen(prov);
     for (uint32_t k = 1; k < net->world; k++) {
         if (write_full(conns[k], msg, msg_len, deadline_ns) != 0) {
             snprintf(why, sizeof why,
@@ -557,6 +902,9 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
             st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
             goto done;
         }
+    }
+    if (prov[0] != '\0') {
+        st = root_fabric_round(func, net, conns, prov, deadline_ns);
     }
 done:
     for (uint32_t k = 0; k < net->world; k++) {
@@ -617,7 +965,15 @@ receive_table(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         memcpy(&table[k].ip, entry, 4);
         memcpy(&table[k].port, entry + 4, 2);
     }
-    return NRT_SUCCESS;
+    if (read_full(net->root_fd, hdr, 4, deadline_ns) != 0 ||
+        get32(hdr) >= PROV_MAX ||
+        read_full(net->root_fd, text, get32(hdr), deadline_ns) != 0) {
+        return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                        "the rendezvous table was cut short");
+    }
+    text[get32(hdr)] = '\0';
+    return text[0] != '\0' ? rank_fabric_round(func, net, text, deadline_ns)
+                           : NRT_SUCCESS;
 }
 
 /* Connect to every lower rank, accept every higher one. */
@@ -700,10 +1056,19 @@ ensure_ready(const char *func, struct nrtemu_net *net, uint64_t deadline_ns)
         /* The bootstrap connection closes: only data from now on. */
         close(net->root_fd);
         net->root_fd = -1;
+        /* (over libfabric too: a closed connection says a rank died) */
         st = connect_mesh(func, net, deadline_ns, table);
     }
     free(table);
     net->ready = st == NRT_SUCCESS;
+    if (net->ready) {
+        nrtemu__log(NRTEMU_LOG_INFO, func,
+                    "rank %u of %u: collective data between processes "
+                    "through %s%s",
+                    net->rank, net->world,
+                    net->fab != NULL ? "libfabric, provider " : "TCP",
+                    net->fab != NULL ? nrtemu__fabric_name(net->fab) : "");
+    }
     return st;
 }
 
@@ -776,6 +1141,212 @@ xfer_step(struct nrtemu_net *net, struct xfer *x, uint64_t seq)
     return 1;
 }
 
+/* ------------------------------------------------- exchange: libfabric */
+
+/* One message in flight: the provider's room first (fabric.h). */
+struct fab_op {
+    unsigned char room[NRTEMU_FABRIC_CTX_BYTES];
+    uint32_t xfer;
+    struct fab_op *next_free;
+};
+
+struct fab_xfer {
+    uint32_t peer;
+    bool recv;
+    char *buf;
+    size_t len, chunk;
+    uint32_t chunks, posted, completed;
+};
+
+/* The tag of chunk `chunk` of the `seq`-th exchange from rank `src`:
+ * every message is matched to its exchange, sender and place. */
+static uint64_t
+fab_tag(uint64_t seq, uint32_t chunk, uint32_t src)
+{
+    return (seq & 0xffffffffu) << 32 | (uint64_t)(chunk & 0xfffu) << 20 |
+           (src & 0xfffffu);
+}
+
+/* While nothing completes: a peer with a transfer still open whose
+ * connection closed has died (or ended, its own part done, with the last
+ * of its data still on the way: the caller gives that a grace period).
+ * `pf` has room for n entries.  @return the rank, or UINT32_MAX. */
+static uint32_t
+fab_dead_peer(struct nrtemu_net *net, const struct fab_xfer *xs, uint32_t n,
+              struct pollfd *pf, int wait_ms)
+{
+    uint32_t m = 0;
+    int ready;
+
+    for (uint32_t i = 0; i < n; i++) {
+        if (xs[i].completed < xs[i].chunks) {
+            pf[m].fd = net->peers[xs[i].peer];
+            pf[m].events = POLLIN;
+            pf[m++].revents = 0;
+        }
+    }
+    do {
+        ready = poll(pf, m, wait_ms);
+    } while (ready < 0 && errno == EINTR);
+    for (uint32_t i = 0; ready > 0 && i < m; i++) {
+        char c;
+        if (pf[i].revents != 0 &&
+            (pf[i].revents & (POLLHUP | POLLERR) ||
+             recv(pf[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)) {
+            for (uint32_t k = 0; k < net->world; k++) {
+                if (net->peers[k] == pf[i].fd) {
+                    return k;
+                }
+            }
+        }
+    }
+    return UINT32_MAX;
+}
+
+static NRT_STATUS
+fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
+                struct fab_xfer *xs, uint32_t n, uint64_t deadline_ns,
+                const char *what)
+{
+    struct fab_op ops[FAB_SLOTS], *free_ops = NULL;
+    uint32_t left = n, next = 0, dead;
+    uint64_t idle_since = 0, dead_since = 0;
+    char why[384], detail[256];
+    size_t max_msg = nrtemu__fabric_max_msg(net->fab);
+    struct pollfd *pf = calloc(n, sizeof *pf);
+    NRT_STATUS st = NRT_SUCCESS;
+
+    if (pf == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+
+    for (uint32_t k = 0; k < FAB_SLOTS; k++) {
+        ops[k].next_free = free_ops;
+        free_ops = &ops[k];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct fab_xfer *x = &xs[i];
+        size_t chunk = FAB_CHUNK;
+        if (x->len / chunk >= FAB_MAX_CHUNKS) {
+            chunk = (x->len + FAB_MAX_CHUNKS - 1) / FAB_MAX_CHUNKS;
+        }
+        if (max_msg != 0 && chunk > max_msg) {
+            chunk = max_msg;
+        }
+        x->chunk = chunk;
+        x->chunks = x->len == 0 ? 1 : (uint32_t)((x->len + chunk - 1) / chunk);
+        if (x->chunks > FAB_MAX_CHUNKS) {
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                          "a transfer over the provider's message limit");
+            goto done;
+        }
+    }
+    while (left > 0) {
+        void *done[16], *failed;
+        int got;
+        /* Post what the slots allow, receives first (they were listed
+         * after the sends), round-robin over the transfers. */
+        for (uint32_t tries = 0; free_ops != NULL && tries < n; tries++) {
+            struct fab_xfer *x = &xs[(n - 1 - next) % n];
+            uint32_t i = (n - 1 - next) % n;
+            next = (next + 1) % n;
+            while (free_ops != NULL && x->posted < x->chunks) {
+                struct fab_op *op = free_ops;
+                size_t off = (size_t)x->posted * x->chunk;
+                size_t len = x->len - off < x->chunk ? x->len - off : x->chunk;
+                int r;
+                op->xfer = i;
+                r = nrtemu__fabric_post(
+                    net->fab, x->recv, x->peer, x->buf + off, len,
+                    fab_tag(seq, x->posted, x->recv ? x->peer : net->rank), op,
+                    detail, sizeof detail);
+                if (r < 0) {
+                    snprintf(why, sizeof why, "%.120s with rank %u: %.200s",
+                             what, x->peer, detail);
+                    st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+                    goto done;
+                }
+                if (r == 1) {
+                    break; /* the queue is full: complete some first */
+                }
+                free_ops = op->next_free;
+                x->posted++;
+            }
+        }
+        got = nrtemu__fabric_poll(net->fab, done, 16, &failed, detail,
+                                  sizeof detail);
+        if (got < 0) {
+            uint32_t peer =
+                failed != NULL ? xs[((struct fab_op *)failed)->xfer].peer : 0;
+            snprintf(why, sizeof why, "%.120s with rank %u: %.200s", what,
+                     peer, detail);
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            goto done;
+        }
+        for (int k = 0; k < got; k++) {
+            struct fab_op *op = done[k];
+            struct fab_xfer *x = &xs[op->xfer];
+            if (++x->completed == x->chunks) {
+                left--;
+            }
+            op->next_free = free_ops;
+            free_ops = op;
+        }
+        if (got > 0 || left == 0) {
+            idle_since = 0;
+            continue;
+        }
+        /* Nothing moved: yield the core for a while (the peer may need
+         * it), then sleep a millisecond at a time watching for a peer's
+         * death, until the deadline. */
+        uint64_t now = nrtemu__monotonic_ns();
+        if (idle_since == 0) {
+            idle_since = now;
+        }
+        if (deadline_ns != 0 && now >= deadline_ns) {
+            size_t used = (size_t)snprintf(why, sizeof why, "rank(s)");
+            for (uint32_t i = 0; i < n && used < 200; i++) {
+                if (xs[i].completed < xs[i].chunks &&
+                    (i == 0 || xs[i].peer != xs[i - 1].peer)) {
+                    used += (size_t)snprintf(why + used, sizeof why - used,
+                                             " %u", xs[i].peer);
+                }
+            }
+            snprintf(why + used, sizeof why - used,
+                     " did not reach %.120s (collective #%llu) within "
+                     "NEURON_RT_EXEC_TIMEOUT",
+                     what, (unsigned long long)seq);
+            st = net_fail(func, net, NRT_TIMEOUT, why);
+            goto done;
+        }
+        if (now - idle_since < 2000000) {
+            sched_yield();
+            continue;
+        }
+        dead = fab_dead_peer(net, xs, n, pf, 1);
+        if (dead == UINT32_MAX) {
+            dead_since = 0;
+        } else if (dead_since == 0) {
+            dead_since = now;
+        } else if (now - dead_since >= 500000000) {
+            snprintf(why, sizeof why,
+                     "rank %u closed its connection during %.120s (its "
+                     "process ended?)",
+                     dead, what);
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            goto done;
+        }
+        if (dead != UINT32_MAX) {
+            usleep(1000); /* (its socket polls ready at once) */
+        }
+    }
+done:
+    free(pf);
+    return st;
+}
+
+/* -------------------------------------------------------- exchange: TCP */
+
 NRT_STATUS
 nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
                      const uint32_t *send_to, uint32_t n_send,
@@ -798,6 +1369,21 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
     }
     st = ensure_ready(func, net, deadline_ns);
     if (st != NRT_SUCCESS || n == 0) {
+        return st;
+    }
+    if (net->fab != NULL) {
+        struct fab_xfer *fx = calloc(n, sizeof *fx);
+        if (fx == NULL) {
+            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            fx[i].recv = i >= n_send;
+            fx[i].peer = fx[i].recv ? recv_from[i - n_send] : send_to[i];
+            fx[i].buf = fx[i].recv ? rbufs[i - n_send] : (void *)sbufs[i];
+            fx[i].len = fx[i].recv ? rlens[i - n_send] : slens[i];
+        }
+        st = fabric_exchange(func, net, seq, fx, n, deadline_ns, what);
+        free(fx);
         return st;
     }
     xs = calloc(n, sizeof *xs);

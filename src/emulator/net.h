@@ -13,8 +13,17 @@
  * of it happens at the rank's first collective, so that ranks may load in
  * any order, and the threads of one process one after the other.
  *
- * The data transport is plain TCP (IPv4): a stepping stone in place of
- * libfabric, behind the one call nrtemu__net_exchange().
+ * The hello also says which machine the rank is on (boot id and
+ * NRTPY_EMU_NAMESPACE) and whether libfabric loads there (fabric.h).
+ * Unless NRTPY_EMU_CC_TRANSPORT=tcp on rank 0, the table names a libfabric
+ * provider for the world: FI_PROVIDER's, else shm when every rank is on one
+ * machine, else tcp; every rank opens an endpoint of it and sends its
+ * address, and rank 0 answers with every address (or, when a rank could
+ * not open it, "TCP": with NRTPY_EMU_CC_TRANSPORT=libfabric that fails the
+ * world instead).  The data of collectives then goes as tagged libfabric
+ * messages (tag: the exchange's number, the chunk, the sender), or over the
+ * ranks' own TCP connections.  Those connections stay open over libfabric
+ * too, carrying nothing: their closing tells at once that a rank died.
  */
 #ifndef NRTEMU_NET_H
 #define NRTEMU_NET_H

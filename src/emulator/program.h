@@ -75,6 +75,9 @@ typedef void (*nrtemu_op_observer)(void *ctx, size_t index, const char *op,
                                    const char *shapes, uint64_t start_ns,
                                    uint64_t end_ns);
 
+/* Whether the op of that name (as an observer gets it) is a collective. */
+bool nrtemu__op_is_collective(const char *op);
+
 /*
  * Run once.  `io_data[i]` is the memory of neff->io[i] (inputs read-only,
  * outputs written), each of neff->io[i].size bytes; entries of other

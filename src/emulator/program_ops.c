@@ -83,6 +83,15 @@ nrtemu__op_find(const char *name, enum nrtemu_op *out)
     return false;
 }
 
+bool
+nrtemu__op_is_collective(const char *name)
+{
+    enum nrtemu_op op;
+
+    return nrtemu__op_find(name, &op) &&
+           nrtemu__op_defs[op].run == nrtemu__op_run_collective;
+}
+
 const char *
 nrtemu__op_name(enum nrtemu_op op)
 {

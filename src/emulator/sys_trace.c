@@ -253,6 +253,51 @@ nrtemu__sys_trace_end(enum nrtemu_trace_type type, uint32_t vnc,
     pthread_mutex_unlock(&tr.lock);
 }
 
+bool
+nrtemu__sys_trace_wanted(enum nrtemu_trace_type type, uint32_t vnc)
+{
+    bool wanted;
+
+    if (!atomic_load_explicit(&tr.capturing, memory_order_relaxed)) {
+        return false;
+    }
+    pthread_mutex_lock(&tr.lock);
+    wanted = wanted_locked(type, vnc);
+    pthread_mutex_unlock(&tr.lock);
+    return wanted;
+}
+
+void
+nrtemu__sys_trace_span(enum nrtemu_trace_type type, uint32_t vnc,
+                       uint64_t exec_id, const char *model_name,
+                       uint64_t start_ns, uint64_t end_ns)
+{
+    struct trace_event ev = {.exec_id = exec_id, .type = (uint8_t)type};
+    uint64_t real_now, mono_now;
+
+    if (!atomic_load_explicit(&tr.capturing, memory_order_relaxed)) {
+        return;
+    }
+    /* The host clock of the two moments, from the monotonic ones. */
+    real_now = nrtemu__clock_ns(CLOCK_REALTIME);
+    mono_now = nrtemu__clock_ns(CLOCK_MONOTONIC);
+    pthread_mutex_lock(&tr.lock);
+    if (!wanted_locked(type, vnc)) {
+        pthread_mutex_unlock(&tr.lock);
+        return;
+    }
+    ev.tracking_id = atomic_fetch_add(&last_tracking_id, 1) + 1;
+    ev.nc_timestamp_ns = start_ns;
+    ev.timestamp_ns = real_now - (mono_now - start_ns);
+    record_locked(&ev, vnc, model_name);
+    ev.stop = true;
+    ev.status = NRT_SUCCESS;
+    ev.nc_timestamp_ns = end_ns;
+    ev.timestamp_ns = real_now - (mono_now - end_ns);
+    record_locked(&ev, vnc, model_name);
+    pthread_mutex_unlock(&tr.lock);
+}
+
 /* --------------------------------------------------------------- config */
 
 NRTEMU_EXPORT void

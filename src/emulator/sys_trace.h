@@ -10,6 +10,7 @@
 #ifndef NRTEMU_SYS_TRACE_H
 #define NRTEMU_SYS_TRACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "nrt/nrt.h"
@@ -18,6 +19,7 @@
 /* X(enum suffix, name, hardware group) */
 #define NRTEMU_TRACE_TYPE_LIST(X)               \
     X(NC_EXEC_RUNNING, "nc_exec_running", true) \
+    X(CC_RUNNING, "cc_running", true)           \
     X(NRT_LOAD, "nrt_load", false)              \
     X(NRT_EXECUTE, "nrt_execute", false)
 
@@ -40,6 +42,20 @@ uint64_t nrtemu__sys_trace_begin(enum nrtemu_trace_type type, uint32_t vnc,
 void nrtemu__sys_trace_end(enum nrtemu_trace_type type, uint32_t vnc,
                            uint64_t tracking_id, uint64_t exec_id,
                            const char *model_name, NRT_STATUS status);
+
+/* Whether an event of `type` on `vnc` would be captured now (one atomic
+ * load while nothing captures). */
+bool nrtemu__sys_trace_wanted(enum nrtemu_trace_type type, uint32_t vnc);
+
+/*
+ * A start and a stop event of `type` on `vnc` for work already done
+ * between start_ns and end_ns (CLOCK_MONOTONIC): cc_running, for each
+ * collective op of an execution, the time this rank spent in it (waiting
+ * for the others included).
+ */
+void nrtemu__sys_trace_span(enum nrtemu_trace_type type, uint32_t vnc,
+                            uint64_t exec_id, const char *model_name,
+                            uint64_t start_ns, uint64_t end_ns);
 
 /* nc_exec_running around the run of one execution on one vnc. */
 static inline uint64_t

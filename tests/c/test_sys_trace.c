@@ -230,11 +230,14 @@ test_event_types(void)
         cfg, "software", false));
     ASSERT_OK(
         nrt_sys_trace_config_get_enabled_event_types(cfg, &types, &count));
-    ASSERT_UEQ(count, 1);
+    ASSERT_UEQ(count, 2);
     ASSERT_STR_EQ(types[0], "nc_exec_running");
+    ASSERT_STR_EQ(types[1], "cc_running");
     nrt_sys_trace_free_event_types(types, count);
     ASSERT_OK(nrt_sys_trace_config_set_capture_enabled_for_event_type(
         cfg, "nc_exec_running", false));
+    ASSERT_OK(nrt_sys_trace_config_set_capture_enabled_for_event_type(
+        cfg, "cc_running", false));
     ASSERT_OK(
         nrt_sys_trace_config_get_enabled_event_types(cfg, &types, &count));
     ASSERT_UEQ(count, 0);
@@ -242,7 +245,7 @@ test_event_types(void)
     nrt_sys_trace_config_set_defaults(cfg);
     ASSERT_OK(
         nrt_sys_trace_config_get_enabled_event_types(cfg, &types, &count));
-    ASSERT_UEQ(count, 3);
+    ASSERT_UEQ(count, 4);
     nrt_sys_trace_free_event_types(types, count);
     nrt_sys_trace_config_free(cfg);
     nrt_sys_trace_config_free(NULL);

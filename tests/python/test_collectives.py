@@ -11,8 +11,10 @@ address) end in a clear error on the others within the timeout.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import itertools
+import json
 import socket
 import subprocess
 import sys
@@ -25,7 +27,7 @@ import numpy as np
 import pytest
 
 import nrtpy.neff as nn
-from nrtpy import NrtError, NrtpyModel, NrtpyTensor
+from nrtpy import NrtError, NrtpyModel, NrtpyTensor, SystemTraceSession
 from support import child_env
 
 _counter = itertools.count()
@@ -200,6 +202,41 @@ def test_world_of_one_is_identity(machine, tmp_path):
         np.testing.assert_array_equal(outs[5], np.zeros_like(x))
 
 
+def test_sys_trace_shows_collective_time(machine, tmp_path):
+    """Rank 0's system trace holds a cc_running pair per collective op,
+    inside its nc_exec_running: the time it spent in the collective,
+    waiting for rank 1 (which starts 300 ms late) included."""
+    x = np.ones(16, np.float32)
+    path = compile_for(tmp_path, lambda x: nn.all_gather(nn.all_reduce(x) * 2,
+                                                         0), x, 2)
+    models = load(path, 2)
+    with SystemTraceSession(0) as trace:
+        def late(r):
+            time.sleep(0.3 * r)
+            return models[r](inputs={"x": NrtpyTensor.from_numpy(
+                x, name="x", core_id=r)})
+
+        threads = [threading.Thread(target=late, args=(r,)) for r in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        events = json.loads(trace.fetch_events_json())["events"]
+
+    def spans(kind):
+        ev = [e for e in events if e["event_type"] == kind and e["nc_idx"] == 0]
+        assert [e["phase"] for e in ev] == ["start", "stop"] * (len(ev) // 2)
+        return [(a["data"]["nc_timestamp_ns"], b["data"]["nc_timestamp_ns"])
+                for a, b in zip(ev[0::2], ev[1::2])]
+
+    (run,) = spans("nc_exec_running")
+    cc = spans("cc_running")
+    assert len(cc) == 2  # all_reduce, all_gather (not the multiply)
+    assert run[0] <= cc[0][0] < cc[0][1] <= cc[1][0] < cc[1][1] <= run[1]
+    assert cc[0][1] - cc[0][0] >= 0.2e9  # rank 1 was late
+    assert cc[1][1] - cc[1][0] < 0.2e9
+
+
 def test_missing_rank_times_out(machine, tmp_path):
     """Rank 1 never executes: ranks 0 and 2 fail after the timeout with
     NRT_TIMEOUT naming it; later collectives fail at once."""
@@ -320,7 +357,7 @@ def free_port() -> int:
 
 
 def launch(tmp_path, neff, xs, world, *, machines, ranks=None, root=None,
-           timeout="10", executions=None):
+           timeout="10", executions=None, extra=None):
     """Start one process per rank (ranks[i] for the i-th process): with
     `machines`, each on an emulated machine of its own (namespace); else
     all on one machine, each claiming the core of its rank
@@ -336,7 +373,8 @@ def launch(tmp_path, neff, xs, world, *, machines, ranks=None, root=None,
                         NEURON_RT_VISIBLE_CORES=None if machines else str(r),
                         NRTPY_EMU_NAMESPACE=(f"{tmp_path.name}-m{i}"
                                              if machines else
-                                             f"{tmp_path.name}-one"))
+                                             f"{tmp_path.name}-one"),
+                        **(extra or {}))
         core = 0
         args = [sys.executable, str(RANK_SCRIPT), str(neff), str(r),
                 str(world), str(tmp_path / f"in{i}.npy"),
@@ -407,6 +445,67 @@ def test_large_all_reduce_across_processes(tmp_path, world):
         (got,) = outputs(tmp_path, r, 1, ml_dtypes.bfloat16)
         np.testing.assert_array_equal(got, reduce_ref(xs, "sum",
                                                       ml_dtypes.bfloat16))
+
+
+def libfabric_missing() -> str | None:
+    """Why libfabric cannot carry collectives here, or None."""
+    try:
+        ctypes.CDLL("libfabric.so.1")
+    except OSError as e:
+        return f"libfabric.so.1 is not installed (Debian libfabric1): {e}"
+    return None
+
+
+@pytest.mark.parametrize("transport, machines, want", [
+    ("auto", False, "through libfabric, provider shm"),
+    ("auto", True, "through libfabric, provider tcp;ofi_rxm"),
+    ("libfabric", True, "through libfabric, provider tcp;ofi_rxm"),
+    ("tcp", False, "through TCP"),
+], ids=["shm", "tcp-loopback", "forced", "own-tcp"])
+def test_transports(tmp_path, transport, machines, want):
+    """Between processes of one machine libfabric's shm provider carries
+    the data, between (emulated) machines its tcp provider (here on
+    loopback), unless NRTPY_EMU_CC_TRANSPORT=tcp; every rank logs which.
+    5 MiB per rank: a transfer in several messages."""
+    if transport != "tcp" and (why := libfabric_missing()):
+        pytest.skip(why)
+    world = 2
+    xs = rank_inputs(world, (1_300_000,), np.float32, seed=3)
+    neff = compile_for(tmp_path, lambda x: (nn.all_reduce(x),
+                                            nn.all_gather(x, 0)), xs[0],
+                       world)
+    results = finish(launch(tmp_path, neff, xs, world, machines=machines,
+                            extra={"NRTPY_EMU_CC_TRANSPORT": transport,
+                                 "NEURON_RT_LOG_LEVEL": "INFO",
+                                 "FI_TCP_IFACE": "lo", "FI_PROVIDER": None}))
+    for r in range(world):
+        assert results[r][0] == 0, results[r][1]
+        assert f"rank {r} of 2: collective data between processes {want}" \
+            in results[r][1], results[r][1]
+        ar, ag = outputs(tmp_path, r, 2, np.float32)
+        np.testing.assert_array_equal(ar, xs[0] + xs[1])
+        np.testing.assert_array_equal(ag, np.concatenate(xs))
+
+
+def test_fi_provider_and_bad_transport(tmp_path):
+    """FI_PROVIDER names the provider (tcp on one machine here); a
+    transport that is not auto, libfabric or tcp fails the load."""
+    if why := libfabric_missing():
+        pytest.skip(why)
+    xs = rank_inputs(2, (8,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    results = finish(launch(tmp_path, neff, xs, 2, machines=False,
+                            extra={"FI_PROVIDER": "tcp", "FI_TCP_IFACE": "lo",
+                                 "NEURON_RT_LOG_LEVEL": "INFO"}))
+    for r in range(2):
+        assert results[r][0] == 0, results[r][1]
+        assert "through libfabric, provider tcp;ofi_rxm" in results[r][1]
+    (rc, out), = finish(launch(tmp_path, neff, xs, 2, machines=False,
+                               ranks=[0],
+                               extra={"NRTPY_EMU_CC_TRANSPORT": "rdma"}))
+    assert rc == 3 and f"NrtError {NRT_INVALID}" in out, out
+    assert "NRTPY_EMU_CC_TRANSPORT='rdma' is not auto, libfabric or tcp" \
+        in out
 
 
 def test_process_that_never_starts(tmp_path):

@@ -1,0 +1,391 @@
+/*
+ * fabric.c - libfabric through dlopen() (design in fabric.h).
+ *
+ * The types and the inline calls (fi_domain, fi_tsend, fi_cq_read, ...)
+ * come from the build machine's <rdma/fabric.h> (Debian libfabric-dev);
+ * the inline calls go through the objects' operation tables, so only the
+ * few real functions below are looked up with dlsym().
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabric.h"
+
+#ifdef NRTEMU_HAVE_FABRIC_H
+
+#include <dlfcn.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+_Static_assert(sizeof(struct fi_context2) <= NRTEMU_FABRIC_CTX_BYTES,
+               "the context room of fabric.h is too small");
+
+/* The functions of libfabric.so.1 used here (X: name, return, args). */
+static struct {
+    uint32_t (*version)(void);
+    int (*getinfo)(uint32_t, const char *, const char *, uint64_t,
+                   const struct fi_info *, struct fi_info **);
+    void (*freeinfo)(struct fi_info *);
+    struct fi_info *(*dupinfo)(const struct fi_info *);
+    int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+    const char *(*strerror)(int);
+    bool loaded;
+    char error[200];
+} lib;
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void
+lib_open(void)
+{
+    void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+
+    if (h == NULL) {
+        snprintf(lib.error, sizeof lib.error,
+                 "libfabric.so.1 cannot be loaded (%.120s); install Debian's "
+                 "libfabric1",
+                 dlerror());
+        return;
+    }
+    /* (POSIX: a data pointer from dlsym converts to a function pointer) */
+    *(void **)&lib.version = dlsym(h, "fi_version");
+    *(void **)&lib.getinfo = dlsym(h, "fi_getinfo");
+    *(void **)&lib.freeinfo = dlsym(h, "fi_freeinfo");
+    *(void **)&lib.dupinfo = dlsym(h, "fi_dupinfo");
+    *(void **)&lib.fabric = dlsym(h, "fi_fabric");
+    *(void **)&lib.strerror = dlsym(h, "fi_strerror");
+    if (lib.version == NULL || lib.getinfo == NULL || lib.freeinfo == NULL ||
+        lib.dupinfo == NULL || lib.fabric == NULL || lib.strerror == NULL) {
+        snprintf(lib.error, sizeof lib.error,
+                 "libfabric.so.1 lacks fi_getinfo or another function");
+        dlclose(h);
+        return;
+    }
+    lib.loaded = true; /* (kept open for the life of the process) */
+}
+
+bool
+nrtemu__fabric_load(char *why, size_t why_size)
+{
+    pthread_once(&lib_once, lib_open);
+    if (!lib.loaded) {
+        snprintf(why, why_size, "%s", lib.error);
+    }
+    return lib.loaded;
+}
+
+struct nrtemu_fabric {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    fi_addr_t *peers;
+    uint32_t world;
+};
+
+static int
+fail(char *why, size_t why_size, const char *what, int rc)
+{
+    snprintf(why, why_size, "libfabric %s: %s", what, lib.strerror(-rc));
+    return -1;
+}
+
+int
+nrtemu__fabric_open(const char *prov, uint32_t world,
+                    struct nrtemu_fabric **out, unsigned char *addr,
+                    size_t *addr_len, char *why, size_t why_size)
+{
+    struct nrtemu_fabric *f = calloc(1, sizeof *f);
+    struct fi_info *hints = NULL;
+    struct fi_cq_attr cq_attr;
+    struct fi_av_attr av_attr;
+    uint32_t version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+    int rc;
+
+    if (f == NULL || !nrtemu__fabric_load(why, why_size)) {
+        if (f == NULL) {
+            snprintf(why, why_size, "out of host memory");
+        }
+        free(f);
+        return -1;
+    }
+    f->world = world;
+    f->peers = calloc(world, sizeof *f->peers);
+    hints = lib.dupinfo(NULL);
+    if (f->peers == NULL || hints == NULL) {
+        snprintf(why, why_size, "out of host memory");
+        goto fail;
+    }
+    /* An older libfabric than the headers: ask for its own version. */
+    if (lib.version() < version) {
+        version = lib.version();
+    }
+    /* Tagged messages on a reliable datagram endpoint, no memory
+     * registration (the buffers are plain host memory), the
+     * per-operation context the provider may want, one thread at a time. */
+    hints->caps = FI_TAGGED;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode = 0;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->fabric_attr->prov_name = strdup(prov);
+    if (hints->fabric_attr->prov_name == NULL) {
+        snprintf(why, why_size, "out of host memory");
+        goto fail;
+    }
+    rc = lib.getinfo(version, NULL, NULL, 0, hints, &f->info);
+    if (rc != 0) {
+        snprintf(why, why_size,
+                 "libfabric has no provider '%.40s' for tagged reliable "
+                 "datagrams here (fi_getinfo: %s)",
+                 prov, lib.strerror(-rc));
+        goto fail;
+    }
+    rc = lib.fabric(f->info->fabric_attr, &f->fabric, NULL);
+    if (rc != 0) {
+        fail(why, why_size, "fi_fabric", rc);
+        goto fail;
+    }
+    rc = fi_domain(f->fabric, f->info, &f->domain, NULL);
+    if (rc != 0) {
+        fail(why, why_size, "fi_domain", rc);
+        goto fail;
+    }
+    memset(&av_attr, 0, sizeof av_attr);
+    av_attr.type = FI_AV_TABLE;
+    av_attr.count = world;
+    rc = fi_av_open(f->domain, &av_attr, &f->av, NULL);
+    if (rc != 0) {
+        fail(why, why_size, "fi_av_open", rc);
+        goto fail;
+    }
+    memset(&cq_attr, 0, sizeof cq_attr);
+    cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    rc = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
+    if (rc != 0) {
+        fail(why, why_size, "fi_cq_open", rc);
+        goto fail;
+    }
+    rc = fi_endpoint(f->domain, f->info, &f->ep, NULL);
+    if (rc == 0) {
+        rc = fi_ep_bind(f->ep, &f->av->fid, 0);
+    }
+    if (rc == 0) {
+        rc = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
+    }
+    if (rc == 0) {
+        rc = fi_enable(f->ep);
+    }
+    if (rc != 0) {
+        fail(why, why_size, "endpoint", rc);
+        goto fail;
+    }
+    rc = fi_getname(&f->ep->fid, addr, addr_len);
+    if (rc != 0) {
+        fail(why, why_size, "fi_getname", rc);
+        goto fail;
+    }
+    lib.freeinfo(hints);
+    *out = f;
+    return 0;
+
+fail:
+    if (hints != NULL) {
+        lib.freeinfo(hints);
+    }
+    nrtemu__fabric_close(f);
+    return -1;
+}
+
+const char *
+nrtemu__fabric_name(const struct nrtemu_fabric *f)
+{
+    return f->info->fabric_attr->prov_name;
+}
+
+size_t
+nrtemu__fabric_max_msg(const struct nrtemu_fabric *f)
+{
+    return f->info->ep_attr->max_msg_size;
+}
+
+int
+nrtemu__fabric_insert(struct nrtemu_fabric *f, uint32_t world,
+                      const unsigned char *const *addrs, const size_t *lens,
+                      char *why, size_t why_size)
+{
+    (void)lens; /* (the provider knows its address format's length) */
+    for (uint32_t k = 0; k < world && k < f->world; k++) {
+        int rc = fi_av_insert(f->av, addrs[k], 1, &f->peers[k], 0, NULL);
+        if (rc != 1) {
+            return fail(why, why_size, "fi_av_insert",
+                        rc < 0 ? rc : -FI_EINVAL);
+        }
+    }
+    return 0;
+}
+
+int
+nrtemu__fabric_post(struct nrtemu_fabric *f, bool recv, uint32_t peer,
+                    void *buf, size_t len, uint64_t tag, void *ctx, char *why,
+                    size_t why_size)
+{
+    ssize_t rc;
+
+    if (recv) {
+        rc = fi_trecv(f->ep, buf, len, NULL, f->peers[peer], tag, 0, ctx);
+    } else {
+        rc = fi_tsend(f->ep, buf, len, NULL, f->peers[peer], tag, ctx);
+    }
+    if (rc == -FI_EAGAIN) {
+        return 1;
+    }
+    return rc == 0
+               ? 0
+               : fail(why, why_size, recv ? "fi_trecv" : "fi_tsend", (int)rc);
+}
+
+int
+nrtemu__fabric_poll(struct nrtemu_fabric *f, void **ctxs, int max,
+                    void **failed, char *why, size_t why_size)
+{
+    struct fi_cq_entry entries[16];
+    ssize_t n;
+
+    *failed = NULL;
+    n = fi_cq_read(f->cq, entries, (size_t)(max < 16 ? max : 16));
+    if (n == -FI_EAGAIN) {
+        return 0;
+    }
+    if (n == -FI_EAVAIL) {
+        struct fi_cq_err_entry err;
+        memset(&err, 0, sizeof err);
+        if (fi_cq_readerr(f->cq, &err, 0) > 0) {
+            *failed = err.op_context;
+            snprintf(
+                why, why_size, "libfabric: %s (provider: %.120s)",
+                lib.strerror(err.err),
+                fi_cq_strerror(f->cq, err.prov_errno, err.err_data, NULL, 0));
+            return -1;
+        }
+        return fail(why, why_size, "fi_cq_readerr", -FI_EOTHER);
+    }
+    if (n < 0) {
+        return fail(why, why_size, "fi_cq_read", (int)n);
+    }
+    for (ssize_t k = 0; k < n; k++) {
+        ctxs[k] = entries[k].op_context;
+    }
+    return (int)n;
+}
+
+void
+nrtemu__fabric_close(struct nrtemu_fabric *f)
+{
+    if (f == NULL) {
+        return;
+    }
+    /* The endpoint first: it cancels what is posted. */
+    if (f->ep != NULL) {
+        fi_close(&f->ep->fid);
+    }
+    if (f->cq != NULL) {
+        fi_close(&f->cq->fid);
+    }
+    if (f->av != NULL) {
+        fi_close(&f->av->fid);
+    }
+    if (f->domain != NULL) {
+        fi_close(&f->domain->fid);
+    }
+    if (f->fabric != NULL) {
+        fi_close(&f->fabric->fid);
+    }
+    if (f->info != NULL) {
+        lib.freeinfo(f->info);
+    }
+    free(f->peers);
+    free(f);
+}
+
+#else /* no <rdma/fabric.h> at build time */
+
+struct nrtemu_fabric {
+    int unused;
+};
+
+bool
+nrtemu__fabric_load(char *why, size_t why_size)
+{
+    snprintf(why, why_size,
+             "this build had no libfabric headers (Debian libfabric-dev)");
+    return false;
+}
+
+int
+nrtemu__fabric_open(const char *prov, uint32_t world,
+                    struct nrtemu_fabric **out, unsigned char *addr,
+                    size_t *addr_len, char *why, size_t why_size)
+{
+    (void)prov, (void)world, (void)out, (void)addr, (void)addr_len;
+    nrtemu__fabric_load(why, why_size);
+    return -1;
+}
+
+const char *
+nrtemu__fabric_name(const struct nrtemu_fabric *f)
+{
+    (void)f;
+    return "";
+}
+
+size_t
+nrtemu__fabric_max_msg(const struct nrtemu_fabric *f)
+{
+    (void)f;
+    return 0;
+}
+
+int
+nrtemu__fabric_insert(struct nrtemu_fabric *f, uint32_t world,
+                      const unsigned char *const *addrs, const size_t *lens,
+                      char *why, size_t why_size)
+{
+    (void)f, (void)world, (void)addrs, (void)lens;
+    return nrtemu__fabric_load(why, why_size) ? 0 : -1;
+}
+
+int
+nrtemu__fabric_post(struct nrtemu_fabric *f, bool recv, uint32_t peer,
+                    void *buf, size_t len, uint64_t tag, void *ctx, char *why,
+                    size_t why_size)
+{
+    (void)f, (void)recv, (void)peer, (void)buf, (void)len, (void)tag;
+    (void)ctx;
+    return nrtemu__fabric_load(why, why_size) ? 0 : -1;
+}
+
+int
+nrtemu__fabric_poll(struct nrtemu_fabric *f, void **ctxs, int max,
+                    void **failed, char *why, size_t why_size)
+{
+    (void)f, (void)ctxs, (void)max;
+    *failed = NULL;
+    return nrtemu__fabric_load(why, why_size) ? 0 : -1;
+}
+
+void
+nrtemu__fabric_close(struct nrtemu_fabric *f)
+{
+    (void)f;
+}
+
+#endif
