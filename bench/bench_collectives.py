@@ -14,11 +14,15 @@ compared with memcpy's bandwidth (np.copyto of SIZE bytes: 2 * SIZE bytes
 moved) on one core, and with N cores copying at once (N threads).
 
 With --processes the ranks are processes instead (python -m nrtpy run,
-meeting through NEURON_RT_ROOT_COMM_ID on loopback, data over TCP): the
-median time of one all-reduce at 4 KiB, 1 MiB and SIZE.
+meeting through NEURON_RT_ROOT_COMM_ID on loopback): the median time of one
+all-reduce (the slowest rank's) at 4 KiB and each of --sizes-mib, with the
+data through libfabric (shm provider) and through the runtime's own TCP
+(NRTPY_EMU_CC_TRANSPORT=tcp), next to Open MPI's MPI_Allreduce on buffers
+of the same size (when mpirun and mpi4py are installed: Debian openmpi-bin,
+pip mpi4py; benchmark-only) and one memcpy of the buffer.
 
 Usage: python bench/bench_collectives.py [--ranks N] [--mib SIZE] [--iter K]
-                                         [--processes]
+                                         [--processes [--sizes-mib 1,64]]
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,30 +86,98 @@ def memcpy_gbps(size: int, n: int, iters: int) -> float:
     return 2 * size * n * iters / copy_all / 1e9
 
 
-def processes(n: int, mib: int, iters: int) -> int:
-    """All-reduce across n processes through the launcher: its p50."""
-    print(f"all_reduce float32 across {n} processes (TCP on loopback), "
-          f"{os.cpu_count()} CPUs")
-    for size in (4 << 10, 1 << 20, mib << 20):
-        x = np.ones(size // 4, np.float32)
-        with tempfile.TemporaryDirectory() as work:
-            path = nrtpy.neff.compile(lambda x: nrtpy.neff.all_reduce(x), x,
-                                      path=Path(work) / "ar.neff",
-                                      world_size=n)
-            count = iters if size > (1 << 20) else 50 * iters
-            proc = subprocess.run(
-                [sys.executable, "-m", "nrtpy", "run", str(path), "--ranks",
-                 str(n), "--output-dir", str(Path(work) / "out"),
-                 "--benchmark", str(count)],
-                capture_output=True, text=True,
-                env=dict(os.environ, NEURON_RT_EXEC_TIMEOUT="120"))
-        if proc.returncode != 0:
-            print(proc.stdout + proc.stderr, file=sys.stderr)
-            return 1
-        p50 = [float(v) for v in re.findall(r"p50 ([0-9.]+) ms", proc.stdout)]
-        t = max(p50) / 1e3
-        print(f"  {size / 1024:10.0f} KiB  {t * 1e3:9.3f} ms  "
-              f"{size / t / 1e9:7.2f} GB/s of buffer")
+# One rank of the Open MPI comparison (run under mpirun): p50 of
+# MPI_Allreduce (sum) of float32 buffers of each size, in seconds.
+MPI_RANK = """
+import sys, time
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+for size, count in zip(*[map(int, a.split(",")) for a in sys.argv[1:3]]):
+    x = np.ones(size // 4, np.float32)
+    y = np.empty_like(x)
+    comm.Allreduce(x, y)
+    times = []
+    for _ in range(count):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        comm.Allreduce(x, y)
+        times.append(time.perf_counter() - t0)
+    worst = comm.reduce(float(np.median(times)), op=MPI.MAX)
+    if comm.rank == 0:
+        print(f"mpi {size} {worst}", flush=True)
+"""
+
+
+def mpi_times(n: int, sizes, counts) -> dict[int, float] | str:
+    """Open MPI's p50 per size across n processes, or why it cannot run."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py is not installed (pip install mpi4py)"
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        return "mpirun is not installed (Debian openmpi-bin)"
+    proc = subprocess.run(
+        [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
+         sys.executable, "-c", MPI_RANK, ",".join(map(str, sizes)),
+         ",".join(map(str, counts))], capture_output=True, text=True)
+    got = {int(a): float(b) for a, b in
+           re.findall(r"^mpi (\d+) ([0-9.e-]+)$", proc.stdout, re.M)}
+    if proc.returncode != 0 or len(got) != len(sizes):
+        return f"mpirun failed: {(proc.stdout + proc.stderr)[-300:]}"
+    return got
+
+
+def nrtpy_time(n: int, size: int, count: int, transport: str) -> float:
+    """p50 of one all-reduce across n processes through the launcher (the
+    slowest rank's), with NRTPY_EMU_CC_TRANSPORT=transport."""
+    x = np.ones(size // 4, np.float32)
+    with tempfile.TemporaryDirectory() as work:
+        path = nrtpy.neff.compile(lambda x: nrtpy.neff.all_reduce(x), x,
+                                  path=Path(work) / "ar.neff", world_size=n)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nrtpy", "run", str(path), "--ranks",
+             str(n), "--output-dir", str(Path(work) / "out"),
+             "--benchmark", str(count)],
+            capture_output=True, text=True,
+            env=dict(os.environ, NEURON_RT_EXEC_TIMEOUT="120",
+                     NRTPY_EMU_CC_TRANSPORT=transport))
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stdout + proc.stderr)
+    p50 = [float(v) for v in re.findall(r"p50 ([0-9.]+) ms", proc.stdout)]
+    return max(p50) / 1e3
+
+
+def processes(n: int, mib: list[int], iters: int) -> int:
+    """All-reduce across n processes of this machine: libfabric (shm), the
+    runtime's own TCP, Open MPI's MPI_Allreduce, and memcpy for scale."""
+    sizes = [4 << 10] + [m << 20 for m in mib]
+    counts = [iters * (100 if s <= (1 << 20) else 1) for s in sizes]
+    mpi = mpi_times(n, sizes, counts)
+    print(f"all_reduce float32 across {n} processes of this machine "
+          f"({os.cpu_count()} CPUs), p50 of the slowest rank")
+    print(f"  {'size':>10}  {'libfabric shm':>14}  {'own TCP':>10}  "
+          f"{'Open MPI':>10}  {'memcpy':>10}  vs MPI")
+    for size, count in zip(sizes, counts):
+        fab = nrtpy_time(n, size, count, "auto")
+        tcp = nrtpy_time(n, size, count, "tcp")
+        src = np.ones(size // 4, np.float32)
+        dst = np.empty_like(src)
+        np.copyto(dst, src)
+        t0 = time.perf_counter()
+        for _ in range(count):
+            np.copyto(dst, src)
+        copy = (time.perf_counter() - t0) / count
+        ref = mpi.get(size) if isinstance(mpi, dict) else None
+        label = (f"{size >> 10} KiB" if size < (1 << 20)
+                 else f"{size >> 20} MiB")
+        print(f"  {label:>10}  {fab * 1e3:11.3f} ms  {tcp * 1e3:7.3f} ms  "
+              + (f"{ref * 1e3:7.3f} ms" if ref else f"{'-':>10}")
+              + f"  {copy * 1e3:7.3f} ms  "
+              + (f"{ref / fab:5.2f}x" if ref else ""))
+    if isinstance(mpi, str):
+        print(f"  (no Open MPI comparison: {mpi})")
     return 0
 
 
@@ -114,10 +187,13 @@ def main() -> int:
     ap.add_argument("--mib", type=int, default=64)
     ap.add_argument("--iter", type=int, default=5)
     ap.add_argument("--processes", action="store_true")
+    ap.add_argument("--sizes-mib", default="1,64",
+                    help="with --processes: sizes after 4 KiB (MiB, commas)")
     args = ap.parse_args()
     n, size, iters = args.ranks, args.mib << 20, args.iter
     if args.processes:
-        return processes(n, args.mib, iters)
+        return processes(n, [int(v) for v in args.sizes_mib.split(",")],
+                         iters)
 
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(size // 4).astype(np.float32) for _ in range(n)]
