@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import importlib
 import os
 import re
@@ -98,7 +97,7 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
     See ``nrtpy.neff.compile_hlo`` (the public name) and docs/hlo.md.
     """
     # Imported here: nrtpy.neff imports this module at its end.
-    from nrtpy.neff import _attach_outputs, _write_neff
+    from nrtpy.neff import _attach_outputs, _check_target, _write_neff
 
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got "
@@ -106,13 +105,7 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
     if name is not None and not isinstance(name, str):
         raise TypeError(f"name must be a str or None, got "
                         f"{type(name).__name__}: {name!r:.200}")
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, "path is a directory, not a "
-                                "NEFF file to write", os.fspath(path))
-    folder = os.path.dirname(os.fspath(path)) or os.curdir
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(errno.ENOENT, "the folder of path does not "
-                                "exist", os.fspath(path))
+    _check_target(path)
     _load_lowerings()
     mod = parse_module(module_bytes(module))
     ctx = Lowering(mod)

@@ -125,15 +125,7 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
             if not isinstance(out_name, str):
                 raise TypeError(f"output name {out_name!r:.200} must be a "
                                 f"str, not {type(out_name).__name__}")
-    # Found before tracing, and said of the path given (the writer's own
-    # errors would name its temporary file).
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, "path is a directory, not a "
-                                "NEFF file to write", os.fspath(path))
-    folder = os.path.dirname(os.fspath(path)) or os.curdir
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(errno.ENOENT, "the folder of path does not "
-                                "exist", os.fspath(path))
+    _check_target(path)  # before tracing
     if isinstance(world_size, bool) or not isinstance(world_size, int):
         raise TypeError(f"world_size must be an int, got "
                         f"{type(world_size).__name__}: {world_size!r:.200}")
@@ -193,6 +185,19 @@ def _walk_ops(ops: list[dict[str, Any]]):
                         stack.append(value)
                     elif isinstance(value[0], list):
                         stack.extend(v for v in value if v and isinstance(v[0], dict))
+
+
+def _check_target(path: str | os.PathLike) -> None:
+    """Refuse, before any work, a NEFF path that cannot be written: a
+    folder, or a file in a folder that does not exist.  Said of the path
+    given (the writer's own errors would name its temporary file)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "path is a directory, not a "
+                                "NEFF file to write", os.fspath(path))
+    folder = os.path.dirname(os.fspath(path)) or os.curdir
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, "the folder of path does not "
+                                "exist", os.fspath(path))
 
 
 def _attach_outputs(program: Program, results: list[tuple[str, Traced]],
