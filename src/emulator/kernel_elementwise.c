@@ -735,36 +735,62 @@ i64_rem(int64_t a, int64_t b)
     return a % b;
 }
 
-NRTEMU_MULTIVERSION
-static void
-i64_unary(enum nrtemu_op op, size_t n, const int64_t *a, int64_t *o)
-{
-    switch (op) {
-    case NRTEMU_OP_NEG:
-        UN_LOOP(int64_t, i64_wrap(0u - (uint64_t)x));
-        break;
-    case NRTEMU_OP_ABS:
-        UN_LOOP(int64_t, x < 0 ? i64_wrap(0u - (uint64_t)x) : x);
-        break;
-    case NRTEMU_OP_SQUARE:
-        UN_LOOP(int64_t, i64_wrap((uint64_t)x * (uint64_t)x));
-        break;
-    case NRTEMU_OP_RECIPROCAL:
-        /* Integer 1 / x; NumPy leaves 1 / 0 undefined, here it is 0. */
-        UN_LOOP(int64_t, (x == 1 || x == -1) ? x : 0);
-        break;
-    case NRTEMU_OP_RELU:
-        UN_LOOP(int64_t, x > 0 ? x : 0);
-        break;
-    case NRTEMU_OP_SIGN:
-        UN_LOOP(int64_t, (x > 0) - (x < 0));
-        break;
-    default:
-        /* floor, ceil: integers are their own floor (NumPy 2). */
-        UN_LOOP(int64_t, x);
-        break;
+/*
+ * The signed integer ops that wrap, for int64 and int32 (suffix SFX,
+ * type T, its unsigned twin U): arithmetic is done on U, whose conversion
+ * back GCC defines as modulo 2^width.  Unary ops whole; the binary ones
+ * both widths share are the cases INT_WRAPPING_BINARY_CASES, which
+ * SFX##_binary adds to.
+ */
+#define DEFINE_INT_UNARY(SFX, T, U)                                        \
+    NRTEMU_MULTIVERSION                                                    \
+    static void SFX##_unary(enum nrtemu_op op, size_t n, const T *a, T *o) \
+    {                                                                      \
+        switch (op) {                                                      \
+        case NRTEMU_OP_NEG:                                                \
+            UN_LOOP(T, (T)(0u - (U)x));                                    \
+            break;                                                         \
+        case NRTEMU_OP_ABS:                                                \
+            UN_LOOP(T, x < 0 ? (T)(0u - (U)x) : x);                        \
+            break;                                                         \
+        case NRTEMU_OP_SQUARE:                                             \
+            UN_LOOP(T, (T)((U)x * (U)x));                                  \
+            break;                                                         \
+        case NRTEMU_OP_RECIPROCAL:                                         \
+            /* Integer 1 / x; NumPy leaves 1 / 0 undefined, here 0. */     \
+            UN_LOOP(T, (x == 1 || x == -1) ? x : 0);                       \
+            break;                                                         \
+        case NRTEMU_OP_RELU:                                               \
+            UN_LOOP(T, x > 0 ? x : 0);                                     \
+            break;                                                         \
+        case NRTEMU_OP_SIGN:                                               \
+            UN_LOOP(T, (x > 0) - (x < 0));                                 \
+            break;                                                         \
+        default:                                                           \
+            /* floor, ceil: integers are their own floor (NumPy 2). */     \
+            UN_LOOP(T, x);                                                 \
+            break;                                                         \
+        }                                                                  \
     }
-}
+
+#define INT_WRAPPING_BINARY_CASES(T, U) \
+    case NRTEMU_OP_ADD:                 \
+        BIN_LOOP(T, (T)((U)x + (U)y));  \
+        break;                          \
+    case NRTEMU_OP_SUB:                 \
+        BIN_LOOP(T, (T)((U)x - (U)y));  \
+        break;                          \
+    case NRTEMU_OP_MUL:                 \
+        BIN_LOOP(T, (T)((U)x * (U)y));  \
+        break;                          \
+    case NRTEMU_OP_MAXIMUM:             \
+        BIN_LOOP(T, x > y ? x : y);     \
+        break;                          \
+    case NRTEMU_OP_MINIMUM:             \
+        BIN_LOOP(T, x < y ? x : y);     \
+        break;
+
+DEFINE_INT_UNARY(i64, int64_t, uint64_t)
 
 NRTEMU_MULTIVERSION
 static void
@@ -796,27 +822,13 @@ i64_binary(enum nrtemu_op op, size_t n, const int64_t *a, bool sa,
            const int64_t *b, bool sb, int64_t *o)
 {
     switch (op) {
-    case NRTEMU_OP_ADD:
-        BIN_LOOP(int64_t, i64_wrap((uint64_t)x + (uint64_t)y));
-        break;
-    case NRTEMU_OP_SUB:
-        BIN_LOOP(int64_t, i64_wrap((uint64_t)x - (uint64_t)y));
-        break;
-    case NRTEMU_OP_MUL:
-        BIN_LOOP(int64_t, i64_wrap((uint64_t)x * (uint64_t)y));
-        break;
+        INT_WRAPPING_BINARY_CASES(int64_t, uint64_t)
     case NRTEMU_OP_DIV:
     case NRTEMU_OP_FLOOR_DIVIDE:
         BIN_LOOP(int64_t, i64_floor_divide(x, y));
         break;
     case NRTEMU_OP_POW:
         BIN_LOOP(int64_t, i64_pow(x, y));
-        break;
-    case NRTEMU_OP_MAXIMUM:
-        BIN_LOOP(int64_t, x > y ? x : y);
-        break;
-    case NRTEMU_OP_MINIMUM:
-        BIN_LOOP(int64_t, x < y ? x : y);
         break;
     case NRTEMU_OP_MOD:
         BIN_LOOP(int64_t, i64_mod(x, y));
@@ -921,43 +933,7 @@ i32_native(enum nrtemu_op op)
     }
 }
 
-/* Wrapping: computed on uint32_t, whose conversion back GCC defines as
- * modulo 2^32. */
-static inline int32_t
-i32_wrap(uint32_t v)
-{
-    return (int32_t)v;
-}
-
-NRTEMU_MULTIVERSION
-static void
-i32_unary(enum nrtemu_op op, size_t n, const int32_t *a, int32_t *o)
-{
-    switch (op) {
-    case NRTEMU_OP_NEG:
-        UN_LOOP(int32_t, i32_wrap(0u - (uint32_t)x));
-        break;
-    case NRTEMU_OP_ABS:
-        UN_LOOP(int32_t, x < 0 ? i32_wrap(0u - (uint32_t)x) : x);
-        break;
-    case NRTEMU_OP_SQUARE:
-        UN_LOOP(int32_t, i32_wrap((uint32_t)x * (uint32_t)x));
-        break;
-    case NRTEMU_OP_RECIPROCAL:
-        UN_LOOP(int32_t, (x == 1 || x == -1) ? x : 0);
-        break;
-    case NRTEMU_OP_RELU:
-        UN_LOOP(int32_t, x > 0 ? x : 0);
-        break;
-    case NRTEMU_OP_SIGN:
-        UN_LOOP(int32_t, (x > 0) - (x < 0));
-        break;
-    default:
-        /* floor, ceil */
-        UN_LOOP(int32_t, x);
-        break;
-    }
-}
+DEFINE_INT_UNARY(i32, int32_t, uint32_t)
 
 NRTEMU_MULTIVERSION
 static void
@@ -965,21 +941,7 @@ i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
            const int32_t *b, bool sb, int32_t *o)
 {
     switch (op) {
-    case NRTEMU_OP_ADD:
-        BIN_LOOP(int32_t, i32_wrap((uint32_t)x + (uint32_t)y));
-        break;
-    case NRTEMU_OP_SUB:
-        BIN_LOOP(int32_t, i32_wrap((uint32_t)x - (uint32_t)y));
-        break;
-    case NRTEMU_OP_MUL:
-        BIN_LOOP(int32_t, i32_wrap((uint32_t)x * (uint32_t)y));
-        break;
-    case NRTEMU_OP_MAXIMUM:
-        BIN_LOOP(int32_t, x > y ? x : y);
-        break;
-    case NRTEMU_OP_MINIMUM:
-        BIN_LOOP(int32_t, x < y ? x : y);
-        break;
+        INT_WRAPPING_BINARY_CASES(int32_t, uint32_t)
     default:
         break;
     }
