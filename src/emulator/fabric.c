@@ -7,6 +7,7 @@
  * few real functions below are looked up with dlsym().
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,11 +41,40 @@ static struct {
 } lib;
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 
+/* Debian's libfabric links the PSM provider's libinfinipath, whose
+ * constructor takes SIGINT, SIGTERM, SIGSEGV and others for itself: its
+ * handler calls exit(), which deadlocks in libfabric's own destructor when
+ * the signal lands inside libfabric, and Ctrl-C stops raising
+ * KeyboardInterrupt.  The application owns its signals, so what it had
+ * before the dlopen() is put back. */
+static void
+signals_save(struct sigaction *saved, bool *have)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        have[sig] = sigaction(sig, NULL, &saved[sig]) == 0;
+    }
+}
+
+static void
+signals_restore(const struct sigaction *saved, const bool *have)
+{
+    for (int sig = 1; sig < NSIG; sig++) {
+        if (have[sig] && sig != SIGKILL && sig != SIGSTOP) {
+            sigaction(sig, &saved[sig], NULL);
+        }
+    }
+}
+
 static void
 lib_open(void)
 {
-    void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    static struct sigaction saved[NSIG]; /* (once per process) */
+    static bool have[NSIG];
+    void *h;
 
+    signals_save(saved, have);
+    h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    signals_restore(saved, have);
     if (h == NULL) {
         snprintf(lib.error, sizeof lib.error,
                  "libfabric.so.1 cannot be loaded (%.120s); install Debian's "

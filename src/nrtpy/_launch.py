@@ -64,6 +64,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"python -m nrtpy run: no NEFF file at {args.neff}",
               file=sys.stderr)
         return 2
+    # One core per rank: a world larger than the instance would fail in
+    # its last ranks' nrt_init while the first ones wait for them.
+    from nrtpy._info import runtime_info
+
+    info = runtime_info()
+    if args.ranks > info["total_cores"]:
+        where = (f"the emulated instance {info['instance']}"
+                 if info["emulated"] else "this instance")
+        hint = ("; set NRTPY_EMU_INSTANCE to a larger profile (for example "
+                "trn1.32xlarge, 32 cores)" if info["emulated"] else "")
+        print(f"python -m nrtpy run: --ranks {args.ranks} needs "
+              f"{args.ranks} NeuronCores, one per rank, but {where} has "
+              f"{info['total_cores']}{hint}", file=sys.stderr)
+        return 2
     root = os.environ.get("NEURON_RT_ROOT_COMM_ID") or f"127.0.0.1:{_free_port()}"
     procs = []
     for r in range(args.ranks):
@@ -92,22 +106,42 @@ def run(args: argparse.Namespace) -> int:
         t.start()
     # A rank that fails ends the others: they would wait for it until
     # NEURON_RT_EXEC_TIMEOUT.
-    while any(p.poll() is None for p in procs):
-        if any(p.returncode not in (None, 0) for p in procs):
-            for p in procs:
-                if p.poll() is None:
-                    p.terminate()
+    stopped: list[int] = []
+    while True:
+        codes = [p.poll() for p in procs]  # every rank, not the first few
+        if all(c is not None for c in codes):
+            break
+        if any(c not in (None, 0) for c in codes):
+            stopped = [r for r, p in enumerate(procs) if p.poll() is None]
+            for r in stopped:
+                procs[r].terminate()
             break
         time.sleep(0.05)
-    codes = [p.wait() for p in procs]
+    codes = [_wait(p) for p in procs]
     for t in relays:
         t.join()
-    failed = [r for r, c in enumerate(codes) if c != 0]
-    if failed:
-        print(f"python -m nrtpy run: rank(s) {', '.join(map(str, failed))} "
-              f"failed", file=sys.stderr)
+    failed = [r for r, c in enumerate(codes) if c != 0 and r not in stopped]
+    if failed or stopped:
+        msg = f"python -m nrtpy run: rank(s) {_ranks(failed)} failed"
+        if stopped:
+            msg += f"; stopped rank(s) {_ranks(stopped)}"
+        print(msg, file=sys.stderr)
         return 1
     return 0
+
+
+def _wait(p: subprocess.Popen) -> int:
+    """The exit status of a rank, killing it if it outlives a SIGTERM by
+    10 s (a library that catches SIGTERM can keep it from ending)."""
+    try:
+        return p.wait(timeout=10) if p.returncode is None else p.returncode
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.wait()
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ", ".join(map(str, ranks))
 
 
 def _inputs(model: Any, spec: str | None, rank: int) -> dict[str, Any]:
