@@ -60,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         print("python -m nrtpy run: --ranks must be at least 1",
               file=sys.stderr)
         return 2
+    if args.benchmark < 0:
+        print(f"python -m nrtpy run: --benchmark must be 0 or more, not "
+              f"{args.benchmark}", file=sys.stderr)
+        return 2
     if not Path(args.neff).is_file():
         print(f"python -m nrtpy run: no NEFF file at {args.neff}",
               file=sys.stderr)

@@ -108,3 +108,15 @@ def test_ctrl_c_still_raises_after_collectives_over_libfabric(tmp_path):
     for p, out in zip(procs, outs):
         assert p.returncode == 0, out
         assert out.strip().endswith("KeyboardInterrupt"), out
+
+
+def test_bad_command_lines_are_refused(tmp_path):
+    x = np.zeros((4,), np.float32)
+    neff = nn.compile(lambda x: x + 1, x, path=tmp_path / "a.neff")
+    for args, says in ((["--benchmark", "-1"], "--benchmark must be 0 or more"),
+                       (["--ranks", "0"], "--ranks must be at least 1")):
+        proc = launch(neff, 1, *args, "--output-dir", str(tmp_path / "o"))
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert says in proc.stderr
+    proc = launch(tmp_path / "missing.neff", 1)
+    assert proc.returncode == 2 and "no NEFF file at" in proc.stderr
