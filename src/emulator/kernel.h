@@ -217,6 +217,21 @@ NRT_STATUS nrtemu__kernel_elementwise(enum nrtemu_op op,
                                       struct nrtemu_scratch *s);
 
 /*
+ * The same on a part of a larger op (a piece on the worker pool), which
+ * streams its results past the cache when `stream` is true: what
+ * nrtemu__kernel_stream_wanted() says of the whole op (kernel_stream.h).
+ * Thread-safe for disjoint outs, each call with scratch of its own.
+ */
+NRT_STATUS nrtemu__kernel_elementwise_part(enum nrtemu_op op,
+                                           enum nrtemu_dtype compute,
+                                           const struct nrtemu_array *out,
+                                           const struct nrtemu_array *in,
+                                           int n_in, struct nrtemu_scratch *s,
+                                           bool stream);
+bool nrtemu__kernel_stream_wanted(const struct nrtemu_array *out,
+                                  const struct nrtemu_array *in, int n_in);
+
+/*
  * np.matmul of `a` and `b` into `out`, computing in `compute` (16- and
  * 8-bit floats accumulate in float32).  Operands of 1 dimension are
  * promoted as NumPy does; batch dimensions broadcast.
@@ -263,6 +278,9 @@ void nrtemu__kernel_broadcast(const struct nrtemu_array *out,
 void nrtemu__kernel_concatenate(const struct nrtemu_array *out,
                                 const struct nrtemu_array *in, int n_in,
                                 uint32_t axis);
+/* memmove of `bytes`, on the worker pool when they are many and the two
+ * ranges do not overlap. */
+void nrtemu__kernel_copy_bytes(void *dst, const void *src, size_t bytes);
 /* out[i...] = in[start + i * step ...] per dimension. */
 void nrtemu__kernel_slice(const struct nrtemu_array *out,
                           const struct nrtemu_array *in, const int64_t *start,

@@ -19,6 +19,7 @@
 #include "kernel.h"
 #include "kernel_iter.h"
 #include "kernel_math.h"
+#include "kernel_stream.h"
 #include "simd.h"
 
 /* The loop family of each op, from its row of NRTEMU_OP_LIST. */
@@ -1284,9 +1285,11 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
     }
 }
 
-/* cast, copy: one conversion per run, straight into the output. */
+/* cast, copy: one conversion per run, straight into the output (a copy
+ * to be streamed: through kstream_copy). */
 static void
-convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in)
+convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in,
+               bool stream)
 {
     struct kiter it;
     uint64_t idx[NRTEMU_MAX_DIMS] = {0};
@@ -1302,12 +1305,21 @@ convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in)
     kiter_collapse(&it);
     outer = kiter_outer_count(&it);
     len = it.shape[it.ndim - 1];
+    stream = stream && in->dtype == out->dtype &&
+             in->dtype != NRTEMU_DTYPE_BOOL && it.stride[0][it.ndim - 1] == 1;
     for (uint64_t o = 0; o < outer; o++) {
-        nrtemu__convert(out->dtype, (char *)out->data + off[1] * out_size,
-                        in->dtype,
-                        (const char *)in->data + off[0] * (ptrdiff_t)in_size,
-                        it.stride[0][it.ndim - 1], len);
+        char *dst = (char *)out->data + off[1] * out_size;
+        const char *src = (const char *)in->data + off[0] * (ptrdiff_t)in_size;
+        if (stream) {
+            kstream_copy(dst, src, len * out_size);
+        } else {
+            nrtemu__convert(out->dtype, dst, in->dtype, src,
+                            it.stride[0][it.ndim - 1], len);
+        }
         kiter_next(&it, idx, off);
+    }
+    if (stream) {
+        kstream_fence();
     }
 }
 
@@ -1384,11 +1396,38 @@ sign_driver(enum nrtemu_op op, const struct nrtemu_array *out,
     }
 }
 
+/* Whether an elementwise op over these arrays streams its result
+ * (kernel_stream.h). */
+bool
+nrtemu__kernel_stream_wanted(const struct nrtemu_array *out,
+                             const struct nrtemu_array *in, int n_in)
+{
+    uint64_t out_bytes =
+        nrtemu__array_count(out) * nrtemu__dtype_size(out->dtype);
+    uint64_t bytes = out_bytes;
+
+    for (int k = 0; k < n_in; k++) {
+        bytes += nrtemu__array_count(&in[k]) * nrtemu__dtype_size(in[k].dtype);
+    }
+    return kstream_wanted(bytes, out_bytes);
+}
+
 NRT_STATUS
 nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                            const struct nrtemu_array *out,
                            const struct nrtemu_array *in, int n_in,
                            struct nrtemu_scratch *s)
+{
+    return nrtemu__kernel_elementwise_part(
+        op, compute, out, in, n_in, s,
+        nrtemu__kernel_stream_wanted(out, in, n_in));
+}
+
+NRT_STATUS
+nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
+                                const struct nrtemu_array *out,
+                                const struct nrtemu_array *in, int n_in,
+                                struct nrtemu_scratch *s, bool stream)
 {
     enum nrtemu_op_class cls = (enum nrtemu_op_class)op_class[op];
     enum nrtemu_dtype kt = nrtemu__kernel_dtype(compute);
@@ -1408,7 +1447,7 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
         return NRT_SUCCESS;
     }
     if (cls == NRTEMU_OPC_CONVERT) {
-        convert_driver(out, &in[0]);
+        convert_driver(out, &in[0], stream);
         return NRT_SUCCESS;
     }
     if (sign_op_applies(op, compute, out, &in[0])) {
@@ -1471,6 +1510,11 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (!out_direct || n_scalar == n_in) {
         block = BLOCK;
     }
+    /* Results to stream: a block computed into cache, then copied out. */
+    stream = stream && out_direct;
+    if (stream && block > KSTREAM_BLOCK / out_size) {
+        block = KSTREAM_BLOCK / out_size;
+    }
 
     for (uint64_t o = 0; o < outer; o++) {
         for (size_t j = 0; j < len; j += block) {
@@ -1490,9 +1534,11 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                 ptr[k] = operand_block(&ops[k], off[k] + (ptrdiff_t)j * st, st,
                                        n, materialize, tmp, &scalar[k]);
             }
-            res = out_direct ? (void *)dst : (void *)out_block;
+            res = out_direct && !stream ? (void *)dst : (void *)out_block;
             run_block(op, cls, kt, compute, n, ptr, scalar, res);
-            if (!out_direct) {
+            if (stream) {
+                kstream_copy(dst, out_block, n * out_size);
+            } else if (!out_direct) {
                 if (out_two_step) {
                     nrtemu__convert(compute, tmp, rt, out_block, 1, n);
                     nrtemu__convert(out->dtype, dst, compute, tmp, 1, n);
@@ -1502,6 +1548,9 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
             }
         }
         kiter_next(&it, idx, off);
+    }
+    if (stream) {
+        kstream_fence();
     }
     return NRT_SUCCESS;
 }

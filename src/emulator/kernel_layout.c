@@ -15,6 +15,9 @@
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_iter.h"
+#include "kernel_split.h"
+#include "kernel_stream.h"
+#include "pool.h"
 #include "simd.h"
 
 #if NRTEMU_X86_CLONES
@@ -22,6 +25,127 @@
 #elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+
+/*
+ * Every other element of 1-, 2- or 4-byte items (a slice with step 2):
+ * each pair of items read as one item twice as wide, of which the low
+ * half is kept (x86 is little-endian), so that the loop vectorises as
+ * loads and narrowing moves.  The last item is copied alone: its pair
+ * may end past the source.
+ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HAVE_EVERY_OTHER 1
+typedef uint16_t u16_any __attribute__((aligned(1), may_alias));
+typedef uint32_t u32_any __attribute__((aligned(1), may_alias));
+typedef uint64_t u64_any __attribute__((aligned(1), may_alias));
+typedef uint8_t u8_any __attribute__((may_alias));
+typedef uint16_t u16_any_out __attribute__((aligned(1), may_alias));
+typedef uint32_t u32_any_out __attribute__((aligned(1), may_alias));
+
+NRTEMU_MULTIVERSION
+static void
+copy_every_other(char *dst, const char *src, size_t n, size_t size)
+{
+    size_t m = n - 1;
+
+    switch (size) {
+    case 1:
+        for (size_t i = 0; i < m; i++) {
+            ((u8_any *)dst)[i] = (uint8_t)((const u16_any *)src)[i];
+        }
+        break;
+    case 2:
+        for (size_t i = 0; i < m; i++) {
+            ((u16_any_out *)dst)[i] = (uint16_t)((const u32_any *)src)[i];
+        }
+        break;
+    default:
+        for (size_t i = 0; i < m; i++) {
+            ((u32_any_out *)dst)[i] = (uint32_t)((const u64_any *)src)[i];
+        }
+        break;
+    }
+    memcpy(dst + m * size, src + 2 * m * size, size);
+}
+#else
+#define HAVE_EVERY_OTHER 0
+#endif
+
+/* Non-temporal copies (kernel_stream.h): 64-byte units, stored with the
+ * widest vectors the CPU has. */
+#if KSTREAM_HAVE
+#if NRTEMU_X86_CLONES
+__attribute__((target("avx512f"))) static void
+stream_64_avx512(char *d, const char *s, size_t units)
+{
+    for (size_t i = 0; i < units; i++, d += 64, s += 64) {
+        _mm512_stream_si512((void *)d, _mm512_loadu_si512(s));
+    }
+}
+
+__attribute__((target("avx"))) static void
+stream_64_avx(char *d, const char *s, size_t units)
+{
+    for (size_t i = 0; i < units; i++, d += 64, s += 64) {
+        _mm256_stream_si256((__m256i *)d,
+                            _mm256_loadu_si256((const __m256i *)s));
+        _mm256_stream_si256((__m256i *)(d + 32),
+                            _mm256_loadu_si256((const __m256i *)(s + 32)));
+    }
+}
+#endif
+
+static void
+stream_64(char *d, const char *s, size_t units)
+{
+#if NRTEMU_X86_CLONES
+    static int width; /* 0: not asked yet (racy but idempotent) */
+    int w = __atomic_load_n(&width, __ATOMIC_RELAXED);
+    if (w == 0) {
+        __builtin_cpu_init();
+        w = __builtin_cpu_supports("avx512f") ? 64
+            : __builtin_cpu_supports("avx")   ? 32
+                                              : 16;
+        __atomic_store_n(&width, w, __ATOMIC_RELAXED);
+    }
+    if (w == 64) {
+        stream_64_avx512(d, s, units);
+        return;
+    }
+    if (w == 32) {
+        stream_64_avx(d, s, units);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < units; i++, d += 64, s += 64) {
+        for (int k = 0; k < 64; k += 16) {
+            _mm_stream_si128((__m128i *)(d + k),
+                             _mm_loadu_si128((const __m128i *)(s + k)));
+        }
+    }
+}
+#endif
+
+void
+nrtemu__kstream_copy(void *dst, const void *src, size_t n)
+{
+#if KSTREAM_HAVE
+    char *d = dst;
+    const char *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 63);
+
+    if (n < head + 64) {
+        memcpy(d, s, n);
+        return;
+    }
+    memcpy(d, s, head);
+    stream_64(d + head, s + head, (n - head) / 64);
+    memcpy(d + head + (n - head) / 64 * 64, s + head + (n - head) / 64 * 64,
+           (n - head) % 64);
+#else
+    memcpy(dst, src, n);
+#endif
+}
 
 /* Copy n elements of `size` bytes read with `stride` (in elements). */
 static void
@@ -31,6 +155,12 @@ copy_run(char *dst, const char *src, ptrdiff_t stride, size_t n, size_t size)
         memcpy(dst, src, n * size);
         return;
     }
+#if HAVE_EVERY_OTHER
+    if (stride == 2 && size <= 4 && n > 0) {
+        copy_every_other(dst, src, n, size);
+        return;
+    }
+#endif
     switch (size) {
     case 1:
         for (size_t i = 0; i < n; i++) {
@@ -579,11 +709,11 @@ gather_transposed(const struct kiter *it, int p, char *dst, const char *src,
 
 /*
  * out (contiguous, its own shape) = the elements of `src` read with
- * `strides` (elements, per out dimension).
+ * `strides` (elements, per out dimension), on the calling thread.
  */
 static void
-gather(const struct nrtemu_array *out, const char *src,
-       const ptrdiff_t *strides)
+gather_serial(const struct nrtemu_array *out, const char *src,
+              const ptrdiff_t *strides)
 {
     size_t size = nrtemu__dtype_size(out->dtype);
     struct kiter it;
@@ -647,6 +777,94 @@ gather(const struct nrtemu_array *out, const char *src,
     }
 }
 
+/*
+ * Layout ops whose out has at least LAYOUT_SPLIT_MIN bytes run on the
+ * worker pool, LAYOUT_PER_THREAD pieces of the out per thread
+ * (kernel_split.h), claimed by the threads as they come: they only move
+ * bytes, so pieces are as exact as one pass.  Below it, waking the pool
+ * costs more than a second thread saves.
+ */
+#ifndef LAYOUT_SPLIT_MIN
+#define LAYOUT_SPLIT_MIN ((size_t)1 << 18)
+#endif
+#define LAYOUT_PER_THREAD 4
+
+/* At most this many pieces. */
+#define LAYOUT_MAX_TASKS 64
+
+/* The pieces for an out of `bytes`, of LAYOUT_SPLIT_MIN / 2 bytes at
+ * least: 1 to stay on the caller. */
+static uint32_t
+layout_tasks(size_t bytes)
+{
+    uint64_t threads = nrtemu__pool_threads();
+    uint64_t tasks = threads * LAYOUT_PER_THREAD;
+
+    if (threads < 2 || bytes < LAYOUT_SPLIT_MIN) {
+        return 1;
+    }
+    tasks = tasks < bytes / (LAYOUT_SPLIT_MIN / 2)
+                ? tasks
+                : bytes / (LAYOUT_SPLIT_MIN / 2);
+    return tasks < LAYOUT_MAX_TASKS ? (uint32_t)tasks : LAYOUT_MAX_TASKS;
+}
+
+struct gather_job {
+    const struct nrtemu_array *out;
+    const char *src;
+    const ptrdiff_t *strides;
+    struct ksplit plan;
+    uint32_t tasks;
+};
+
+/* Piece t of a gather: each of its boxes is a gather of its own. */
+static void
+gather_task(void *arg, uint32_t t)
+{
+    const struct gather_job *job = arg;
+    const struct nrtemu_array *out = job->out;
+    size_t size = nrtemu__dtype_size(out->dtype);
+    uint32_t dim = job->plan.dim;
+    struct kbox b;
+    uint64_t row, end;
+
+    ksplit_piece(&job->plan, t, job->tasks, &row, &end);
+    while (ksplit_box(&job->plan, &row, end, &b)) {
+        struct nrtemu_array view = {.dtype = out->dtype};
+        ptrdiff_t from = (ptrdiff_t)b.start * job->strides[dim];
+        uint64_t off = ksplit_view(&job->plan, &b, out->ndim, out->shape,
+                                   &view.ndim, view.shape);
+        for (uint32_t e = 0; e < dim; e++) {
+            from += (ptrdiff_t)b.lead[e] * job->strides[e];
+        }
+        view.data = (char *)out->data + off * size;
+        gather_serial(&view, job->src + from * (ptrdiff_t)size,
+                      job->strides + dim);
+    }
+}
+
+static void
+gather(const struct nrtemu_array *out, const char *src,
+       const ptrdiff_t *strides)
+{
+    uint64_t count = nrtemu__array_count(out);
+    struct gather_job job = {out, src, strides, {0}, 1};
+
+    if (out->ndim > 0) {
+        job.tasks = layout_tasks(count * nrtemu__dtype_size(out->dtype));
+    }
+    if (job.tasks > 1) {
+        ksplit_plan(&job.plan, out->ndim, out->shape, job.tasks);
+        job.tasks =
+            job.plan.rows < job.tasks ? (uint32_t)job.plan.rows : job.tasks;
+    }
+    if (job.tasks <= 1) {
+        gather_serial(out, src, strides);
+        return;
+    }
+    nrtemu__pool_run(gather_task, &job, job.tasks);
+}
+
 /* C-order strides of `a`, in elements. */
 static void
 contiguous_strides(const struct nrtemu_array *a, ptrdiff_t *strides)
@@ -705,34 +923,108 @@ nrtemu__kernel_slice(const struct nrtemu_array *out,
     gather(out, (const char *)in->data + base * (ptrdiff_t)size, strides);
 }
 
+/*
+ * A concatenation is one run of bytes per operand per index of the outer
+ * dimensions (those before the axis).  Piece t of `tasks` copies the
+ * outer indices of its share when there are enough of them, else its
+ * share of every run.
+ */
+struct concat_job {
+    const struct nrtemu_array *out;
+    const struct nrtemu_array *in;
+    int n_in;
+    uint32_t axis;
+    uint64_t outer, inner;
+    uint32_t tasks;
+};
+
+static void
+concat_task(void *arg, uint32_t t)
+{
+    const struct concat_job *job = arg;
+    size_t size = nrtemu__dtype_size(job->out->dtype);
+    uint64_t total = job->out->shape[job->axis], at = 0;
+    bool by_outer = job->outer >= job->tasks;
+    uint64_t o0 = by_outer ? job->outer * t / job->tasks : 0;
+    uint64_t o1 = by_outer ? job->outer * (t + 1) / job->tasks : job->outer;
+
+    for (int k = 0; k < job->n_in; k++) {
+        uint64_t n = job->in[k].shape[job->axis];
+        size_t run = n * job->inner * size;
+        size_t lo = by_outer ? 0 : run / job->tasks * t / 64 * 64;
+        size_t hi = by_outer || t + 1 == job->tasks
+                        ? run
+                        : run / job->tasks * (t + 1) / 64 * 64;
+        for (uint64_t o = o0; o < o1 && hi > lo; o++) {
+            memcpy((char *)job->out->data +
+                       ((o * total + at) * job->inner) * size + lo,
+                   (const char *)job->in[k].data + o * run + lo, hi - lo);
+        }
+        at += n;
+    }
+}
+
 void
 nrtemu__kernel_concatenate(const struct nrtemu_array *out,
                            const struct nrtemu_array *in, int n_in,
                            uint32_t axis)
 {
-    size_t size = nrtemu__dtype_size(out->dtype);
-    uint64_t outer = 1, inner = 1, total = out->shape[axis];
-    uint64_t at = 0;
+    struct concat_job job = {out, in, n_in, axis, 1, 1, 1};
+    uint64_t count = nrtemu__array_count(out);
 
     /* Empty: the loops below could still count up to 2^56 iterations
      * over the other dimensions. */
-    if (nrtemu__array_count(out) == 0) {
+    if (count == 0) {
         return;
     }
     for (uint32_t d = 0; d < axis; d++) {
-        outer *= out->shape[d];
+        job.outer *= out->shape[d];
     }
     for (uint32_t d = axis + 1; d < out->ndim; d++) {
-        inner *= out->shape[d];
+        job.inner *= out->shape[d];
     }
-    for (int k = 0; k < n_in; k++) {
-        uint64_t n = in[k].shape[axis];
-        size_t run = n * inner * size;
-        for (uint64_t o = 0; o < outer; o++) {
-            memcpy((char *)out->data + ((o * total + at) * inner) * size,
-                   (const char *)in[k].data + o * run, run);
-        }
-        at += n;
+    job.tasks = layout_tasks(count * nrtemu__dtype_size(out->dtype));
+    if (job.tasks > 1) {
+        nrtemu__pool_run(concat_task, &job, job.tasks);
+    } else {
+        concat_task(&job, 0);
+    }
+}
+
+/* memcpy of many bytes in pieces on the pool (whole cache lines each). */
+struct copy_job {
+    char *dst;
+    const char *src;
+    size_t bytes;
+    uint32_t tasks;
+};
+
+static void
+copy_task(void *arg, uint32_t t)
+{
+    const struct copy_job *job = arg;
+    size_t lo = job->bytes / job->tasks * t / 64 * 64;
+    size_t hi = t + 1 == job->tasks
+                    ? job->bytes
+                    : job->bytes / job->tasks * (t + 1) / 64 * 64;
+
+    if (hi > lo) {
+        memcpy(job->dst + lo, job->src + lo, hi - lo);
+    }
+}
+
+void
+nrtemu__kernel_copy_bytes(void *dst, const void *src, size_t bytes)
+{
+    struct copy_job job = {dst, src, bytes, layout_tasks(bytes)};
+    const char *d = dst, *s = src;
+
+    if (d < s + bytes && s < d + bytes) {
+        memmove(dst, src, bytes); /* overlapping: one pass keeps the order */
+    } else if (job.tasks > 1) {
+        nrtemu__pool_run(copy_task, &job, job.tasks);
+    } else {
+        memcpy(dst, src, bytes);
     }
 }
 

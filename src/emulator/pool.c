@@ -2,9 +2,14 @@
  * pool.c - the worker threads that kernels share (pool.h).
  *
  * A job is posted under `lock` with a new generation number; every
- * worker wakes, claims tasks from the job's atomic counter alongside the
- * caller, and reports when it has finished with the job, which lives on
- * the caller's stack and so must outlive every worker's use of it.
+ * worker wakes and, if the job is still posted, joins it: claims tasks
+ * from the job's atomic counter alongside the caller, and reports when it
+ * has finished with the job, which lives on the caller's stack and so
+ * must outlive every worker's use of it.  Once the caller has run out of
+ * tasks to claim it withdraws the job and waits only for the workers that
+ * joined: a worker that the scheduler has not woken yet (the machine busy
+ * with other processes) costs the caller nothing, the caller having done
+ * that worker's share itself.
  * `submit` admits one job at a time; a caller that finds it taken runs
  * its tasks itself rather than wait, so that a job posted from inside a
  * task (or by two cores at once) cannot deadlock.
@@ -15,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "fork.h"
@@ -38,7 +44,7 @@ static struct {
     uint64_t generation;
     struct job *job;
     uint32_t workers; /* started */
-    uint32_t busy;    /* workers not yet finished with the current job */
+    uint32_t busy;    /* workers in the current job, not yet finished */
     bool started;     /* start tried, in this process */
 } pool = {
     .submit = PTHREAD_MUTEX_INITIALIZER,
@@ -92,6 +98,10 @@ worker_main(void *start)
         }
         seen = pool.generation;
         j = pool.job;
+        if (j == NULL) {
+            continue; /* withdrawn before this worker woke */
+        }
+        pool.busy++;
         pthread_mutex_unlock(&pool.lock);
         job_work(j);
         pthread_mutex_lock(&pool.lock);
@@ -151,6 +161,41 @@ nrtemu__pool_threads(void)
     return cpu_total;
 }
 
+/* The last-level cache, read once: sysfs says what this machine (or VM)
+ * has; sysconf may report the host's. */
+static uint64_t llc_bytes = (uint64_t)32 << 20;
+static pthread_once_t llc_once = PTHREAD_ONCE_INIT;
+
+static void
+llc_read(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    unsigned long long n = 0;
+    char unit = 0;
+    long conf;
+
+    if (f != NULL) {
+        if (fscanf(f, "%llu%c", &n, &unit) >= 1) {
+            n *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;
+        }
+        fclose(f);
+    }
+    if (n == 0) {
+        conf = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        n = conf > 0 ? (unsigned long long)conf : 0;
+    }
+    if (n != 0) {
+        llc_bytes = n;
+    }
+}
+
+uint64_t
+nrtemu__pool_llc_bytes(void)
+{
+    pthread_once(&llc_once, llc_read);
+    return llc_bytes;
+}
+
 void
 nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
 {
@@ -165,7 +210,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         pthread_mutex_lock(&pool.lock);
         if (pool.workers > 0) {
             pool.job = &j;
-            pool.busy = pool.workers;
+            pool.busy = 0;
             pool.generation++;
             pthread_cond_broadcast(&pool.wake);
             posted = true;
@@ -178,10 +223,10 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
     job_work(&j);
     if (posted) {
         pthread_mutex_lock(&pool.lock);
+        pool.job = NULL; /* no worker joins from now on */
         while (pool.busy > 0) {
             pthread_cond_wait(&pool.done, &pool.lock);
         }
-        pool.job = NULL;
         pthread_mutex_unlock(&pool.lock);
         pthread_mutex_unlock(&pool.submit);
     }

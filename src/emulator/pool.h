@@ -22,6 +22,12 @@ typedef void (*nrtemu_pool_fn)(void *arg, uint32_t task);
 uint32_t nrtemu__pool_threads(void);
 
 /*
+ * Bytes of the last-level cache (32 MiB when the machine does not say),
+ * for kernels that choose how to store by it.  Thread-safe.
+ */
+uint64_t nrtemu__pool_llc_bytes(void);
+
+/*
  * Run fn(arg, t) for every t in [0, count) and return when all have
  * returned; the tasks run on the pool's workers and the calling thread,
  * in any order, each exactly once.  When the pool is busy with another

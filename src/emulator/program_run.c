@@ -17,6 +17,8 @@
 #include "clock.h"
 #include "convert.h"
 #include "error.h"
+#include "kernel_split.h"
+#include "pool.h"
 #include "program_internal.h"
 
 static NRT_STATUS
@@ -79,11 +81,163 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
  * The kernel calls of the op table (the run column of NRTEMU_OP_LIST):
  * each passes the attributes its op was validated with.
  */
+
+/*
+ * A lone elementwise op (one that no fused chain took) with an out of at
+ * least SPLIT_MIN elements runs on the worker pool: its out is cut into
+ * SPLIT_PER_THREAD pieces per thread (kernel_split.h), which the threads
+ * claim as they come (a thread that the machine's other work delays
+ * takes fewer); each piece runs through the same kernel with scratch of
+ * its own, so results are those of one call.  Smaller outs stay on the
+ * calling thread, where waking the pool would cost more than it saves
+ * (measured: bench/bench_ops.py, 64x64 rows).
+ */
+#ifndef SPLIT_MIN
+#define SPLIT_MIN ((uint64_t)1 << 16)
+#endif
+#define SPLIT_PER_THREAD 4
+
+/* At most this many pieces. */
+#define SPLIT_MAX_TASKS 64
+
+struct split_job {
+    const struct op_call *c;
+    struct ksplit plan;
+    uint32_t tasks;
+    struct nrtemu_scratch *scratch; /* one per task */
+    bool stream;                    /* the whole op's results stream */
+    NRT_STATUS st[SPLIT_MAX_TASKS];
+};
+
+/* One array's view of box `b`. */
+static void
+box_view(const struct split_job *job, const struct kbox *b,
+         const struct nrtemu_array *a, struct nrtemu_array *v)
+{
+    uint64_t off =
+        ksplit_view(&job->plan, b, a->ndim, a->shape, &v->ndim, v->shape);
+
+    v->dtype = a->dtype;
+    v->data = (char *)a->data + off * nrtemu__dtype_size(a->dtype);
+}
+
+static void
+split_task(void *arg, uint32_t t)
+{
+    struct split_job *job = arg;
+    const struct op_call *c = job->c;
+    struct nrtemu_array in[3], out;
+    struct kbox b;
+    uint64_t row, end;
+
+    job->st[t] = NRT_SUCCESS;
+    ksplit_piece(&job->plan, t, job->tasks, &row, &end);
+    while (ksplit_box(&job->plan, &row, end, &b)) {
+        for (size_t k = 0; k < c->op->n_in; k++) {
+            box_view(job, &b, &c->in[k], &in[k]);
+        }
+        box_view(job, &b, c->out, &out);
+        job->st[t] = nrtemu__kernel_elementwise_part(
+            c->op->op, c->op->compute, &out, in, (int)c->op->n_in,
+            &job->scratch[t], job->stream);
+        if (job->st[t] != NRT_SUCCESS) {
+            return;
+        }
+    }
+}
+
+/* Whether an operand shares memory with the out other than as the same
+ * array: then the order of the elements matters, and one call keeps it. */
+static bool
+overlaps_out(const struct op_call *c)
+{
+    const char *o = c->out->data;
+    size_t on =
+        nrtemu__array_count(c->out) * nrtemu__dtype_size(c->out->dtype);
+
+    for (size_t k = 0; k < c->op->n_in; k++) {
+        const struct nrtemu_array *a = &c->in[k];
+        const char *i = a->data;
+        size_t in = nrtemu__array_count(a) * nrtemu__dtype_size(a->dtype);
+        if (in == 0 || i + in <= o || o + on <= i) {
+            continue;
+        }
+        if (i != o || in != on || a->ndim != c->out->ndim ||
+            memcmp(a->shape, c->out->shape, a->ndim * sizeof *a->shape) != 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The pieces of an op of `p` with `count` elements: SPLIT_PER_THREAD per
+ * thread of the pool, of SPLIT_MIN / 2 elements at least, as far as the
+ * program has kernel scratch for them (kept between runs); 1 for none. */
+static uint32_t
+pool_tasks(struct nrtemu_program *p, uint64_t count)
+{
+    uint32_t threads = nrtemu__pool_threads();
+    uint64_t tasks = (uint64_t)threads * SPLIT_PER_THREAD;
+
+    if (threads < 2 || count < SPLIT_MIN) {
+        return 1;
+    }
+    tasks = tasks < count / (SPLIT_MIN / 2) ? tasks : count / (SPLIT_MIN / 2);
+    tasks = tasks < SPLIT_MAX_TASKS ? tasks : SPLIT_MAX_TASKS;
+    if (p->n_task_scratch + 1 < tasks) {
+        /* Kernel scratch of tasks 1...; task 0 takes the program's. */
+        struct nrtemu_scratch *more =
+            realloc(p->task_scratch, (tasks - 1) * sizeof *more);
+        if (more != NULL) {
+            memset(more + p->n_task_scratch, 0,
+                   (tasks - 1 - p->n_task_scratch) * sizeof *more);
+            p->task_scratch = more;
+            p->n_task_scratch = (uint32_t)tasks - 1;
+        }
+    }
+    return tasks < p->n_task_scratch + 1 ? (uint32_t)tasks
+                                         : p->n_task_scratch + 1;
+}
+
 NRT_STATUS
 nrtemu__op_run_elementwise(const struct op_call *c)
 {
-    return nrtemu__kernel_elementwise(c->op->op, c->op->compute, c->out, c->in,
-                                      (int)c->op->n_in, &c->program->scratch);
+    struct nrtemu_program *p = c->program;
+    struct nrtemu_scratch scratch[SPLIT_MAX_TASKS];
+    struct split_job job;
+    uint64_t count = nrtemu__array_count(c->out);
+    NRT_STATUS st = NRT_SUCCESS;
+
+    job.tasks = c->op->n_in <= 3 && count >= SPLIT_MIN && !overlaps_out(c)
+                    ? pool_tasks(p, count)
+                    : 1;
+    if (job.tasks > 1) {
+        ksplit_plan(&job.plan, c->out->ndim, c->out->shape, job.tasks);
+        job.tasks =
+            job.plan.rows < job.tasks ? (uint32_t)job.plan.rows : job.tasks;
+    }
+    if (job.tasks <= 1) {
+        return nrtemu__kernel_elementwise(c->op->op, c->op->compute, c->out,
+                                          c->in, (int)c->op->n_in,
+                                          &p->scratch);
+    }
+    job.c = c;
+    job.stream = nrtemu__kernel_stream_wanted(c->out, c->in, (int)c->op->n_in);
+    /* The tasks' scratch lives in the program between runs. */
+    scratch[0] = p->scratch;
+    for (uint32_t t = 1; t < job.tasks; t++) {
+        scratch[t] = p->task_scratch[t - 1];
+    }
+    job.scratch = scratch;
+    nrtemu__pool_run(split_task, &job, job.tasks);
+    p->scratch = scratch[0];
+    for (uint32_t t = 1; t < job.tasks; t++) {
+        p->task_scratch[t - 1] = scratch[t];
+    }
+    for (uint32_t t = 0; t < job.tasks; t++) {
+        st = st != NRT_SUCCESS ? st : job.st[t];
+    }
+    return st;
 }
 
 NRT_STATUS
@@ -137,8 +291,8 @@ NRT_STATUS
 nrtemu__op_run_reshape(const struct op_call *c)
 {
     if (c->out->data != c->in[0].data) {
-        memmove(c->out->data, c->in[0].data,
-                c->program->buffers[c->op->out].bytes);
+        nrtemu__kernel_copy_bytes(c->out->data, c->in[0].data,
+                                  c->program->buffers[c->op->out].bytes);
     }
     return NRT_SUCCESS;
 }

@@ -1,0 +1,66 @@
+/*
+ * kernel_stream.h - non-temporal stores of large results (internal,
+ * shared by the kernels).
+ *
+ * An op whose operands and result together outgrow the last-level cache
+ * streams from memory anyway, and its result is evicted before anything
+ * reads it.  Stored the ordinary way, every cache line of the result is
+ * first read from memory (write-allocate): a third more traffic for a
+ * binary op, half more for a unary one.  Non-temporal stores skip that
+ * read.  Measured on 2048 x 2048 float32 a + b (48 MB, one thread):
+ * 1.0-1.2 ms against 1.55-1.7 ms with plain stores, when each block of
+ * results (1 KiB: larger blocks measured slower) is computed into cache
+ * and then copied out with them.  Below the threshold the result stays in
+ * cache for whatever reads it next, and plain stores win.
+ */
+#ifndef NRTEMU_KERNEL_STREAM_H
+#define NRTEMU_KERNEL_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pool.h"
+
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define KSTREAM_HAVE 1
+#else
+#define KSTREAM_HAVE 0
+#endif
+
+/* Bytes of results computed into cache before they are streamed out. */
+#define KSTREAM_BLOCK 1024
+
+/*
+ * Whether an op that reads and writes `bytes` in all, `out_bytes` of them
+ * its result, should stream its result: all of it at least the size of
+ * the last-level cache (pool.h).  Thread-safe.
+ */
+static inline bool
+kstream_wanted(uint64_t bytes, uint64_t out_bytes)
+{
+    return KSTREAM_HAVE && out_bytes >= ((uint64_t)1 << 20) &&
+           bytes >= nrtemu__pool_llc_bytes();
+}
+
+/*
+ * memcpy with non-temporal stores for the aligned part of dst, as wide as
+ * the CPU has (16-byte ones measured 10% slower than 64-byte ones on
+ * AVX-512 parts); kstream_fence() must follow before other threads read
+ * dst.  kernel_layout.c.
+ */
+void nrtemu__kstream_copy(void *dst, const void *src, size_t n);
+#define kstream_copy nrtemu__kstream_copy
+
+/* Orders the streamed stores before what follows (a pool task's end). */
+static inline void
+kstream_fence(void)
+{
+#if KSTREAM_HAVE
+    _mm_sfence();
+#endif
+}
+
+#endif /* NRTEMU_KERNEL_STREAM_H */
