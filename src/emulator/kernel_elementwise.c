@@ -20,6 +20,7 @@
 #include "kernel_iter.h"
 #include "kernel_math.h"
 #include "kernel_stream.h"
+#include "kernel_table.h"
 #include "simd.h"
 
 /* The loop family of each op, from its row of NRTEMU_OP_LIST. */
@@ -1450,8 +1451,17 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
         convert_driver(out, &in[0], stream);
         return NRT_SUCCESS;
     }
+    if (cls == NRTEMU_OPC_TEST && !nrtemu__dtype_is_float(in[0].dtype) &&
+        out->dtype == NRTEMU_DTYPE_BOOL) {
+        /* Every integer (and bool) converts to a finite float. */
+        memset(out->data, 1, (size_t)nrtemu__array_count(out));
+        return NRT_SUCCESS;
+    }
     if (sign_op_applies(op, compute, out, &in[0])) {
         sign_driver(op, out, &in[0]);
+        return NRT_SUCCESS;
+    }
+    if (nrtemu__kernel_table_run(op, compute, out, in, n_in, s)) {
         return NRT_SUCCESS;
     }
     if (compute == NRTEMU_DTYPE_INT32 && i32_native(op)) {

@@ -291,6 +291,95 @@ test_fp8_from_float32(void)
     }
 }
 
+/*
+ * Each fp8 format to float32 in bulk (contiguous codes: the vectorised
+ * decoder) against the strided path (the table) and the scalar decoder,
+ * bit for bit: all 256 codes, at every offset of a vector.
+ */
+static void
+test_fp8_to_float32(void)
+{
+    static uint8_t codes[3 * 256 + 64], strided[2 * (3 * 256 + 64)];
+    static float bulk[3 * 256 + 64], table[3 * 256 + 64];
+    const size_t n = sizeof codes;
+
+    for (size_t i = 0; i < n; i++) {
+        codes[i] = (uint8_t)(i * 7 + i / 256);
+        strided[2 * i] = codes[i];
+        strided[2 * i + 1] = 0xa5;
+    }
+    for (int t = 0; t < 4; t++) {
+        enum nrtemu_dtype dt =
+            (enum nrtemu_dtype)(NRTEMU_DTYPE_FLOAT8_E4M3 + t);
+        for (size_t off = 0; off < 17; off++) {
+            nrtemu__convert(NRTEMU_DTYPE_FLOAT32, bulk, dt, codes + off, 1,
+                            n - off);
+            nrtemu__convert(NRTEMU_DTYPE_FLOAT32, table, dt, strided + 2 * off,
+                            2, n - off);
+            for (size_t i = 0; i < n - off; i++) {
+                float want = nrtemu__fp8_to_float(dt, codes[off + i]);
+                if (memcmp(&bulk[i], &want, 4) != 0 ||
+                    memcmp(&table[i], &want, 4) != 0) {
+                    TEST_FAIL_("%s code 0x%02x to float32: %a (bulk), %a "
+                               "(strided), expected %a",
+                               nrtemu__dtype_name(dt), codes[off + i], bulk[i],
+                               table[i], want);
+                }
+            }
+        }
+    }
+}
+
+/*
+ * Truth values (a conversion to bool, as logical ops load their
+ * operands) of contiguous runs against strided ones, which go through
+ * the wide type: zeros of either sign false, NaN and every other bit
+ * pattern true, for every dtype.
+ */
+static void
+test_truth_values(void)
+{
+    static const uint64_t pats[] = {0,
+                                    1,
+                                    0x80,
+                                    0x8000,
+                                    0x80000000u,
+                                    0x8000000000000000ull,
+                                    0x7f,
+                                    0x7fc0,
+                                    0x7fc00000u,
+                                    0xff,
+                                    0xffff,
+                                    0xffffffffu,
+                                    ~0ull,
+                                    0x100,
+                                    0x3c00,
+                                    0x3f800000u,
+                                    0x0001000000000000ull};
+    enum { N = sizeof pats / sizeof pats[0] };
+    uint8_t src[N * 8], twice[2 * N * 8], bulk[N], slow[N];
+
+    for (int dt = NRTEMU_DTYPE_BOOL; dt <= NRTEMU_DTYPE_FLOAT8_E3M4; dt++) {
+        size_t size = nrtemu__dtype_size((enum nrtemu_dtype)dt);
+        for (size_t i = 0; i < N; i++) {
+            memcpy(src + i * size, &pats[i], size); /* little-endian */
+            memcpy(twice + 2 * i * size, &pats[i], size);
+            memset(twice + (2 * i + 1) * size, 0x5a, size);
+        }
+        nrtemu__convert(NRTEMU_DTYPE_BOOL, bulk, (enum nrtemu_dtype)dt, src, 1,
+                        N);
+        nrtemu__convert(NRTEMU_DTYPE_BOOL, slow, (enum nrtemu_dtype)dt, twice,
+                        2, N);
+        for (size_t i = 0; i < N; i++) {
+            if (bulk[i] != slow[i] || bulk[i] > 1) {
+                TEST_FAIL_("%s 0x%llx to bool: %u (contiguous), %u (strided)",
+                           nrtemu__dtype_name((enum nrtemu_dtype)dt),
+                           (unsigned long long)pats[i], bulk[i], slow[i]);
+            }
+        }
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -301,6 +390,8 @@ main(int argc, char **argv)
     }
     RUN_TEST(test_broadcast_and_in_place);
     RUN_TEST(test_fp8_from_float32);
+    RUN_TEST(test_fp8_to_float32);
+    RUN_TEST(test_truth_values);
     test_vectors(argv[1]);
     return 0;
 }

@@ -1,11 +1,13 @@
 /*
  * test_kernels_pool.c - cutting ops into pieces for the worker pool
- * (kernel_split.h).
+ * (kernel_split.h), and elementwise ops on 1-byte operands by table
+ * lookup (kernel_table.c), against the plain kernel.
  */
 #include "test.h"
 
 #include "kernel.h"
 #include "kernel_split.h"
+#include "kernel_table.h"
 
 /*
  * For many shapes and piece counts: the boxes of all pieces cover every
@@ -78,10 +80,97 @@ test_split_boxes(void)
     }
 }
 
+/*
+ * Unary, binary and where ops over 1-byte dtypes, big enough for a
+ * table, against the same op run in pieces too small for one: bit for
+ * bit, every code and every pair of codes.
+ */
+static void
+check_table(enum nrtemu_op op, enum nrtemu_dtype compute, enum nrtemu_dtype dt,
+            enum nrtemu_dtype out_dt, int n_in)
+{
+    enum { N = 65536 * 2, PIECE = 1024 };
+    static uint8_t a[N], b[N], c[N], big[N], small[N];
+    struct nrtemu_scratch s = {0};
+    struct nrtemu_array in[3], out;
+    const uint8_t *ops[3];
+
+    for (size_t i = 0; i < N; i++) {
+        a[i] = (uint8_t)(n_in == 2 ? i >> 8 : i * 131);
+        b[i] = (uint8_t)i;
+        c[i] = (uint8_t)((i * 7) >> 3 & 1);
+    }
+    ops[0] = n_in == 3 ? c : a;
+    ops[1] = n_in == 3 ? a : b;
+    ops[2] = b;
+    for (int k = 0; k < n_in; k++) {
+        in[k] =
+            (struct nrtemu_array){(void *)ops[k],
+                                  n_in == 3 && k == 0 ? NRTEMU_DTYPE_BOOL : dt,
+                                  1,
+                                  {N}};
+    }
+    out = (struct nrtemu_array){big, out_dt, 1, {N}};
+    ASSERT_TRUE(nrtemu__kernel_table_run(op, compute, &out, in, n_in, &s));
+    memset(big, 0xee, N);
+    ASSERT_EQ(nrtemu__kernel_elementwise(op, compute, &out, in, n_in, &s),
+              NRT_SUCCESS);
+    for (size_t p = 0; p < N; p += PIECE) {
+        struct nrtemu_array pin[3], pout = {small + p, out_dt, 1, {PIECE}};
+        for (int k = 0; k < n_in; k++) {
+            pin[k] = in[k];
+            pin[k].data = (char *)in[k].data + p;
+            pin[k].shape[0] = PIECE;
+        }
+        ASSERT_TRUE(
+            !nrtemu__kernel_table_run(op, compute, &pout, pin, n_in, &s));
+        ASSERT_EQ(
+            nrtemu__kernel_elementwise(op, compute, &pout, pin, n_in, &s),
+            NRT_SUCCESS);
+    }
+    for (size_t i = 0; i < N; i++) {
+        if (big[i] != small[i]) {
+            TEST_FAIL_("op %d of %s at %zu: 0x%02x by table, 0x%02x "
+                       "computed",
+                       (int)op, nrtemu__dtype_name(dt), i, big[i], small[i]);
+        }
+    }
+    nrtemu__scratch_free(&s);
+}
+
+static void
+test_tables(void)
+{
+    for (int t = 0; t < 4; t++) {
+        enum nrtemu_dtype f =
+            (enum nrtemu_dtype)(NRTEMU_DTYPE_FLOAT8_E4M3 + t);
+        check_table(NRTEMU_OP_FLOOR, f, f, f, 1);
+        check_table(NRTEMU_OP_EXP, f, f, f, 1);
+        check_table(NRTEMU_OP_IS_FINITE, NRTEMU_DTYPE_FLOAT64, f,
+                    NRTEMU_DTYPE_BOOL, 1);
+        check_table(NRTEMU_OP_ADD, f, f, f, 2);
+        check_table(NRTEMU_OP_DIV, f, f, f, 2);
+        check_table(NRTEMU_OP_MAXIMUM, f, f, f, 2);
+        check_table(NRTEMU_OP_LESS_EQUAL, f, f, NRTEMU_DTYPE_BOOL, 2);
+        check_table(NRTEMU_OP_WHERE, f, f, f, 3);
+    }
+    check_table(NRTEMU_OP_MUL, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8,
+                NRTEMU_DTYPE_INT8, 2);
+    check_table(NRTEMU_OP_SHR_ARITH, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8,
+                NRTEMU_DTYPE_INT8, 2);
+    check_table(NRTEMU_OP_NEG, NRTEMU_DTYPE_UINT8, NRTEMU_DTYPE_UINT8,
+                NRTEMU_DTYPE_UINT8, 1);
+    check_table(NRTEMU_OP_LOGICAL_XOR, NRTEMU_DTYPE_BOOL, NRTEMU_DTYPE_BOOL,
+                NRTEMU_DTYPE_BOOL, 2);
+    check_table(NRTEMU_OP_WHERE, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8,
+                NRTEMU_DTYPE_INT8, 3);
+}
+
 int
 main(void)
 {
     test_begin("test_kernels_pool");
     RUN_TEST(test_split_boxes);
+    RUN_TEST(test_tables);
     return 0;
 }

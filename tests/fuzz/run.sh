@@ -32,7 +32,8 @@ sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
          $emu/convert.c
          $emu/kernel.c $emu/kernel_elementwise.c $emu/kernel_layout.c
          $emu/kernel_matmul.c $emu/kernel_reduce.c $emu/kernel_scatter.c
-         $emu/kernel_sort.c $emu/kernel_collective.c $emu/pool.c"
+         $emu/kernel_sort.c $emu/kernel_collective.c $emu/kernel_table.c
+         $emu/pool.c"
 # A 64 MiB payload bound keeps a 1 MiB gzip input from inflating to
 # 1 GiB: the ratio rule is exercised all the same.
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer

@@ -1,12 +1,15 @@
-"""Large elementwise and layout ops on the worker pool: the same results
-as computed one call at a time.
+"""Large elementwise and layout ops on the worker pool, and 1-byte
+operands by table lookup: the same results as computed one call at a time.
 
 An elementwise op that is no part of a fused chain runs on the pool when
 its out has 2**16 elements or more, cut into pieces along its leading
 dimensions; layout ops (transpose, slice, broadcast_to, concatenate,
-reshape) do the same from 256 KiB.  So each case here runs the op big and
-compares it with NumPy, or with the same op run small (below every
-threshold: one kernel call), bit for bit.
+reshape) do the same from 256 KiB.  An op whose operands and result all
+have 1-byte elements (fp8, bool, int8, uint8) is a lookup in a table of
+its results over every code (4096 elements or more) or every pair of codes
+(2**16 or more), built by the kernel itself.  So each case here runs the
+op big and compares it with the same op run small (below every threshold:
+the plain kernel), bit for bit, and with NumPy / ml_dtypes.
 """
 
 from __future__ import annotations
@@ -38,6 +41,72 @@ def run(tmp_path, fn, *arrays):
 
 def bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+
+
+def same_values(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal as float32 values, NaN where NaN (payloads aside)."""
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+UNARY = {
+    "floor": np.floor, "ceil": np.ceil, "sign": np.sign, "rint": np.rint,
+    "square": np.square, "reciprocal": np.reciprocal,
+    "relu": nrtpy.neff.relu, "exp": np.exp,
+}
+
+
+@pytest.mark.parametrize("op", UNARY, ids=str)
+@pytest.mark.parametrize("dtype", FP8, ids=lambda d: np.dtype(d).name)
+def test_fp8_unary_every_code_by_table(tmp_path, dtype, op):
+    fn = UNARY[op]
+    codes = np.arange(256, dtype=np.uint8).view(dtype).reshape(16, 16)
+    big = np.tile(codes, (8, 4))  # 8192 codes: the table
+    got = run(tmp_path, fn, big)
+    small = run(tmp_path, fn, codes)  # 256: computed
+    np.testing.assert_array_equal(bits(got), bits(np.tile(small, (8, 4))))
+    if op != "exp":  # exp is rounded from float32: within an ulp of ml_dtypes
+        with np.errstate(divide="ignore"):
+            want = fn(codes.astype(np.float32)).astype(dtype)
+        same_values(small, want)
+
+
+@pytest.mark.parametrize("dtype", FP8, ids=lambda d: np.dtype(d).name)
+def test_fp8_tests_and_truth_every_code(tmp_path, dtype):
+    codes = np.arange(256, dtype=np.uint8).view(dtype).reshape(16, 16)
+    big = np.tile(codes, (16, 16))
+    for fn in (np.isfinite, np.logical_not):
+        got = run(tmp_path, fn, big)
+        want = fn(big.astype(np.float32))
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply,
+    "div": np.true_divide, "maximum": np.maximum, "minimum": np.minimum,
+    "less": np.less, "equal": np.equal, "greater_equal": np.greater_equal,
+    "logical_xor": np.logical_xor,
+}
+
+
+@pytest.mark.parametrize("op", BINARY, ids=str)
+@pytest.mark.parametrize("dtype", [FP8[0], FP8[2]], ids=lambda d: np.dtype(d).name)
+def test_fp8_binary_every_pair_by_table(tmp_path, dtype, op):
+    fn = BINARY[op]
+    codes = np.arange(256, dtype=np.uint8).view(dtype)
+    a = np.repeat(codes, 256).reshape(256, 256)  # every pair once
+    b = np.tile(codes, 256).reshape(256, 256)
+    with np.errstate(all="ignore"):
+        got = run(tmp_path, fn, a, b)  # 65536 elements: the pair table
+        # 16 rows at a time: computed
+        small = np.concatenate([run(tmp_path, fn, a[i:i + 16], b[i:i + 16])
+                                for i in range(0, 256, 16)])
+        np.testing.assert_array_equal(bits(got), bits(small))
+        want = fn(a.astype(np.float32), b.astype(np.float32))
+    if want.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want, strict=True)
+    else:
+        same_values(got, want.astype(dtype))
 
 
 # Shapes that the pool cuts along the last dimension at odd places, along
@@ -107,3 +176,15 @@ def test_split_layout_matches_numpy(tmp_path, dtype):
         got = run(tmp_path, fn, *args)
         np.testing.assert_array_equal(bits(got), bits(np.asarray(fn(*args))))
 
+
+@pytest.mark.parametrize("dtype", FP8, ids=lambda d: np.dtype(d).name)
+def test_fp8_where_every_code(tmp_path, dtype):
+    codes = np.arange(256, dtype=np.uint8).view(dtype).reshape(16, 16)
+    x = np.tile(codes, (16, 16))
+    y = np.ascontiguousarray(x.T)
+    c = RNG.random(x.shape) > 0.5
+    got = run(tmp_path, np.where, c, x, y)  # 65536: the table
+    small = np.concatenate([run(tmp_path, np.where, c[i:i + 8], x[i:i + 8],
+                                y[i:i + 8]) for i in range(0, 256, 8)])
+    np.testing.assert_array_equal(bits(got), bits(small))
+    same_values(got, np.where(c, x, y))
