@@ -1,12 +1,14 @@
 /*
  * test_kernels_pool.c - cutting ops into pieces for the worker pool
- * (kernel_split.h), and elementwise ops on 1-byte operands by table
- * lookup (kernel_table.c), against the plain kernel.
+ * (kernel_split.h), elementwise ops on 1-byte operands by table lookup
+ * (kernel_table.c) and results streamed past the cache (kernel_stream.h),
+ * against the plain kernel.
  */
 #include "test.h"
 
 #include "kernel.h"
 #include "kernel_split.h"
+#include "kernel_stream.h"
 #include "kernel_table.h"
 
 /*
@@ -82,8 +84,9 @@ test_split_boxes(void)
 
 /*
  * Unary, binary and where ops over 1-byte dtypes, big enough for a
- * table, against the same op run in pieces too small for one: bit for
- * bit, every code and every pair of codes.
+ * table (or order keys: fp8 compares, maximum, minimum), against the same
+ * op run in pieces too small for one: bit for bit, every code and every
+ * pair of codes.
  */
 static void
 check_table(enum nrtemu_op op, enum nrtemu_dtype compute, enum nrtemu_dtype dt,
@@ -151,7 +154,12 @@ test_tables(void)
         check_table(NRTEMU_OP_ADD, f, f, f, 2);
         check_table(NRTEMU_OP_DIV, f, f, f, 2);
         check_table(NRTEMU_OP_MAXIMUM, f, f, f, 2);
-        check_table(NRTEMU_OP_LESS_EQUAL, f, f, NRTEMU_DTYPE_BOOL, 2);
+        check_table(NRTEMU_OP_MINIMUM, f, f, f, 2);
+        for (int op = NRTEMU_OP_EQUAL; op <= NRTEMU_OP_GREATER_EQUAL; op++) {
+            check_table((enum nrtemu_op)op, f, f, NRTEMU_DTYPE_BOOL, 2);
+            check_table((enum nrtemu_op)op, NRTEMU_DTYPE_FLOAT32, f,
+                        NRTEMU_DTYPE_BOOL, 2);
+        }
         check_table(NRTEMU_OP_WHERE, f, f, f, 3);
     }
     check_table(NRTEMU_OP_MUL, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8,
@@ -166,11 +174,122 @@ test_tables(void)
                 NRTEMU_DTYPE_INT8, 3);
 }
 
+/*
+ * Streamed results (kernel_stream.h) are the plain ones: elementwise ops
+ * of several out sizes (blocks of 1 KiB, odd tails), into outs at odd
+ * offsets from a cache line, and the copy itself at every head and tail.
+ */
+static void
+test_streamed(void)
+{
+    enum { N = 100003 };
+    static float a[N + 16], b[N + 16], plain[N + 16], streamed[N + 16];
+    static int32_t ia[N + 16], iplain[N + 16], istreamed[N + 16];
+    static char src[4096], dst[4096 + 64];
+    struct nrtemu_scratch s = {0};
+
+    for (size_t i = 0; i < N + 16; i++) {
+        a[i] = (float)i * 0.37f - 1000.0f;
+        b[i] = 1.0f / ((float)i + 0.5f);
+        ia[i] = (int32_t)(i * 2654435761u);
+    }
+    for (size_t off = 0; off < 5; off++) {
+        struct nrtemu_array in[2] = {{a + off, NRTEMU_DTYPE_FLOAT32, 1, {N}},
+                                     {b, NRTEMU_DTYPE_FLOAT32, 1, {N}}};
+        struct nrtemu_array out = {plain + off, NRTEMU_DTYPE_FLOAT32, 1, {N}};
+        struct nrtemu_array iin = {ia, NRTEMU_DTYPE_INT32, 1, {N}};
+        struct nrtemu_array iout = {iplain + off, NRTEMU_DTYPE_INT32, 1, {N}};
+        ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_ADD,
+                                                  NRTEMU_DTYPE_FLOAT32, &out,
+                                                  in, 2, &s, false),
+                  NRT_SUCCESS);
+        out.data = streamed + off;
+        ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_ADD,
+                                                  NRTEMU_DTYPE_FLOAT32, &out,
+                                                  in, 2, &s, true),
+                  NRT_SUCCESS);
+        ASSERT_TRUE(memcmp(plain + off, streamed + off, N * 4) == 0);
+        ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_SIGN,
+                                                  NRTEMU_DTYPE_INT32, &iout,
+                                                  &iin, 1, &s, false),
+                  NRT_SUCCESS);
+        iout.data = istreamed + off;
+        ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_COPY,
+                                                  NRTEMU_DTYPE_INT32, &iout,
+                                                  &iin, 1, &s, true),
+                  NRT_SUCCESS);
+        ASSERT_TRUE(memcmp(ia, istreamed + off, N * 4) == 0);
+        iout.data = istreamed + off;
+        ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_SIGN,
+                                                  NRTEMU_DTYPE_INT32, &iout,
+                                                  &iin, 1, &s, true),
+                  NRT_SUCCESS);
+        ASSERT_TRUE(memcmp(iplain + off, istreamed + off, N * 4) == 0);
+    }
+    for (size_t i = 0; i < sizeof src; i++) {
+        src[i] = (char)(i * 31 + 7);
+    }
+    for (size_t head = 0; head < 64; head += 7) {
+        for (size_t n = 0; n < sizeof src; n = n * 3 + 1) {
+            memset(dst, 0, sizeof dst);
+            nrtemu__kstream_copy(dst + head, src, n);
+            kstream_fence();
+            ASSERT_TRUE(memcmp(dst + head, src, n) == 0);
+            ASSERT_TRUE(head + n >= sizeof dst || dst[head + n] == 0);
+        }
+    }
+    nrtemu__scratch_free(&s);
+}
+
+/*
+ * Transposes of 1- and 2-byte items (16 x 16 blocks, their 8 x 8 and
+ * item-by-item edges, tiles; pieces on the pool for the biggest), every
+ * item checked.
+ */
+static void
+test_transpose_small_items(void)
+{
+    static const uint64_t sides[] = {1, 7, 8, 15, 16, 17, 24, 33, 129, 300};
+    enum { N = 700 * 517 };
+    static uint16_t x[N], o[N];
+    uint32_t perm[2] = {1, 0};
+
+    for (size_t i = 0; i < N; i++) {
+        x[i] = (uint16_t)(i * 40503u + 1);
+    }
+    for (int size = 1; size <= 2; size++) {
+        enum nrtemu_dtype dt =
+            size == 1 ? NRTEMU_DTYPE_UINT8 : NRTEMU_DTYPE_UINT16;
+        for (size_t i = 0; i <= 100; i++) { /* 100: 700 x 517 */
+            uint64_t R = i < 100 ? sides[i / 10] : 700;
+            uint64_t C = i < 100 ? sides[i % 10] : 517;
+            struct nrtemu_array in = {x, dt, 2, {R, C}};
+            struct nrtemu_array out = {o, dt, 2, {C, R}};
+            nrtemu__kernel_transpose(&out, &in, perm);
+            for (uint64_t r = 0; r < R; r++) {
+                for (uint64_t c = 0; c < C; c++) {
+                    const char *want = (const char *)x + (r * C + c) * size;
+                    const char *got = (const char *)o + (c * R + r) * size;
+                    if (memcmp(want, got, (size_t)size) != 0) {
+                        TEST_FAIL_(
+                            "%d-byte %llux%llu transpose: item "
+                            "(%llu, %llu) wrong",
+                            size, (unsigned long long)R, (unsigned long long)C,
+                            (unsigned long long)r, (unsigned long long)c);
+                    }
+                }
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
     test_begin("test_kernels_pool");
     RUN_TEST(test_split_boxes);
     RUN_TEST(test_tables);
+    RUN_TEST(test_streamed);
+    RUN_TEST(test_transpose_small_items);
     return 0;
 }
