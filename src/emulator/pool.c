@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "fork.h"
 #include "pool.h"
 
@@ -196,14 +197,36 @@ nrtemu__pool_llc_bytes(void)
     return llc_bytes;
 }
 
+/*
+ * Back-off when the machine is oversubscribed.  A worker that joined a
+ * job and was then descheduled (more runnable threads than CPUs) holds
+ * its task, and the caller waits for it once it has done the rest: with
+ * other processes busy, that wait can be a scheduler time slice, many
+ * times the job.  So when the caller waited for stragglers longer than it
+ * worked itself, and more than POOL_STRAGGLE_NS, jobs run on the caller
+ * alone for the next POOL_BACKOFF_NS, after which the pool is tried again.
+ * A quiet machine never backs off: its workers keep up.
+ */
+#define POOL_STRAGGLE_NS 200000u
+#define POOL_BACKOFF_NS 50000000u
+
+static _Atomic uint64_t serial_until_ns;
+
 void
 nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
 {
     struct job j = {.fn = fn, .arg = arg, .count = count};
     bool posted = false;
+    uint64_t start = 0, worked = 0, waited;
 
     atomic_init(&j.next, 0);
-    if (count > 1 && pthread_mutex_trylock(&pool.submit) == 0) {
+    if (count > 1) {
+        start = nrtemu__monotonic_ns();
+    }
+    if (count > 1 &&
+        start >=
+            atomic_load_explicit(&serial_until_ns, memory_order_relaxed) &&
+        pthread_mutex_trylock(&pool.submit) == 0) {
         if (!pool.started) {
             pool_start();
         }
@@ -222,6 +245,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
     }
     job_work(&j);
     if (posted) {
+        worked = nrtemu__monotonic_ns();
         pthread_mutex_lock(&pool.lock);
         pool.job = NULL; /* no worker joins from now on */
         while (pool.busy > 0) {
@@ -229,6 +253,12 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         }
         pthread_mutex_unlock(&pool.lock);
         pthread_mutex_unlock(&pool.submit);
+        waited = nrtemu__monotonic_ns() - worked;
+        if (waited > POOL_STRAGGLE_NS && waited > worked - start) {
+            atomic_store_explicit(&serial_until_ns,
+                                  worked + waited + POOL_BACKOFF_NS,
+                                  memory_order_relaxed);
+        }
     }
 }
 
