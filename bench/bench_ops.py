@@ -80,7 +80,12 @@ class Case:
 
     `into(out, *arrays)` is NumPy doing the same work into a preallocated
     `out` (None: `fn` itself, allocating).  `why` instead of `fn`: the op
-    cannot be produced by nrtpy.neff.compile, and the reason."""
+    cannot be produced by nrtpy.neff.compile, and the reason.  `blas`: NumPy
+    runs it on OpenBLAS's threads, which spin for a while after each call
+    (OpenBLAS's thread timeout, 2^28 cycles by default, under 0.1 s) and
+    would take the cores from the emulator's phase that follows; each
+    NumPy phase is then followed by a pause that lets them park (issue
+    10: "after OpenBLAS's threads have been stopped")."""
 
     op: str
     label: str
@@ -89,6 +94,7 @@ class Case:
     into: Callable[..., Any] | None = None
     memory_bound: bool = True
     why: str = ""
+    blas: bool = False
 
 
 RNG = np.random.default_rng(0)
@@ -186,7 +192,8 @@ CASES: list[Case] = [
          lambda out, a: np.copyto(out, a, casting="unsafe")),
     unary("copy", "+a", np.positive),
     Case("matmul", "a @ b", np.matmul, two,
-         lambda out, a, b: np.matmul(a, b, out=out), memory_bound=False),
+         lambda out, a, b: np.matmul(a, b, out=out), memory_bound=False,
+         blas=True),
     reduction("sum", np.sum, 0), reduction("sum", np.sum, 1),
     reduction("mean", np.mean, 0), reduction("mean", np.mean, 1),
     reduction("max", np.max, 0), reduction("max", np.max, 1),
@@ -265,8 +272,13 @@ def memcpy_bandwidth(phases: int) -> float:
     return 2 * src.nbytes / t
 
 
-def timed(ours: Callable[[], None], theirs: Callable[[], Any], phases: int):
-    """Median seconds per call of each, interleaved, after warm-up."""
+BLAS_PARK_SECONDS = 0.3
+
+
+def timed(ours: Callable[[], None], theirs: Callable[[], Any], phases: int,
+          settle: float = 0.0):
+    """Median seconds per call of each, interleaved, after warm-up; a pause
+    of `settle` seconds after each of NumPy's phases."""
     ours(), theirs()
     t0 = time.perf_counter()
     ours(), theirs()
@@ -275,6 +287,7 @@ def timed(ours: Callable[[], None], theirs: Callable[[], Any], phases: int):
     t_ours, t_np = [], []
     for _ in range(phases):
         t_np.append(per_call(theirs, number))
+        time.sleep(settle)
         t_ours.append(per_call(ours, number))
     return statistics.median(t_ours), statistics.median(t_np)
 
@@ -322,7 +335,8 @@ def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: in
     else:
         def theirs():
             case.fn(*arrays)
-    t_ours, t_np = timed(run, theirs, phases)
+    t_ours, t_np = timed(run, theirs, phases,
+                         BLAS_PARK_SECONDS if case.blas else 0.0)
     return t_ours, t_np, traffic(case, arrays, want), agrees(got, want)
 
 

@@ -8,9 +8,14 @@
  * MR x NR tiles of C with vector FMAs, keeping the tile in registers for
  * the whole depth.  The micro-kernel is written with GCC vector extensions
  * and compiled for AVX-512, AVX2+FMA and the baseline; the best one the
- * CPU runs is chosen once.  bfloat16 and float16 operands are decoded
- * to float32 (exactly) while they are packed, so they cost no pass over
- * the whole operand and accumulate in float32 at the speed of float32.
+ * CPU runs is chosen once.  Rows left below a multiple of the tile's
+ * height go to a shorter tile rather than to padding.  bfloat16 and
+ * float16 operands are decoded to float32 (exactly) while they are
+ * packed, so they cost no pass over the whole operand and accumulate in
+ * float32 at the speed of float32; the AVX512_BF16 dot product
+ * (vdpbf16ps) is not used: it flushes subnormals and rounds differently
+ * from a float32 FMA, and the results must be those of the float32
+ * product of the decoded operands, bit for bit.
  * Large products are split over the shared worker pool (pool.h) by
  * columns of C (or rows, or whole matrices of a batch); each task packs
  * its own panels.  Integers use a plain loop (wrapping arithmetic).
@@ -30,9 +35,12 @@
 /* Products under this many multiply-adds run on the calling thread. */
 #define THREAD_MIN_WORK ((uint64_t)1 << 22)
 
-/* Blocking in elements: a KC x NR sliver of B stays in L1, an MC x KC
- * block of A in L2, a KC x NC panel of B in L3. */
-#define KC 256
+/* Blocking in elements, measured on Zen 4 (32 KiB L1, 1 MiB L2 per core):
+ * an MR x KC sliver of A and the tile's lines of B stream through L1, the
+ * MC x KC block of A (216 KiB) stays in L2, the KC x NC panel of B in L3.
+ * KC 384 to 512 run alike; 256 lost 3-8% on 1024^3 and 2048^3 to the
+ * extra passes over C. */
+#define KC 384
 #define MC 144
 #define NC 3072
 
@@ -71,6 +79,55 @@ f16_f(uint16_t h)
 #endif
 }
 
+typedef uint16_t u16x4 __attribute__((vector_size(8)));
+typedef uint32_t u32x4 __attribute__((vector_size(16)));
+typedef float f32x4 __attribute__((vector_size(16)));
+
+NRTEMU_INLINE f32x4
+bf16x4_f(u16x4 h)
+{
+    u32x4 w = __builtin_convertvector(h, u32x4) << 16;
+    f32x4 f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+/*
+ * float16 bits (zero-extended into 32-bit lanes) to float32, exactly, in
+ * plain vector arithmetic (GCC 12 converts _Float16 vectors an element at
+ * a time): the exponent and mantissa shifted into float32's places read
+ * as a float32 2^112 times too small, normal or subnormal, which one
+ * exact multiply corrects; infinities and NaNs take float32's maximum
+ * exponent instead (NaNs keep their payload and become quiet, as
+ * vcvtph2ps makes them).
+ */
+#define DEFINE_F16_DECODE(NAME, UV, FV)                                     \
+    NRTEMU_INLINE void NAME(FV *out, const UV *h)                           \
+    {                                                                       \
+        const UV em = *h & 0x7fff, sign = (*h & 0x8000) << 16;              \
+        const UV big = (UV)(em >= 0x7c00);                                  \
+        const UV nan = (UV)(em > 0x7c00);                                   \
+        const FV scale = (FV){0} + 0x1p112f;                                \
+        UV bits = em << 13, special = bits | 0x7f800000 | (nan & 0x400000); \
+        FV f;                                                               \
+        memcpy(&f, &bits, sizeof f);                                        \
+        f *= scale;                                                         \
+        memcpy(&bits, &f, sizeof bits);                                     \
+        bits = ((bits & ~big) | (special & big)) | sign;                    \
+        memcpy(out, &bits, sizeof bits);                                    \
+    }
+
+DEFINE_F16_DECODE(f16x4_decode, u32x4, f32x4)
+
+NRTEMU_INLINE f32x4
+f16x4_f(u16x4 h)
+{
+    u32x4 w = __builtin_convertvector(h, u32x4);
+    f32x4 f;
+    f16x4_decode(&f, &w);
+    return f;
+}
+
 /* One GEMM: C (M x N, row stride ldc) = A (M x K) * B (K x N). */
 struct gemm_args {
     enum src_kind src; /* of A and B */
@@ -84,80 +141,28 @@ struct gemm_args {
 };
 
 /*
- * The blocked GEMM for element type T, vectors of VL elements and an
- * MR x (NV * VL) register tile, compiled with the function attributes
- * ATTR.  `ap` and `bp` are packing buffers of MC * KC and KC * NC
- * elements, 64-byte aligned.
+ * The MR x (NV * VL) micro-kernel of DEFINE_GEMM: C[0:m, 0:n] (+)= the
+ * tile of the packed sliver `ap` (MR rows interleaved) times the packed
+ * sliver `bp` (NV * VL columns) over depth kc, for m <= MR and
+ * n <= NV * VL.  Rows past m are computed (zeros) but never stored.
+ * Meanwhile it prefetches the first and last byte (pf_last bytes on) of
+ * `pf_rows` rows from `pf`, `pf_ld` bytes apart.
  */
-#define DEFINE_GEMM(NAME, ATTR, T, VL, MR, NV)                                \
-    typedef T NAME##_vec __attribute__((vector_size(VL * sizeof(T))));        \
-    typedef T NAME##_uvec                                                     \
-        __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T))));     \
-                                                                              \
-    ATTR static void NAME##_pack_a(size_t mc, size_t kc, const void *a,       \
-                                   size_t lda, enum src_kind sk, T *ap)       \
-    {                                                                         \
-        for (size_t i0 = 0; i0 < mc; i0 += MR) {                              \
-            T *dst = ap + i0 * kc;                                            \
-            for (size_t i = 0; i < MR; i++) {                                 \
-                if (i0 + i < mc && sk == SRC_NATIVE) {                        \
-                    const T *src = (const T *)a + (i0 + i) * lda;             \
-                    for (size_t p = 0; p < kc; p++) {                         \
-                        dst[p * MR + i] = src[p];                             \
-                    }                                                         \
-                } else if (i0 + i < mc) {                                     \
-                    const uint16_t *src =                                     \
-                        (const uint16_t *)a + (i0 + i) * lda;                 \
-                    for (size_t p = 0; p < kc; p++) {                         \
-                        dst[p * MR + i] =                                     \
-                            sk == SRC_BF16 ? bf16_f(src[p]) : f16_f(src[p]);  \
-                    }                                                         \
-                } else {                                                      \
-                    for (size_t p = 0; p < kc; p++) {                         \
-                        dst[p * MR + i] = 0;                                  \
-                    }                                                         \
-                }                                                             \
-            }                                                                 \
-        }                                                                     \
-    }                                                                         \
-                                                                              \
-    ATTR static void NAME##_pack_b(size_t kc, size_t nc, const void *b,       \
-                                   size_t ldb, enum src_kind sk, T *bp)       \
-    {                                                                         \
-        const size_t nr = (size_t)VL * NV;                                    \
-        for (size_t j0 = 0; j0 < nc; j0 += nr) {                              \
-            T *dst = bp + j0 * kc;                                            \
-            size_t w = nc - j0 < nr ? nc - j0 : nr;                           \
-            for (size_t p = 0; p < kc; p++) {                                 \
-                if (sk == SRC_NATIVE) {                                       \
-                    memcpy(dst + p * nr, (const T *)b + p * ldb + j0,         \
-                           w * sizeof(T));                                    \
-                } else if (sk == SRC_BF16) {                                  \
-                    const uint16_t *src = (const uint16_t *)b + p * ldb + j0; \
-                    for (size_t j = 0; j < w; j++) {                          \
-                        dst[p * nr + j] = bf16_f(src[j]);                     \
-                    }                                                         \
-                } else {                                                      \
-                    const uint16_t *src = (const uint16_t *)b + p * ldb + j0; \
-                    for (size_t j = 0; j < w; j++) {                          \
-                        dst[p * nr + j] = f16_f(src[j]);                      \
-                    }                                                         \
-                }                                                             \
-                for (size_t j = w; j < nr; j++) {                             \
-                    dst[p * nr + j] = 0;                                      \
-                }                                                             \
-            }                                                                 \
-        }                                                                     \
-    }                                                                         \
-                                                                              \
-    /* C[0:m, 0:n] (+)= the MR x NR tile of ap x bp over depth kc. */         \
-    ATTR static inline __attribute__((always_inline)) void NAME##_micro(      \
+#define DEFINE_MICRO(NAME, ATTR, T, VL, MR, NV)                               \
+    ATTR static inline __attribute__((always_inline)) void NAME##_micro##MR(  \
         size_t kc, const T *restrict ap, const T *restrict bp, T *restrict c, \
-        size_t ldc, bool first, size_t m, size_t n)                           \
+        size_t ldc, bool first, size_t m, size_t n, const char *pf,           \
+        size_t pf_ld, size_t pf_last, size_t pf_rows)                         \
     {                                                                         \
         NAME##_vec acc[MR][NV];                                               \
         _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                 \
         {                                                                     \
+            /* The tile of C is read or written once the depth is done:       \
+             * its first and last line of each row start coming now. */       \
+            if ((size_t)i < m) {                                              \
+                __builtin_prefetch(c + i * ldc, 1, 3);                        \
+                __builtin_prefetch(c + i * ldc + n - 1, 1, 3);                \
+            }                                                                 \
             _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
             {                                                                 \
                 acc[i][j] = (NAME##_vec){0};                                  \
@@ -165,6 +170,11 @@ struct gemm_args {
         }                                                                     \
         for (size_t p = 0; p < kc; p++) {                                     \
             NAME##_vec bv[NV];                                                \
+            /* Rows of the next sliver of B, from memory (see gemm). */       \
+            if (p < pf_rows) {                                                \
+                __builtin_prefetch(pf + p * pf_ld, 0, 3);                     \
+                __builtin_prefetch(pf + p * pf_ld + pf_last, 0, 3);           \
+            }                                                                 \
             _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
             {                                                                 \
                 bv[j] = *(const NAME##_vec *)(bp + (p * NV + j) * VL);        \
@@ -180,25 +190,183 @@ struct gemm_args {
                 }                                                             \
             }                                                                 \
         }                                                                     \
-        if (m == MR && n == (size_t)VL * NV) {                                \
-            _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)             \
+        /* Whole vectors where they fit in n; the last, partial one of an     \
+         * edge tile lane by lane. */                                         \
+        _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                 \
+        {                                                                     \
+            T *row = c + i * ldc;                                             \
+            if ((size_t)i >= m) {                                             \
+                break;                                                        \
+            }                                                                 \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
             {                                                                 \
-                _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)          \
-                {                                                             \
-                    NAME##_uvec *cp =                                         \
-                        (NAME##_uvec *)(c + i * ldc + (size_t)j * VL);        \
+                if ((size_t)(j + 1) * VL <= n) {                              \
+                    NAME##_uvec *cp = (NAME##_uvec *)(row + (size_t)j * VL);  \
                     *cp = first ? acc[i][j] : *cp + acc[i][j];                \
+                } else if ((size_t)j * VL < n) {                              \
+                    T lane[VL];                                               \
+                    memcpy(lane, &acc[i][j], sizeof lane);                    \
+                    for (size_t l = 0; (size_t)j * VL + l < n; l++) {         \
+                        T *cl = row + (size_t)j * VL + l;                     \
+                        *cl = first ? lane[l] : *cl + lane[l];                \
+                    }                                                         \
                 }                                                             \
             }                                                                 \
+        }                                                                     \
+    }
+
+/*
+ * The blocked GEMM for element type T, vectors of VL elements and an
+ * MR x (NV * VL) register tile, compiled with the function attributes
+ * ATTR.  The rows left over below a multiple of MR go to a tile of MR2
+ * or MR3 rows (MR > MR2 > MR3), the smallest that holds them, so that a
+ * product of 64 rows computes 64 rows, not 72.  `ap` and `bp` are
+ * packing buffers of MC * KC and KC * NC elements, 64-byte aligned.
+ */
+#define DEFINE_GEMM(NAME, ATTR, T, VL, MR, MR2, MR3, NV)                      \
+    typedef T NAME##_vec __attribute__((vector_size(VL * sizeof(T))));        \
+    typedef T NAME##_v4 __attribute__((vector_size(4 * sizeof(T))));          \
+    typedef uint16_t NAME##_h16 __attribute__((vector_size(VL * 2)));         \
+    typedef uint32_t NAME##_u32 __attribute__((vector_size(VL * 4)));         \
+    typedef float NAME##_f32 __attribute__((vector_size(VL * 4)));            \
+    DEFINE_F16_DECODE(NAME##_f16_decode, NAME##_u32, NAME##_f32)              \
+    typedef T NAME##_uvec                                                     \
+        __attribute__((vector_size(VL * sizeof(T)), aligned(sizeof(T))));     \
+    DEFINE_MICRO(NAME, ATTR, T, VL, MR, NV)                                   \
+    DEFINE_MICRO(NAME, ATTR, T, VL, MR2, NV)                                  \
+    DEFINE_MICRO(NAME, ATTR, T, VL, MR3, NV)                                  \
+                                                                              \
+    /* The rows of the tile that computes r <= MR rows. */                    \
+    static inline size_t NAME##_tile_rows(size_t r)                           \
+    {                                                                         \
+        return r > MR2 ? MR : r > MR3 ? MR2 : MR3;                            \
+    }                                                                         \
+                                                                              \
+    /* Four elements of a row of A (or B) as T: loaded, or decoded from       \
+     * bfloat16 or float16 (exact), four at a time. */                        \
+    ATTR static inline __attribute__((always_inline)) void NAME##_load4(      \
+        NAME##_v4 *v, const void *src, enum src_kind sk)                      \
+    {                                                                         \
+        if (sk == SRC_NATIVE) {                                               \
+            memcpy(v, src, sizeof *v);                                        \
         } else {                                                              \
-            /* An edge tile: through memory, only the valid part. */          \
-            T tile[MR][VL * NV];                                              \
-            memcpy(tile, acc, sizeof tile);                                   \
-            for (size_t i = 0; i < m; i++) {                                  \
-                for (size_t j = 0; j < n; j++) {                              \
-                    c[i * ldc + j] =                                          \
-                        first ? tile[i][j] : c[i * ldc + j] + tile[i][j];     \
+            u16x4 h;                                                          \
+            f32x4 f;                                                          \
+            memcpy(&h, src, sizeof h);                                        \
+            f = sk == SRC_BF16 ? bf16x4_f(h) : f16x4_f(h);                    \
+            *v = __builtin_convertvector(f, NAME##_v4);                       \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* Slivers of MR rows (the last of tile_rows(rest)), each row's kc        \
+     * elements interleaved with the others'; rows past mc are zeros.         \
+     * Four rows by four columns at a time, transposed in registers, where    \
+     * the sliver's rows are a multiple of four. */                           \
+    ATTR static void NAME##_pack_a(size_t mc, size_t kc, const void *a,       \
+                                   size_t lda, enum src_kind sk, T *ap)       \
+    {                                                                         \
+        const size_t es = sk == SRC_NATIVE ? sizeof(T) : 2;                   \
+        for (size_t i0 = 0; i0 < mc; i0 += MR) {                              \
+            T *dst = ap + i0 * kc;                                            \
+            size_t rows = mc - i0 < MR ? mc - i0 : MR;                        \
+            size_t w = NAME##_tile_rows(rows), p0 = 0;                        \
+            const char *src = (const char *)a + i0 * lda * es;                \
+            if (w % 4 == 0) {                                                 \
+                for (; p0 + 4 <= kc; p0 += 4) {                               \
+                    for (size_t i = 0; i < w; i += 4) {                       \
+                        NAME##_v4 r[4], t0, t1, t2, t3;                       \
+                        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4;     \
+                                                     q++)                     \
+                        {                                                     \
+                            r[q] = (NAME##_v4){0};                            \
+                            if (i + q < rows) {                               \
+                                NAME##_load4(&r[q],                           \
+                                             src + ((i + q) * lda + p0) * es, \
+                                             sk);                             \
+                            }                                                 \
+                        }                                                     \
+                        t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5); \
+                        t1 = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7); \
+                        t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5); \
+                        t3 = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7); \
+                        r[0] = __builtin_shufflevector(t0, t2, 0, 1, 4, 5);   \
+                        r[1] = __builtin_shufflevector(t0, t2, 2, 3, 6, 7);   \
+                        r[2] = __builtin_shufflevector(t1, t3, 0, 1, 4, 5);   \
+                        r[3] = __builtin_shufflevector(t1, t3, 2, 3, 6, 7);   \
+                        _Pragma("GCC unroll 4") for (size_t q = 0; q < 4;     \
+                                                     q++)                     \
+                        {                                                     \
+                            memcpy(dst + (p0 + q) * w + i, &r[q],             \
+                                   sizeof r[q]);                              \
+                        }                                                     \
+                    }                                                         \
                 }                                                             \
+            }                                                                 \
+            for (size_t i = 0; i < w; i++) {                                  \
+                const char *row = src + i * lda * es;                         \
+                for (size_t p = p0; p < kc; p++) {                            \
+                    T x = 0;                                                  \
+                    if (i >= rows) {                                          \
+                    } else if (sk == SRC_NATIVE) {                            \
+                        x = ((const T *)row)[p];                              \
+                    } else if (sk == SRC_BF16) {                              \
+                        x = bf16_f(((const uint16_t *)row)[p]);               \
+                    } else {                                                  \
+                        x = f16_f(((const uint16_t *)row)[p]);                \
+                    }                                                         \
+                    dst[p * w + i] = x;                                       \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* VL bfloat16 or float16 elements decoded to T, exactly. */              \
+    ATTR static inline __attribute__((always_inline)) void NAME##_loadv16(    \
+        NAME##_vec *v, const uint16_t *src, enum src_kind sk)                 \
+    {                                                                         \
+        NAME##_h16 h;                                                         \
+        NAME##_u32 w;                                                         \
+        NAME##_f32 f;                                                         \
+        memcpy(&h, src, sizeof h);                                            \
+        w = __builtin_convertvector(h, NAME##_u32);                           \
+        if (sk == SRC_BF16) {                                                 \
+            w <<= 16;                                                         \
+            memcpy(&f, &w, sizeof f);                                         \
+        } else {                                                              \
+            NAME##_f16_decode(&f, &w);                                        \
+        }                                                                     \
+        *v = __builtin_convertvector(f, NAME##_vec);                          \
+    }                                                                         \
+                                                                              \
+    /* One sliver of B: n <= NV * VL columns, each row's elements             \
+     * together, the columns past n zeros. */                                 \
+    ATTR static void NAME##_pack_b(size_t kc, size_t n, const void *b,        \
+                                   size_t ldb, enum src_kind sk, T *bp)       \
+    {                                                                         \
+        const size_t nr = (size_t)VL * NV;                                    \
+        for (size_t p = 0; p < kc; p++) {                                     \
+            T *dst = bp + p * nr;                                             \
+            const T *src = (const T *)b + p * ldb;                            \
+            const uint16_t *src16 = (const uint16_t *)b + p * ldb;            \
+            if (sk == SRC_NATIVE && n == nr) {                                \
+                /* A constant size: vector moves, not a call. */              \
+                memcpy(dst, src, nr * sizeof(T));                             \
+            } else if (sk == SRC_NATIVE) {                                    \
+                memcpy(dst, src, n * sizeof(T));                              \
+            } else {                                                          \
+                size_t j = 0;                                                 \
+                for (; j + VL <= n; j += VL) {                                \
+                    NAME##_vec v;                                             \
+                    NAME##_loadv16(&v, src16 + j, sk);                        \
+                    memcpy(dst + j, &v, sizeof v);                            \
+                }                                                             \
+                for (; j < n; j++) {                                          \
+                    dst[j] =                                                  \
+                        sk == SRC_BF16 ? bf16_f(src16[j]) : f16_f(src16[j]);  \
+                }                                                             \
+            }                                                                 \
+            for (size_t j = n; j < nr; j++) {                                 \
+                dst[j] = 0;                                                   \
             }                                                                 \
         }                                                                     \
     }                                                                         \
@@ -219,19 +387,55 @@ struct gemm_args {
             size_t nc = g->N - jc < NC ? g->N - jc : NC;                      \
             for (size_t pc = 0; pc < g->K; pc += KC) {                        \
                 size_t kc = g->K - pc < KC ? g->K - pc : KC;                  \
-                NAME##_pack_b(kc, nc, B + (pc * g->ldb + jc) * es, g->ldb,    \
-                              g->src, bp);                                    \
                 for (size_t ic = 0; ic < g->M; ic += MC) {                    \
                     size_t mc = g->M - ic < MC ? g->M - ic : MC;              \
                     NAME##_pack_a(mc, kc, A + (ic * g->lda + pc) * es,        \
                                   g->lda, g->src, ap);                        \
                     for (size_t jr = 0; jr < nc; jr += nr) {                  \
                         size_t n = nc - jr < nr ? nc - jr : nr;               \
+                        /* B is packed a sliver at a time, as the first       \
+                         * block of A meets it, and the tiles of that block   \
+                         * share the prefetching of the next sliver's rows    \
+                         * from memory: a product of few rows (64 x 4096 x    \
+                         * 11008) would otherwise wait for all of B, one      \
+                         * sliver after the other, and compute only between   \
+                         * (12% of its time). */                              \
+                        const char *pf = B;                                   \
+                        size_t share = 0, nn = 0;                             \
+                        if (ic == 0) {                                        \
+                            NAME##_pack_b(kc, n,                              \
+                                          B + (pc * g->ldb + jc + jr) * es,   \
+                                          g->ldb, g->src, bp + jr * kc);      \
+                            nn = nc - jr - n < nr ? nc - jr - n : nr;         \
+                            pf = B + (pc * g->ldb + jc + jr + n) * es;        \
+                            share = (kc + (mc + MR - 1) / MR - 1) /           \
+                                    ((mc + MR - 1) / MR);                     \
+                        }                                                     \
                         for (size_t ir = 0; ir < mc; ir += MR) {              \
                             size_t m = mc - ir < MR ? mc - ir : MR;           \
-                            NAME##_micro(kc, ap + ir * kc, bp + jr * kc,      \
-                                         C + (ic + ir) * g->ldc + jc + jr,    \
-                                         g->ldc, pc == 0, m, n);              \
+                            const T *a_s = ap + ir * kc, *b_s = bp + jr * kc; \
+                            T *c = C + (ic + ir) * g->ldc + jc + jr;          \
+                            /* Rows [r0, r0 + rows) of the next sliver. */    \
+                            size_t r0 = ir / MR * share, rows = 0;            \
+                            const char *tpf = pf;                             \
+                            size_t last = nn == 0 ? 0 : nn * es - 1;          \
+                            if (nn > 0 && r0 < kc) {                          \
+                                rows = kc - r0 < share ? kc - r0 : share;     \
+                                tpf = pf + r0 * g->ldb * es;                  \
+                            }                                                 \
+                            if (m > MR2) {                                    \
+                                NAME##_micro##MR(kc, a_s, b_s, c, g->ldc,     \
+                                                 pc == 0, m, n, tpf,          \
+                                                 g->ldb * es, last, rows);    \
+                            } else if (m > MR3) {                             \
+                                NAME##_micro##MR2(kc, a_s, b_s, c, g->ldc,    \
+                                                  pc == 0, m, n, tpf,         \
+                                                  g->ldb * es, last, rows);   \
+                            } else {                                          \
+                                NAME##_micro##MR3(kc, a_s, b_s, c, g->ldc,    \
+                                                  pc == 0, m, n, tpf,         \
+                                                  g->ldb * es, last, rows);   \
+                            }                                                 \
                         }                                                     \
                     }                                                         \
                 }                                                             \
@@ -242,22 +446,65 @@ struct gemm_args {
 #if NRTEMU_X86_CLONES
 #define ATTR_V4 __attribute__((target("arch=x86-64-v4")))
 #define ATTR_V3 __attribute__((target("arch=x86-64-v3")))
-DEFINE_GEMM(s_v4, ATTR_V4, float, 16, 12, 2)
-DEFINE_GEMM(d_v4, ATTR_V4, double, 8, 12, 2)
-DEFINE_GEMM(s_v3, ATTR_V3, float, 8, 6, 2)
-DEFINE_GEMM(d_v3, ATTR_V3, double, 4, 6, 2)
+DEFINE_GEMM(s_v4, ATTR_V4, float, 16, 12, 8, 4, 2)
+DEFINE_GEMM(d_v4, ATTR_V4, double, 8, 12, 8, 4, 2)
+DEFINE_GEMM(s_v3, ATTR_V3, float, 8, 6, 4, 2, 2)
+DEFINE_GEMM(d_v3, ATTR_V3, double, 4, 6, 4, 2, 2)
 #endif
-DEFINE_GEMM(s_base, , float, 4, 4, 2)
-DEFINE_GEMM(d_base, , double, 2, 4, 2)
+DEFINE_GEMM(s_base, , float, 4, 4, 2, 1, 2)
+DEFINE_GEMM(d_base, , double, 2, 4, 2, 1, 2)
 
 /*
  * Products with a single row or column (M or N is 1) have nothing to
  * block: each element of the matrix operand is used once.  They stream
  * it with vector loops instead of packing it.
  */
-#define GEMV_LANES 16
-/* T: the arithmetic type; ST: the stored operands, read through LD. */
-#define DEFINE_GEMV(SFX, T, ST, LD)                                        \
+/* Vectors of 64 bytes: one register in the AVX-512 clone, two or four
+ * in the others. */
+typedef float gv_s __attribute__((vector_size(64)));
+typedef double gv_d __attribute__((vector_size(64)));
+typedef uint16_t gv_u16 __attribute__((vector_size(32)));
+typedef uint32_t gv_u32 __attribute__((vector_size(64)));
+
+/* (Through a pointer: a vector this wide is not returned in registers
+ * outside the AVX-512 clone.) */
+NRTEMU_INLINE void
+gv_load_s(gv_s *v, const float *p)
+{
+    memcpy(v, p, sizeof *v);
+}
+
+NRTEMU_INLINE void
+gv_load_d(gv_d *v, const double *p)
+{
+    memcpy(v, p, sizeof *v);
+}
+
+NRTEMU_INLINE void
+gv_load_sb(gv_s *v, const uint16_t *p)
+{
+    gv_u16 h;
+    gv_u32 w;
+    memcpy(&h, p, sizeof h);
+    w = __builtin_convertvector(h, gv_u32) << 16;
+    memcpy(v, &w, sizeof *v);
+}
+
+DEFINE_F16_DECODE(gv_f16_decode, gv_u32, gv_s)
+
+NRTEMU_INLINE void
+gv_load_sh(gv_s *v, const uint16_t *p)
+{
+    gv_u16 h;
+    gv_u32 w;
+    memcpy(&h, p, sizeof h);
+    w = __builtin_convertvector(h, gv_u32);
+    gv_f16_decode(v, &w);
+}
+
+/* T: the arithmetic type; ST: the stored operands, read through LD (one
+ * element) and LDV (a vector of VN). */
+#define DEFINE_GEMV(SFX, T, ST, LD, VN)                                    \
     /* c[0:N] = a[0:K] x B (K x N, row stride ldb) */                      \
     NRTEMU_MULTIVERSION                                                    \
     static void SFX##_vecmat(size_t N, size_t K, const ST *a, const ST *B, \
@@ -267,13 +514,24 @@ DEFINE_GEMM(d_base, , double, 2, 4, 2)
         for (size_t j = 0; j < N; j++) {                                   \
             c[j] = 0;                                                      \
         }                                                                  \
-        /* Four rows of B per pass over c halve the traffic to c. */       \
+        /* Four rows of B per pass over c quarter the traffic to c. */     \
         for (; p + 4 <= K; p += 4) {                                       \
             const T s0 = LD(a[p]), s1 = LD(a[p + 1]), s2 = LD(a[p + 2]);   \
             const T s3 = LD(a[p + 3]);                                     \
             const ST *r0 = B + p * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb;    \
             const ST *r3 = r2 + ldb;                                       \
-            for (size_t j = 0; j < N; j++) {                               \
+            size_t j = 0;                                                  \
+            for (; j + VN <= N; j += VN) {                                 \
+                gv_##SFX cv, x0, x1, x2, x3;                               \
+                memcpy(&cv, c + j, sizeof cv);                             \
+                gv_load_##SFX(&x0, r0 + j);                                \
+                gv_load_##SFX(&x1, r1 + j);                                \
+                gv_load_##SFX(&x2, r2 + j);                                \
+                gv_load_##SFX(&x3, r3 + j);                                \
+                cv += s0 * x0 + s1 * x1 + s2 * x2 + s3 * x3;               \
+                memcpy(c + j, &cv, sizeof cv);                             \
+            }                                                              \
+            for (; j < N; j++) {                                           \
                 c[j] += s0 * LD(r0[j]) + s1 * LD(r1[j]) + s2 * LD(r2[j]) + \
                         s3 * LD(r3[j]);                                    \
             }                                                              \
@@ -296,22 +554,22 @@ DEFINE_GEMM(d_base, , double, 2, 4, 2)
         for (; i + 4 <= M; i += 4) {                                       \
             const ST *r0 = A + i * lda, *r1 = r0 + lda, *r2 = r1 + lda;    \
             const ST *r3 = r2 + lda;                                       \
-            T l0[GEMV_LANES], l1[GEMV_LANES], l2[GEMV_LANES];              \
-            T l3[GEMV_LANES], s0 = 0, s1 = 0, s2 = 0, s3 = 0;              \
+            gv_##SFX l0 = {0}, l1 = {0}, l2 = {0}, l3 = {0};               \
+            T s0 = 0, s1 = 0, s2 = 0, s3 = 0;                              \
             size_t p = 0;                                                  \
-            for (int l = 0; l < GEMV_LANES; l++) {                         \
-                l0[l] = l1[l] = l2[l] = l3[l] = 0;                         \
+            for (; p + VN <= K; p += VN) {                                 \
+                gv_##SFX bv, x0, x1, x2, x3;                               \
+                gv_load_##SFX(&bv, b + p);                                 \
+                gv_load_##SFX(&x0, r0 + p);                                \
+                gv_load_##SFX(&x1, r1 + p);                                \
+                gv_load_##SFX(&x2, r2 + p);                                \
+                gv_load_##SFX(&x3, r3 + p);                                \
+                l0 += x0 * bv;                                             \
+                l1 += x1 * bv;                                             \
+                l2 += x2 * bv;                                             \
+                l3 += x3 * bv;                                             \
             }                                                              \
-            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                 \
-                for (int l = 0; l < GEMV_LANES; l++) {                     \
-                    const T bv = LD(b[p + l]);                             \
-                    l0[l] += LD(r0[p + l]) * bv;                           \
-                    l1[l] += LD(r1[p + l]) * bv;                           \
-                    l2[l] += LD(r2[p + l]) * bv;                           \
-                    l3[l] += LD(r3[p + l]) * bv;                           \
-                }                                                          \
-            }                                                              \
-            for (int l = 0; l < GEMV_LANES; l++) {                         \
+            for (int l = 0; l < VN; l++) {                                 \
                 s0 += l0[l];                                               \
                 s1 += l1[l];                                               \
                 s2 += l2[l];                                               \
@@ -331,17 +589,16 @@ DEFINE_GEMM(d_base, , double, 2, 4, 2)
         }                                                                  \
         for (; i < M; i++) {                                               \
             const ST *row = A + i * lda;                                   \
-            T lane[GEMV_LANES], sum = 0;                                   \
+            gv_##SFX lane = {0};                                           \
+            T sum = 0;                                                     \
             size_t p = 0;                                                  \
-            for (int l = 0; l < GEMV_LANES; l++) {                         \
-                lane[l] = 0;                                               \
+            for (; p + VN <= K; p += VN) {                                 \
+                gv_##SFX x, y;                                             \
+                gv_load_##SFX(&x, row + p);                                \
+                gv_load_##SFX(&y, b + p);                                  \
+                lane += x * y;                                             \
             }                                                              \
-            for (; p + GEMV_LANES <= K; p += GEMV_LANES) {                 \
-                for (int l = 0; l < GEMV_LANES; l++) {                     \
-                    lane[l] += LD(row[p + l]) * LD(b[p + l]);              \
-                }                                                          \
-            }                                                              \
-            for (int l = 0; l < GEMV_LANES; l++) {                         \
+            for (int l = 0; l < VN; l++) {                                 \
                 sum += lane[l];                                            \
             }                                                              \
             for (; p < K; p++) {                                           \
@@ -352,10 +609,12 @@ DEFINE_GEMM(d_base, , double, 2, 4, 2)
     }
 
 #define LD_SAME(v) (v)
-DEFINE_GEMV(s, float, float, LD_SAME)
-DEFINE_GEMV(d, double, double, LD_SAME)
-DEFINE_GEMV(sb, float, uint16_t, bf16_f)
-DEFINE_GEMV(sh, float, uint16_t, f16_f)
+typedef gv_s gv_sb;
+typedef gv_s gv_sh;
+DEFINE_GEMV(s, float, float, LD_SAME, 16)
+DEFINE_GEMV(d, double, double, LD_SAME, 8)
+DEFINE_GEMV(sb, float, uint16_t, bf16_f, 16)
+DEFINE_GEMV(sh, float, uint16_t, f16_f, 16)
 
 /* Whether a product is a GEMV, and then compute it. */
 static bool

@@ -1282,11 +1282,14 @@ check_matmul(enum nrtemu_dtype dt, enum nrtemu_dtype compute, uint32_t an,
 static void
 test_matmul(void)
 {
-    /* Sizes around the register tiles (up to 12 x 32) and blocks. */
+    /* Sizes (M, N, K) around the register tiles (12, 8 or 4 rows by 32
+     * columns), the packing of A four by four, and the blocks (384 deep,
+     * 144 rows, 3072 columns). */
     static const uint64_t sizes[][3] = {
-        {1, 1, 1},    {2, 3, 4},      {7, 13, 5},    {12, 32, 16},
-        {13, 33, 17}, {25, 65, 9},    {67, 129, 33}, {5, 1, 300},
-        {1, 70, 260}, {150, 40, 600}, {3, 4, 0},
+        {1, 1, 1},    {2, 3, 4},     {7, 13, 5},  {12, 32, 16}, {13, 33, 17},
+        {25, 65, 9},  {67, 129, 33}, {5, 1, 300}, {1, 70, 260}, {150, 40, 600},
+        {3, 4, 0},    {4, 9, 5},     {8, 33, 7},  {20, 47, 6},  {64, 48, 37},
+        {9, 16, 389}, {2, 3100, 5},  {13, 40, 1}, {30, 70, 3},
     };
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         uint64_t M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
@@ -1344,7 +1347,7 @@ test_matmul(void)
  */
 static void
 check_matmul_16bit_exact(enum nrtemu_dtype dt, uint64_t M, uint64_t K,
-                         uint64_t N)
+                         uint64_t N, bool every_bit_pattern)
 {
     struct nrtemu_array a = ARRAY(dt, NULL, M, K), b = ARRAY(dt, NULL, K, N);
     struct nrtemu_array a32 = ARRAY(NRTEMU_DTYPE_FLOAT32, NULL, M, K);
@@ -1362,6 +1365,20 @@ check_matmul_16bit_exact(enum nrtemu_dtype dt, uint64_t M, uint64_t K,
     for (uint64_t i = 0; i < K * N; i++) {
         bb[i] = (uint16_t)(0x3400 + (i * 40503u) % 0x1000) |
                 (uint16_t)((i % 5 == 0) << 15);
+    }
+    /* Every encoding (subnormals, infinities, NaNs included), once each,
+     * in the first column of a tall A or the first row of a wide B, the
+     * rest of that operand zero: each result is one product plus zeros,
+     * so that no infinity or NaN spreads to the other results. */
+    if (every_bit_pattern && M >= 65536) {
+        for (uint64_t i = 0; i < M * K; i++) {
+            ab[i] = i % K == 0 ? (uint16_t)(i / K) : 0;
+        }
+    }
+    if (every_bit_pattern && N >= 65536) {
+        for (uint64_t i = 0; i < K * N; i++) {
+            bb[i] = i < N ? (uint16_t)i : 0;
+        }
     }
     a.data = ab;
     b.data = bb;
@@ -1403,11 +1420,25 @@ test_matmul_16bit(void)
         {1, 70, 260}, {1, 300, 1000}, {37, 300, 1},    {600, 200, 1},
         {13, 33, 17}, {67, 129, 33},  {200, 300, 260},
     };
+    /* Every 16-bit encoding through each decoder: the GEMM's packing of
+     * A and of B, vector x matrix, matrix x vector. */
+    static const uint64_t every[][3] = {
+        {65536, 4, 3},
+        {3, 4, 65536},
+        {1, 4, 65536},
+        {65536, 16, 1},
+    };
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         check_matmul_16bit_exact(NRTEMU_DTYPE_BFLOAT16, sizes[s][0],
-                                 sizes[s][1], sizes[s][2]);
+                                 sizes[s][1], sizes[s][2], false);
         check_matmul_16bit_exact(NRTEMU_DTYPE_FLOAT16, sizes[s][0],
-                                 sizes[s][1], sizes[s][2]);
+                                 sizes[s][1], sizes[s][2], false);
+    }
+    for (size_t s = 0; s < sizeof every / sizeof every[0]; s++) {
+        check_matmul_16bit_exact(NRTEMU_DTYPE_BFLOAT16, every[s][0],
+                                 every[s][1], every[s][2], true);
+        check_matmul_16bit_exact(NRTEMU_DTYPE_FLOAT16, every[s][0],
+                                 every[s][1], every[s][2], true);
     }
 }
 
