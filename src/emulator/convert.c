@@ -253,6 +253,17 @@ nrtemu__fp8_to_float(enum nrtemu_dtype fp8, uint8_t bits)
     return fp8_decode_table(fp8)[bits];
 }
 
+void
+nrtemu__fp8_layout(enum nrtemu_dtype fp8, int *man_bits, int *bias,
+                   bool *finite)
+{
+    const struct minifloat *fmt = fp8_format(fp8);
+
+    *man_bits = fmt->man_bits;
+    *bias = fmt->bias;
+    *finite = fmt->finite;
+}
+
 uint8_t
 nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value)
 {

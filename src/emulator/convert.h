@@ -19,6 +19,7 @@
 #ifndef NRTEMU_CONVERT_H
 #define NRTEMU_CONVERT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,14 @@ float nrtemu__bfloat16_to_float(uint16_t bits);
 uint16_t nrtemu__float_to_bfloat16(float value);
 float nrtemu__fp8_to_float(enum nrtemu_dtype fp8, uint8_t bits);
 uint8_t nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value);
+/*
+ * The layout of fp8 format `fp8`, for decoders of their own (the
+ * reductions widen fp8 in vector registers): mantissa bits, exponent bias,
+ * and whether it is a "finite" format (e4m3fn: no infinity, one NaN code
+ * per sign, every exponent and mantissa bit set).  Thread-safe.
+ */
+void nrtemu__fp8_layout(enum nrtemu_dtype fp8, int *man_bits, int *bias,
+                        bool *finite);
 
 /*
  * Convert `n` elements of type `from` at `src` into `n` contiguous

@@ -26,6 +26,7 @@
 #include "kernel.h"
 #include "kernel_iter.h"
 #include "kernel_math.h"
+#include "pool.h"
 #include "simd.h"
 
 /* Accumulators of the row loops: enough independent chains to hide the
@@ -112,167 +113,214 @@
 #define MUL_WRAP(a, b) ((uint64_t)(a) * (uint64_t)(b))
 
 /*
- * Fold g consecutive rows of n elements (x[r * n + i]) into acc[i], row
- * after row: the order of a reduction over a non-contiguous axis, as in
- * NumPy, so results do not depend on how the rows are grouped.  Four
- * rows go through each acc[i] at a time, so the contiguous loop loads and
- * stores the accumulators once per four rows (GCC 12 does not vectorise
- * such a chain of the NaN-propagating max/min: those go one row at a
- * time, in DEFINE_COLUMNS).
+ * Fold g rows of n elements, `stride` elements apart (x[r * stride + i]),
+ * into acc[i], row after row: the order of a reduction over a
+ * non-contiguous axis, as in NumPy, so results do not depend on how the
+ * rows are grouped.  Four rows go through each acc[i] at a time, so the
+ * contiguous loop loads and stores the accumulators once per four rows
+ * (GCC 12 does not vectorise such a chain of the NaN-propagating max/min:
+ * those go one row at a time, in DEFINE_COLUMNS).  The rows hold S,
+ * widened exactly to T by LOAD in registers.
  */
-#define COLUMNS_FOLD(T, COMBINE)                                     \
-    do {                                                             \
-        size_t r = 0;                                                \
-        for (; r + 4 <= g; r += 4) {                                 \
-            const T *restrict x0 = x + r * n, *restrict x1 = x0 + n; \
-            const T *restrict x2 = x1 + n, *restrict x3 = x2 + n;    \
-            for (size_t i = 0; i < n; i++) {                         \
-                T a = acc[i];                                        \
-                a = COMBINE(a, x0[i]);                               \
-                a = COMBINE(a, x1[i]);                               \
-                a = COMBINE(a, x2[i]);                               \
-                a = COMBINE(a, x3[i]);                               \
-                acc[i] = a;                                          \
-            }                                                        \
-        }                                                            \
-        for (; r < g; r++) {                                         \
-            const T *restrict x0 = x + r * n;                        \
-            for (size_t i = 0; i < n; i++) {                         \
-                T a = acc[i];                                        \
-                a = COMBINE(a, x0[i]);                               \
-                acc[i] = a;                                          \
-            }                                                        \
-        }                                                            \
+#define COLUMNS_FOLD(T, S, LOAD, COMBINE)          \
+    do {                                           \
+        size_t r = 0;                              \
+        for (; r + 4 <= g; r += 4) {               \
+            const S *restrict x0 = x + r * stride; \
+            const S *restrict x1 = x0 + stride;    \
+            const S *restrict x2 = x1 + stride;    \
+            const S *restrict x3 = x2 + stride;    \
+            for (size_t i = 0; i < n; i++) {       \
+                T a = acc[i];                      \
+                a = COMBINE(a, LOAD(x0[i]));       \
+                a = COMBINE(a, LOAD(x1[i]));       \
+                a = COMBINE(a, LOAD(x2[i]));       \
+                a = COMBINE(a, LOAD(x3[i]));       \
+                acc[i] = a;                        \
+            }                                      \
+        }                                          \
+        for (; r < g; r++) {                       \
+            const S *restrict x0 = x + r * stride; \
+            for (size_t i = 0; i < n; i++) {       \
+                T a = acc[i];                      \
+                a = COMBINE(a, LOAD(x0[i]));       \
+                acc[i] = a;                        \
+            }                                      \
+        }                                          \
     } while (0)
+
+#define LOAD_SAME(v) (v)
+
+NRTEMU_INLINE float
+float_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+NRTEMU_INLINE uint32_t
+bits_of_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* bfloat16 to float32, in registers (the fused column folds). */
+NRTEMU_INLINE float
+bf16_widen(uint16_t h)
+{
+    return float_of_bits((uint32_t)h << 16);
+}
+
+#define I64_OF(v) ((int64_t)(v))
+#define F64_OF(v) ((double)(v))
 
 /* max/min go one row at a time through a function of their own: within
  * SFX##_columns GCC 12 interleaves two rows into masked loads, which
- * halves the speed of a column max over an input from memory. */
-#define DEFINE_COLUMNS(SFX, T, MAXF, MINF, ADDF, MULF)                        \
+ * halves the speed of a column max over an input from memory.  SFX##_columns
+ * folds rows of S into accumulators of T. */
+#define DEFINE_COLUMNS(SFX, T, S, LOAD, MAXF, MINF, ADDF, MULF)               \
     NRTEMU_MULTIVERSION __attribute__((                                       \
-        noinline)) static void SFX##_column_max(size_t n, const T *x, T *acc) \
+        noinline)) static void SFX##_column_max(size_t n, const S *x, T *acc) \
     {                                                                         \
         for (size_t i = 0; i < n; i++) {                                      \
-            acc[i] = MAXF(acc[i], x[i]);                                      \
+            acc[i] = MAXF(acc[i], LOAD(x[i]));                                \
         }                                                                     \
     }                                                                         \
     NRTEMU_MULTIVERSION __attribute__((                                       \
-        noinline)) static void SFX##_column_min(size_t n, const T *x, T *acc) \
+        noinline)) static void SFX##_column_min(size_t n, const S *x, T *acc) \
     {                                                                         \
         for (size_t i = 0; i < n; i++) {                                      \
-            acc[i] = MINF(acc[i], x[i]);                                      \
+            acc[i] = MINF(acc[i], LOAD(x[i]));                                \
         }                                                                     \
     }                                                                         \
     NRTEMU_MULTIVERSION                                                       \
     static void SFX##_columns(enum nrtemu_op op, size_t n, size_t g,          \
-                              const T *restrict x, T *restrict acc)           \
+                              size_t stride, const S *restrict x,             \
+                              T *restrict acc)                                \
     {                                                                         \
         switch (op) {                                                         \
         case NRTEMU_OP_MAX:                                                   \
             for (size_t r = 0; r < g; r++) {                                  \
-                SFX##_column_max(n, x + r * n, acc);                          \
+                SFX##_column_max(n, x + r * stride, acc);                     \
             }                                                                 \
             break;                                                            \
         case NRTEMU_OP_MIN:                                                   \
             for (size_t r = 0; r < g; r++) {                                  \
-                SFX##_column_min(n, x + r * n, acc);                          \
+                SFX##_column_min(n, x + r * stride, acc);                     \
             }                                                                 \
             break;                                                            \
         case NRTEMU_OP_PROD:                                                  \
-            COLUMNS_FOLD(T, MULF);                                            \
+            COLUMNS_FOLD(T, S, LOAD, MULF);                                   \
             break;                                                            \
         default:                                                              \
-            COLUMNS_FOLD(T, ADDF);                                            \
+            COLUMNS_FOLD(T, S, LOAD, ADDF);                                   \
             break;                                                            \
         }                                                                     \
-    }                                                                         \
-    static void SFX##_column(enum nrtemu_op op, size_t n, const T *x, T *acc) \
-    {                                                                         \
-        SFX##_columns(op, n, 1, x, acc);                                      \
     }
 
-#define DEFINE_FLOAT_ROWS(SFX, T)                               \
-    NRTEMU_MULTIVERSION                                         \
-    static T SFX##_sum_leaf(size_t n, const T *x)               \
-    {                                                           \
-        T result;                                               \
-        ROW_FOLD(T, (T)0, ADD_);                                \
-        return result;                                          \
-    }                                                           \
-    static T SFX##_sum_pairwise(size_t n, const T *x)           \
-    {                                                           \
-        size_t half;                                            \
-        if (n <= PAIRWISE_LEAF) {                               \
-            return SFX##_sum_leaf(n, x);                        \
-        }                                                       \
-        half = (n / 2 + LANES - 1) / LANES * LANES;             \
-        return SFX##_sum_pairwise(half, x) +                    \
-               SFX##_sum_pairwise(n - half, x + half);          \
-    }                                                           \
-    NRTEMU_MULTIVERSION                                         \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x) \
-    {                                                           \
-        T result;                                               \
-        bool exact;                                             \
-        switch (op) {                                           \
-        case NRTEMU_OP_MAX:                                     \
-            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);            \
-            if (!exact) {                                       \
-                ROW_FOLD(T, -(T)INFINITY, FLOAT_MAX);           \
-            }                                                   \
-            return result;                                      \
-        case NRTEMU_OP_MIN:                                     \
-            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);             \
-            if (!exact) {                                       \
-                ROW_FOLD(T, (T)INFINITY, FLOAT_MIN);            \
-            }                                                   \
-            return result;                                      \
-        case NRTEMU_OP_PROD:                                    \
-            ROW_FOLD(T, (T)1, MUL_);                            \
-            return result;                                      \
-        default:                                                \
-            return SFX##_sum_pairwise(n, x);                    \
-        }                                                       \
-    }                                                           \
-    DEFINE_COLUMNS(SFX, T, FLOAT_MAX, FLOAT_MIN, ADD_, MUL_)
+/* One row of n into acc[0..n), the column step of softmax and fold_row. */
+#define DEFINE_COLUMN(SFX, T)                                                 \
+    static void SFX##_column(enum nrtemu_op op, size_t n, const T *x, T *acc) \
+    {                                                                         \
+        SFX##_columns(op, n, 1, n, x, acc);                                   \
+    }
+
+#define DEFINE_FLOAT_ROWS(SFX, T)                                          \
+    NRTEMU_MULTIVERSION                                                    \
+    static T SFX##_sum_leaf(size_t n, const T *x)                          \
+    {                                                                      \
+        T result;                                                          \
+        ROW_FOLD(T, (T)0, ADD_);                                           \
+        return result;                                                     \
+    }                                                                      \
+    static T SFX##_sum_pairwise(size_t n, const T *x)                      \
+    {                                                                      \
+        size_t half;                                                       \
+        if (n <= PAIRWISE_LEAF) {                                          \
+            return SFX##_sum_leaf(n, x);                                   \
+        }                                                                  \
+        half = (n / 2 + LANES - 1) / LANES * LANES;                        \
+        return SFX##_sum_pairwise(half, x) +                               \
+               SFX##_sum_pairwise(n - half, x + half);                     \
+    }                                                                      \
+    NRTEMU_MULTIVERSION                                                    \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)            \
+    {                                                                      \
+        T result;                                                          \
+        bool exact;                                                        \
+        switch (op) {                                                      \
+        case NRTEMU_OP_MAX:                                                \
+            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);                       \
+            if (!exact) {                                                  \
+                ROW_FOLD(T, -(T)INFINITY, FLOAT_MAX);                      \
+            }                                                              \
+            return result;                                                 \
+        case NRTEMU_OP_MIN:                                                \
+            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);                        \
+            if (!exact) {                                                  \
+                ROW_FOLD(T, (T)INFINITY, FLOAT_MIN);                       \
+            }                                                              \
+            return result;                                                 \
+        case NRTEMU_OP_PROD:                                               \
+            ROW_FOLD(T, (T)1, MUL_);                                       \
+            return result;                                                 \
+        default:                                                           \
+            return SFX##_sum_pairwise(n, x);                               \
+        }                                                                  \
+    }                                                                      \
+    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, FLOAT_MAX, FLOAT_MIN, ADD_, MUL_) \
+    DEFINE_COLUMN(SFX, T)
 
 DEFINE_FLOAT_ROWS(f32, float)
 DEFINE_FLOAT_ROWS(f64, double)
 
-#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                \
-    NRTEMU_MULTIVERSION                                         \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x) \
-    {                                                           \
-        T result;                                               \
-        switch (op) {                                           \
-        case NRTEMU_OP_MAX:                                     \
-            ROW_FOLD(T, LOWEST, INT_MAX_);                      \
-            return result;                                      \
-        case NRTEMU_OP_MIN:                                     \
-            ROW_FOLD(T, HIGHEST, INT_MIN_);                     \
-            return result;                                      \
-        case NRTEMU_OP_PROD: {                                  \
-            uint64_t p = 1;                                     \
-            for (size_t i = 0; i < n; i++) {                    \
-                p *= (uint64_t)x[i];                            \
-            }                                                   \
-            return (T)p;                                        \
-        }                                                       \
-        default: {                                              \
-            uint64_t s = 0;                                     \
-            for (size_t i = 0; i < n; i++) {                    \
-                s += (uint64_t)x[i];                            \
-            }                                                   \
-            return (T)s;                                        \
-        }                                                       \
-        }                                                       \
-    }                                                           \
-    DEFINE_COLUMNS(SFX, T, INT_MAX_, INT_MIN_, ADD_WRAP, MUL_WRAP)
+#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                       \
+    NRTEMU_MULTIVERSION                                                \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)        \
+    {                                                                  \
+        T result;                                                      \
+        switch (op) {                                                  \
+        case NRTEMU_OP_MAX:                                            \
+            ROW_FOLD(T, LOWEST, INT_MAX_);                             \
+            return result;                                             \
+        case NRTEMU_OP_MIN:                                            \
+            ROW_FOLD(T, HIGHEST, INT_MIN_);                            \
+            return result;                                             \
+        case NRTEMU_OP_PROD: {                                         \
+            uint64_t p = 1;                                            \
+            for (size_t i = 0; i < n; i++) {                           \
+                p *= (uint64_t)x[i];                                   \
+            }                                                          \
+            return (T)p;                                               \
+        }                                                              \
+        default: {                                                     \
+            uint64_t s = 0;                                            \
+            for (size_t i = 0; i < n; i++) {                           \
+                s += (uint64_t)x[i];                                   \
+            }                                                          \
+            return (T)s;                                               \
+        }                                                              \
+        }                                                              \
+    }                                                                  \
+    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, INT_MAX_, INT_MIN_, ADD_WRAP, \
+                   MUL_WRAP)                                           \
+    DEFINE_COLUMN(SFX, T)
 
 DEFINE_INT_ROWS(i64, int64_t, INT64_MIN, INT64_MAX)
 DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
 /* int32 max/min, in their own width (nrtemu__kernel_reduce). */
 DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
+
+/* Column folds that widen their rows in registers (fold_columns_from). */
+DEFINE_COLUMNS(f32_bf16, float, uint16_t, bf16_widen, FLOAT_MAX, FLOAT_MIN,
+               ADD_, MUL_)
+DEFINE_COLUMNS(i64_i32, int64_t, int32_t, I64_OF, INT_MAX_, INT_MIN_, ADD_WRAP,
+               MUL_WRAP)
+DEFINE_COLUMNS(f64_i32, double, int32_t, F64_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
+               MUL_)
 
 /* One accumulator element of any compute type. */
 union wide {
@@ -348,26 +396,27 @@ fold_row(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
     }
 }
 
-/* Fold g consecutive reduced rows of n kept elements into acc[0..n). */
+/* Fold g reduced rows of n kept elements, `stride` elements apart, into
+ * acc[0..n). */
 static void
 fold_columns(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, size_t g,
-             const void *x, void *acc)
+             size_t stride, const void *x, void *acc)
 {
     switch (kt) {
     case NRTEMU_DTYPE_FLOAT32:
-        f32_columns(op, n, g, x, acc);
+        f32_columns(op, n, g, stride, x, acc);
         break;
     case NRTEMU_DTYPE_FLOAT64:
-        f64_columns(op, n, g, x, acc);
+        f64_columns(op, n, g, stride, x, acc);
         break;
     case NRTEMU_DTYPE_INT64:
-        i64_columns(op, n, g, x, acc);
+        i64_columns(op, n, g, stride, x, acc);
         break;
     case NRTEMU_DTYPE_INT32:
-        i32_columns(op, n, g, x, acc);
+        i32_columns(op, n, g, stride, x, acc);
         break;
     default:
-        u64_columns(op, n, g, x, acc);
+        u64_columns(op, n, g, stride, x, acc);
         break;
     }
 }
@@ -400,6 +449,121 @@ struct window {
     uint64_t cap, lo, hi; /* buf holds elements [lo, hi) */
 };
 
+/* Unit-stride runs of the widenings above, for the reductions' windows. */
+NRTEMU_MULTIVERSION
+static void
+widen_bf16(float *restrict d, const uint16_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        d[i] = bf16_widen(s[i]);
+    }
+}
+
+/*
+ * fp8 with `m` mantissa bits and exponent bias `bias` to float32, in
+ * plain arithmetic that vectorises in every clone (nrtemu__convert decodes
+ * fp8 through a table, a gather per element): the magnitude bits, moved
+ * to the top of a float32's exponent and mantissa, read as a float32 of
+ * exponent bias 127 (a subnormal one when the fp8 is subnormal), and a
+ * multiplication by 2^(127 - bias) rebiases it exactly.  Infinity and NaN
+ * are set apart: a finite format's NaN (magnitude 0x7f) is the quiet NaN,
+ * other formats keep the mantissa in the top bits, as nrtemu__fp8_to_float
+ * does (test_kernels checks every code of every format).
+ */
+NRTEMU_MULTIVERSION
+static void
+widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n, int m,
+          int bias, bool finite)
+{
+    const uint32_t sh = (uint32_t)(23 - m);
+    const uint32_t special_at = finite ? 0x7fu : (0x7fu >> m) << m;
+    const uint32_t payload = finite ? 0 : 0x7fffffu;
+    const uint32_t quiet = finite ? 0x400000u : 0;
+    const float scale = ldexpf(1.0f, 127 - bias);
+
+    for (size_t i = 0; i < n; i++) {
+        const uint32_t c = s[i], mag = c & 0x7f, sign = (c & 0x80) << 24;
+        const uint32_t is_special = 0u - (uint32_t)(mag >= special_at);
+        const uint32_t num = bits_of_float(float_of_bits(mag << sh) * scale);
+        const uint32_t special = 0x7f800000u | ((mag << sh) & payload) | quiet;
+        const uint32_t b = (num & ~is_special) | (special & is_special);
+        d[i] = float_of_bits(b | sign);
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+widen_i32_i64(int64_t *restrict d, const int32_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+widen_i32_f64(double *restrict d, const int32_t *restrict s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        d[i] = s[i];
+    }
+}
+
+/*
+ * Elements [start, start + n) of `in` as `kt` (the kernel dtype of
+ * `compute`, or a wider one) into buf: the widenings above when the
+ * compute dtype does not round the input, else nrtemu__kernel_load.
+ */
+static void
+load_run(const struct nrtemu_array *in, enum nrtemu_dtype compute,
+         enum nrtemu_dtype kt, uint64_t start, size_t n, void *buf)
+{
+    const void *src =
+        (const char *)in->data + start * nrtemu__dtype_size(in->dtype);
+    struct nrtemu_array part = {
+        .data = (void *)(uintptr_t)src,
+        .dtype = in->dtype,
+        .ndim = 1,
+        .shape = {n},
+    };
+    int m, bias;
+    bool finite;
+
+    if (compute == kt || compute == in->dtype) {
+        switch (in->dtype) {
+        case NRTEMU_DTYPE_BFLOAT16:
+            if (kt == NRTEMU_DTYPE_FLOAT32) {
+                widen_bf16(buf, src, n);
+                return;
+            }
+            break;
+        case NRTEMU_DTYPE_FLOAT8_E4M3:
+        case NRTEMU_DTYPE_FLOAT8_E4M3FN:
+        case NRTEMU_DTYPE_FLOAT8_E5M2:
+        case NRTEMU_DTYPE_FLOAT8_E3M4:
+            if (kt == NRTEMU_DTYPE_FLOAT32) {
+                nrtemu__fp8_layout(in->dtype, &m, &bias, &finite);
+                widen_fp8(buf, src, n, m, bias, finite);
+                return;
+            }
+            break;
+        case NRTEMU_DTYPE_INT32:
+            if (kt == NRTEMU_DTYPE_INT64) {
+                widen_i32_i64(buf, src, n);
+                return;
+            }
+            if (kt == NRTEMU_DTYPE_FLOAT64) {
+                widen_i32_f64(buf, src, n);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    nrtemu__kernel_load(&part, compute, kt, buf);
+}
+
 static const char *
 window_get(struct window *w, uint64_t start, uint64_t count)
 {
@@ -410,23 +574,253 @@ window_get(struct window *w, uint64_t start, uint64_t count)
     }
     if (start < w->lo || start + count > w->hi) {
         uint64_t total = nrtemu__array_count(w->in);
-        struct nrtemu_array part = {
-            .data =
-                (char *)w->in->data + start * nrtemu__dtype_size(w->in->dtype),
-            .dtype = w->in->dtype,
-            .ndim = 1,
-            .shape = {total - start < w->cap ? total - start : w->cap},
-        };
-        nrtemu__kernel_load(&part, w->compute, w->kt, w->buf);
+        size_t n = total - start < w->cap ? total - start : w->cap;
+        load_run(w->in, w->compute, w->kt, start, n, w->buf);
         w->lo = start;
-        w->hi = start + part.shape[0];
+        w->hi = start + n;
     }
     return w->buf + (start - w->lo) * kt_size;
 }
 
 /* Elements converted at a time when the input needs converting, and the
- * most rows folded into the accumulators at a time: 64 KiB of float32. */
-#define WINDOW_ELEMS 16384
+ * most rows folded into the accumulators at a time: 8 KiB of float32, so
+ * that the converted copy stays in L1 between its store and its loads. */
+#define WINDOW_ELEMS 2048
+/* Columns folded at a time: their accumulators stay in L1 (16 KiB of
+ * 64-bit ones) while every row streams past them. */
+#define COLUMN_CHUNK 2048
+/* Inputs of at least this many bytes are split among the pool's threads;
+ * for smaller ones, waking the workers costs more than it saves. */
+#define PARALLEL_BYTES ((uint64_t)1 << 20)
+
+/* Fold g rows of n elements of `src`, `stride` apart, into acc[0..n) of
+ * kt, widening them in registers; false when no such fold exists for the
+ * pair (the caller converts them first). */
+static bool
+fold_columns_from(enum nrtemu_op op, enum nrtemu_dtype kt,
+                  enum nrtemu_dtype src, size_t n, size_t g, size_t stride,
+                  const void *x, void *acc)
+{
+    if (kt == NRTEMU_DTYPE_FLOAT32 && src == NRTEMU_DTYPE_BFLOAT16) {
+        f32_bf16_columns(op, n, g, stride, x, acc);
+    } else if (kt == NRTEMU_DTYPE_INT64 && src == NRTEMU_DTYPE_INT32) {
+        i64_i32_columns(op, n, g, stride, x, acc);
+    } else if (kt == NRTEMU_DTYPE_FLOAT64 && src == NRTEMU_DTYPE_INT32) {
+        f64_i32_columns(op, n, g, stride, x, acc);
+    } else {
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The input as [A, R, B] when the reduced axes are consecutive (R their
+ * elements, A those of the axes before, B of the axes after): the shape
+ * of every reduction over one axis, or over the last or first few.
+ */
+static bool
+reduced_block(const struct nrtemu_array *in, uint32_t axes, uint64_t *A,
+              uint64_t *R, uint64_t *B)
+{
+    uint32_t lo, hi;
+
+    if (in->ndim == 0 || axes == 0) {
+        return false;
+    }
+    lo = (uint32_t)__builtin_ctz(axes);
+    hi = 31u - (uint32_t)__builtin_clz(axes);
+    if (hi >= in->ndim ||
+        axes != (uint32_t)(((uint64_t)2 << hi) - ((uint64_t)1 << lo))) {
+        return false;
+    }
+    *A = *R = *B = 1;
+    for (uint32_t d = 0; d < in->ndim; d++) {
+        uint64_t *f = d < lo ? A : d <= hi ? R : B;
+        *f *= in->shape[d];
+    }
+    return true;
+}
+
+/* How the rows of a reduction reach the folds. */
+enum reduce_load {
+    LOAD_IN_PLACE, /* the input already is an array of kt */
+    LOAD_FUSED,    /* columns widened in registers (fold_columns_from) */
+    LOAD_CONVERT,  /* converted into the task's window first (load_run) */
+};
+
+/* One reduction of [A, R, B] into acc[A * B], split among tasks by A, or
+ * by B (in multiples of 16 elements) when there are too few of A. */
+struct reduce_job {
+    const struct nrtemu_array *in;
+    enum nrtemu_op fold;
+    enum nrtemu_dtype compute, kt;
+    enum reduce_load load;
+    uint64_t A, R, B;
+    char *acc;
+    char *windows; /* window_bytes for each task */
+    size_t window_bytes;
+    uint32_t tasks;
+    bool split_a;
+};
+
+/* Task t's share [*lo, *hi) of `total` items, in multiples of `align`. */
+static void
+task_share(uint64_t total, uint32_t tasks, uint32_t t, uint64_t align,
+           uint64_t *lo, uint64_t *hi)
+{
+    uint64_t per = (total + tasks - 1) / tasks;
+
+    per = (per + align - 1) / align * align;
+    *lo = per * t < total ? per * t : total;
+    *hi = per * (t + 1) < total ? per * (t + 1) : total;
+}
+
+/*
+ * Every output element is folded by one task, in the order of the serial
+ * fold (a row pairwise in one piece, a column row after row), so the
+ * split changes no result.
+ */
+static void
+reduce_task(void *arg, uint32_t t)
+{
+    const struct reduce_job *j = arg;
+    const struct nrtemu_array *in = j->in;
+    const char *data = in->data;
+    size_t ks = nrtemu__dtype_size(j->kt), is = nrtemu__dtype_size(in->dtype);
+    char *win = j->windows + (size_t)t * j->window_bytes;
+    uint64_t a0 = 0, a1 = j->A, b0 = 0, b1 = j->B;
+
+    if (j->split_a) {
+        task_share(j->A, j->tasks, t, 1, &a0, &a1);
+    } else {
+        task_share(j->B, j->tasks, t, 16, &b0, &b1);
+    }
+    for (uint64_t a = a0; a < a1; a++) {
+        if (j->B == 1) {
+            const void *x = data + a * j->R * is;
+            if (j->load != LOAD_IN_PLACE) {
+                load_run(in, j->compute, j->kt, a * j->R, j->R, win);
+                x = win;
+            }
+            fold_row(j->fold, j->kt, j->R, x, j->acc + a * ks);
+            continue;
+        }
+        for (uint64_t b = b0; b < b1; b += COLUMN_CHUNK) {
+            size_t w = b1 - b < COLUMN_CHUNK ? b1 - b : COLUMN_CHUNK;
+            uint64_t first = a * j->R * j->B + b; /* of row 0 */
+            char *pa = j->acc + (a * j->B + b) * ks;
+            uint64_t g = WINDOW_ELEMS / w;
+
+            if (j->load == LOAD_IN_PLACE) {
+                fold_columns(j->fold, j->kt, w, j->R, j->B, data + first * is,
+                             pa);
+                continue;
+            }
+            if (j->load == LOAD_FUSED) {
+                fold_columns_from(j->fold, j->kt, in->dtype, w, j->R, j->B,
+                                  data + first * is, pa);
+                continue;
+            }
+            for (uint64_t r = 0; r < j->R; r += g) {
+                uint64_t gg = j->R - r < g ? j->R - r : g;
+                for (uint64_t k = 0; k < gg; k++) {
+                    load_run(in, j->compute, j->kt, first + (r + k) * j->B, w,
+                             win + k * w * ks);
+                }
+                fold_columns(j->fold, j->kt, w, gg, w, win, pa);
+            }
+        }
+    }
+}
+
+/* The serial and the split reductions end alike: a mean divides, and
+ * accumulators that are not the output are stored into it. */
+static void
+reduce_finish(enum nrtemu_op op, enum nrtemu_dtype compute,
+              enum nrtemu_dtype kt, const struct nrtemu_array *out,
+              uint64_t reduced, void *acc, bool acc_is_out)
+{
+    uint64_t out_count = nrtemu__array_count(out);
+
+    if (op == NRTEMU_OP_MEAN) {
+        /* sum / count, a true division as NumPy does (0 / 0 is NaN). */
+        if (kt == NRTEMU_DTYPE_FLOAT32) {
+            float *a = (float *)acc, c = (float)reduced;
+            for (uint64_t i = 0; i < out_count; i++) {
+                a[i] /= c;
+            }
+        } else {
+            double *a = (double *)acc, c = (double)reduced;
+            for (uint64_t i = 0; i < out_count; i++) {
+                a[i] /= c;
+            }
+        }
+    }
+    if (!acc_is_out) {
+        nrtemu__kernel_store(out, compute, kt, acc);
+    }
+}
+
+/* The reduction of [A, R, B] (reduced_block), on the pool's threads when
+ * the input is large. */
+static NRT_STATUS
+reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
+             enum nrtemu_dtype kt, const struct nrtemu_array *out,
+             const struct nrtemu_array *in, uint64_t A, uint64_t R, uint64_t B,
+             struct nrtemu_scratch *s)
+{
+    size_t ks = nrtemu__dtype_size(kt);
+    uint64_t in_bytes =
+        nrtemu__array_count(in) * nrtemu__dtype_size(in->dtype);
+    uint32_t threads = in_bytes >= PARALLEL_BYTES ? nrtemu__pool_threads() : 1;
+    bool acc_is_out =
+        out->dtype == kt && (compute == kt || compute == out->dtype);
+    bool exact = compute == kt || compute == in->dtype;
+    size_t acc_bytes = acc_is_out ? 0 : (A * B * ks + 63) & ~(size_t)63;
+    struct reduce_job j = {
+        .in = in,
+        .fold = op == NRTEMU_OP_MEAN ? NRTEMU_OP_SUM : op,
+        .compute = compute,
+        .kt = kt,
+        .A = A,
+        .R = R,
+        .B = B,
+    };
+    union wide init;
+    char *scratch;
+
+    if (in->dtype == kt && exact) {
+        j.load = LOAD_IN_PLACE;
+    } else if (B > 1 && exact &&
+               fold_columns_from(j.fold, kt, in->dtype, 0, 0, 0, NULL, NULL)) {
+        j.load = LOAD_FUSED; /* (a fold of no rows: only asks) */
+    } else {
+        j.load = LOAD_CONVERT;
+        j.window_bytes = ((B == 1 ? R : WINDOW_ELEMS) * ks + 63) & ~(size_t)63;
+    }
+    j.split_a = B == 1 || A >= threads;
+    j.tasks = j.split_a                 ? (A < threads ? (uint32_t)A : threads)
+              : (B + 15) / 16 < threads ? (uint32_t)((B + 15) / 16)
+                                        : threads;
+    scratch =
+        nrtemu__scratch_get(s, acc_bytes + j.tasks * j.window_bytes + 64);
+    if (scratch == NULL) {
+        return NRT_RESOURCE;
+    }
+    j.acc = acc_is_out ? out->data : scratch;
+    j.windows = scratch + acc_bytes;
+    identity(j.fold, kt, &init);
+    for (uint64_t i = 0; i < A * B; i++) {
+        memcpy(j.acc + i * ks, &init, ks);
+    }
+    if (j.tasks > 1) {
+        nrtemu__pool_run(reduce_task, &j, j.tasks);
+    } else {
+        reduce_task(&j, 0);
+    }
+    reduce_finish(op, compute, kt, out, R, j.acc, acc_is_out);
+    return NRT_SUCCESS;
+}
 
 NRT_STATUS
 nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
@@ -448,6 +842,7 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
     uint64_t idx[NRTEMU_MAX_DIMS] = {0};
     ptrdiff_t off[2] = {0, 0};
     union wide init;
+    uint64_t A, R, B;
 
     if (op == NRTEMU_OP_MEAN && kt != NRTEMU_DTYPE_FLOAT32 &&
         kt != NRTEMU_DTYPE_FLOAT64) {
@@ -462,6 +857,9 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
     }
     if (out_count == 0) {
         return NRT_SUCCESS;
+    }
+    if (in_count != 0 && reduced_block(in, axes, &A, &R, &B)) {
+        return reduce_block(op, compute, kt, out, in, A, R, B, s);
     }
     kt_size = nrtemu__dtype_size(kt);
 
@@ -527,7 +925,7 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
             }
             px = window_get(&win, (uint64_t)off[0], g * len);
             if (column) {
-                fold_columns(fold, kt, len, g, px, pa);
+                fold_columns(fold, kt, len, g, len, px, pa);
             } else {
                 fold_row(fold, kt, len, px, pa);
             }
@@ -537,23 +935,7 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
             }
         }
     }
-    if (op == NRTEMU_OP_MEAN) {
-        /* sum / count, a true division as NumPy does (0 / 0 is NaN). */
-        if (kt == NRTEMU_DTYPE_FLOAT32) {
-            float *a = (float *)acc, c = (float)reduced;
-            for (uint64_t i = 0; i < out_count; i++) {
-                a[i] /= c;
-            }
-        } else {
-            double *a = (double *)acc, c = (double)reduced;
-            for (uint64_t i = 0; i < out_count; i++) {
-                a[i] /= c;
-            }
-        }
-    }
-    if (!acc_is_out) {
-        nrtemu__kernel_store(out, compute, kt, acc);
-    }
+    reduce_finish(op, compute, kt, out, reduced, acc, acc_is_out);
     return NRT_SUCCESS;
 }
 

@@ -1,0 +1,267 @@
+/*
+ * test_reduce_split.c - the reductions and argmax/argmin of
+ * kernel_reduce.c on inputs large enough to be split among the pool's
+ * threads, and their widening of narrow types in registers:
+ *  - every code of bfloat16, float16 and the four fp8 formats widens to
+ *    the float32 that nrtemu__convert gives, bit for bit, NaN included,
+ *    along a row and along a column;
+ *  - sum, mean, max, min and prod over consecutive axes ([A, R, B]: rows,
+ *    columns, a middle axis, split by A or by B at odd sizes) give the
+ *    bits of the general walk (the same reduction written with a trailing
+ *    axis of 1 reduced too, which takes kernel_reduce.c's iterator path),
+ *    for random floats (whose sums depend on the order), NaNs, and int32
+ *    at INT32_MIN/INT32_MAX;
+ *  - argmax/argmin against a reference: the first extreme, the first NaN,
+ *    all-NaN rows, ties, INT32_MIN/INT32_MAX, rows shorter and longer
+ *    than the vector loops, on both sides of the split.
+ */
+#include <math.h>
+
+#include "test.h"
+
+#include "convert.h"
+#include "kernel.h"
+#include "pool.h"
+
+static struct nrtemu_scratch scratch;
+
+static struct nrtemu_array
+array(enum nrtemu_dtype dt, void *data, uint32_t ndim, const uint64_t *shape)
+{
+    struct nrtemu_array a;
+
+    memset(&a, 0, sizeof a);
+    a.data = data;
+    a.dtype = dt;
+    a.ndim = ndim;
+    for (uint32_t d = 0; d < ndim; d++) {
+        a.shape[d] = shape[d];
+    }
+    return a;
+}
+
+static void *
+alloc_bytes(size_t n)
+{
+    void *p = malloc(n + 64);
+
+    ASSERT_NOT_NULL(p);
+    memset(p, 0xa5, n);
+    return p;
+}
+
+/* A deterministic generator (xorshift64*), so that a failure repeats. */
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static uint64_t
+rng_next(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1du;
+}
+
+/* --- widening every code --- */
+
+static void
+check_widen(enum nrtemu_dtype dt, uint32_t codes)
+{
+    size_t es = nrtemu__dtype_size(dt);
+    unsigned char *pairs = alloc_bytes(2 * (size_t)codes * es);
+    unsigned char *cols = alloc_bytes(2 * (size_t)codes * es);
+    float *want = alloc_bytes((size_t)codes * sizeof(float));
+    float *got = alloc_bytes((size_t)codes * sizeof(float));
+
+    for (uint32_t c = 0; c < codes; c++) {
+        uint16_t v = (uint16_t)c;
+        /* Row c of [codes, 2] is (c, c); column c of [2, codes] too. */
+        memcpy(pairs + (2 * (size_t)c) * es, &v, es);
+        memcpy(pairs + (2 * (size_t)c + 1) * es, &v, es);
+        memcpy(cols + (size_t)c * es, &v, es);
+        memcpy(cols + ((size_t)codes + c) * es, &v, es);
+    }
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, want, dt, cols, 1, codes);
+    for (int axis = 0; axis < 2; axis++) {
+        uint64_t shape[2] = {axis ? codes : 2, axis ? 2 : codes};
+        struct nrtemu_array in = array(dt, axis ? pairs : cols, 2, shape);
+        struct nrtemu_array out =
+            array(NRTEMU_DTYPE_FLOAT32, got, 1, (uint64_t[]){codes});
+        /* max(x, x) is x, bit for bit, -0 and NaN included. */
+        ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_MAX, NRTEMU_DTYPE_FLOAT32,
+                                        &out, &in, 1u << axis, &scratch));
+        for (uint32_t c = 0; c < codes; c++) {
+            uint32_t g, w;
+            memcpy(&g, &got[c], 4);
+            memcpy(&w, &want[c], 4);
+            if (g != w) {
+                TEST_FAIL_("%s code 0x%x along axis %d: 0x%08x, expected "
+                           "0x%08x",
+                           nrtemu__dtype_name(dt), c, axis, g, w);
+            }
+        }
+    }
+    free(pairs);
+    free(cols);
+    free(want);
+    free(got);
+}
+
+static void
+test_widen_every_code(void)
+{
+    check_widen(NRTEMU_DTYPE_BFLOAT16, 65536);
+    check_widen(NRTEMU_DTYPE_FLOAT16, 65536);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3FN, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E5M2, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E3M4, 256);
+}
+
+/* --- reductions: the split path against the general walk --- */
+
+/* Random values of dt: floats in [-2, 2) with a NaN now and then (when
+ * `nans`), int32 over its whole range with its extremes now and then. */
+static void
+fill_random(enum nrtemu_dtype dt, void *data, uint64_t n, bool nans)
+{
+    size_t es = nrtemu__dtype_size(dt);
+
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t r = rng_next();
+        char *p = (char *)data + i * es;
+        if (dt == NRTEMU_DTYPE_INT32) {
+            int32_t v = (int32_t)(uint32_t)(r >> 32);
+            if (r % 97 == 0) {
+                v = (r & 1) ? INT32_MAX : INT32_MIN;
+            }
+            memcpy(p, &v, 4);
+        } else {
+            double v = (double)(r >> 11) * 0x1p-53 * 4.0 - 2.0;
+            if (nans && r % 50021 == 0) {
+                v = NAN;
+            }
+            nrtemu__convert(dt, p, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        }
+    }
+}
+
+static enum nrtemu_dtype
+reduce_out_dtype(enum nrtemu_op op, enum nrtemu_dtype dt)
+{
+    if (dt == NRTEMU_DTYPE_INT32 && op == NRTEMU_OP_MEAN) {
+        return NRTEMU_DTYPE_FLOAT64;
+    }
+    if (dt == NRTEMU_DTYPE_INT32 &&
+        (op == NRTEMU_OP_SUM || op == NRTEMU_OP_PROD)) {
+        return NRTEMU_DTYPE_INT64; /* NumPy's sum of int32 */
+    }
+    return dt;
+}
+
+static const char *const reduce_names[] = {"sum", "mean", "max", "min",
+                                           "prod"};
+static const enum nrtemu_op reduce_ops[] = {NRTEMU_OP_SUM, NRTEMU_OP_MEAN,
+                                            NRTEMU_OP_MAX, NRTEMU_OP_MIN,
+                                            NRTEMU_OP_PROD};
+
+static void
+check_split_reduce(enum nrtemu_dtype dt, uint32_t ndim, const uint64_t *shape,
+                   uint32_t axes, bool nans)
+{
+    uint64_t count = 1, ocount = 1, shape1[NRTEMU_MAX_DIMS];
+    size_t es = nrtemu__dtype_size(dt);
+    void *data;
+
+    for (uint32_t d = 0; d < ndim; d++) {
+        count *= shape[d];
+        ocount *= (axes & (1u << d)) ? 1 : shape[d];
+        shape1[d] = shape[d];
+    }
+    shape1[ndim] = 1;
+    data = alloc_bytes(count * es);
+    fill_random(dt, data, count, nans);
+    for (size_t k = 0; k < sizeof reduce_ops / sizeof reduce_ops[0]; k++) {
+        enum nrtemu_op op = reduce_ops[k];
+        enum nrtemu_dtype odt = reduce_out_dtype(op, dt);
+        size_t os = nrtemu__dtype_size(odt);
+        struct nrtemu_array in = array(dt, data, ndim, shape);
+        /* The same input with a trailing axis of 1, reduced too: axes that
+         * are not consecutive, which kernel_reduce.c walks serially. */
+        struct nrtemu_array in1 = array(dt, data, ndim + 1, shape1);
+        struct nrtemu_array out =
+            array(odt, alloc_bytes(ocount * os), 1, &ocount);
+        struct nrtemu_array ref =
+            array(odt, alloc_bytes(ocount * os), 1, &ocount);
+
+        ASSERT_OK(nrtemu__kernel_reduce(op, odt, &out, &in, axes, &scratch));
+        ASSERT_OK(nrtemu__kernel_reduce(op, odt, &ref, &in1,
+                                        axes | (1u << ndim), &scratch));
+        if (memcmp(out.data, ref.data, ocount * os) != 0) {
+            for (uint64_t o = 0; o < ocount; o++) {
+                if (memcmp((char *)out.data + o * os,
+                           (char *)ref.data + o * os, os) != 0) {
+                    double g, w;
+                    nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &g, odt,
+                                    (char *)out.data + o * os, 1, 1);
+                    nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &w, odt,
+                                    (char *)ref.data + o * os, 1, 1);
+                    TEST_FAIL_("%s %s ndim %u shape[0] %llu axes 0x%x [%llu]: "
+                               "%.17g, serially %.17g",
+                               reduce_names[k], nrtemu__dtype_name(dt), ndim,
+                               (unsigned long long)shape[0], axes,
+                               (unsigned long long)o, g, w);
+                }
+            }
+        }
+        free(out.data);
+        free(ref.data);
+    }
+    free(data);
+}
+
+static void
+test_split_reduce(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16,    NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT64,
+    };
+    /* Each over 1 MiB even in fp8, so that it is split. */
+    static const struct {
+        uint32_t ndim, axes;
+        uint64_t shape[3];
+    } cases[] = {
+        {2, 1, {1201, 1001}},   /* rows, split by rows */
+        {2, 1, {2, 700001}},    /* two long rows */
+        {2, 1, {1, 1300001}},   /* one row: not split */
+        {2, 1, {1, 1300001}},   /* (again, after the scratch grew) */
+        {2, 2, {1001, 1201}},   /* columns, split by columns */
+        {3, 2, {1, 3001, 373}}, /* columns of an odd width */
+        {3, 2, {3, 1001, 373}}, /* a middle axis, split by the first */
+        {3, 3, {5, 3, 70001}},  /* the first two axes */
+        {3, 6, {3, 7, 50001}},  /* the last two axes: rows */
+    };
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            for (int nans = 0; nans < 2; nans++) {
+                check_split_reduce(dts[t], cases[c].ndim, cases[c].shape,
+                                   cases[c].axes, nans);
+            }
+        }
+    }
+}
+
+int
+main(void)
+{
+    test_begin("test_reduce_split");
+    /* The split runs on at least two threads where the machine has two
+     * CPUs; on one, the same tests check the serial path. */
+    printf("# pool threads: %u\n", nrtemu__pool_threads());
+    RUN_TEST(test_widen_every_code);
+    RUN_TEST(test_split_reduce);
+    nrtemu__scratch_free(&scratch);
+    return 0;
+}
