@@ -18,6 +18,14 @@
  * accumulators once per four rows.  Inputs that need converting (16- and
  * 8-bit floats to float32, narrower ints to 64 bits) are converted in
  * windows of that size, not as a copy of the whole input.
+ *
+ * Reductions over consecutive axes, and every argmax/argmin, see the
+ * input as [A, R, B] (reduce_block, nrtemu__kernel_argreduce): R reduced
+ * rows of B kept columns, A times.  Each output element is folded by one
+ * task, in the order above, so splitting the work among the pool's
+ * threads (inputs of at least PARALLEL_BYTES) changes no result.  Column
+ * folds of bfloat16 and int32 widen their rows in registers; other
+ * conversions use an L1-sized window per task.
  */
 #include <math.h>
 #include <string.h>
@@ -592,6 +600,7 @@ window_get(struct window *w, uint64_t start, uint64_t count)
 /* Inputs of at least this many bytes are split among the pool's threads;
  * for smaller ones, waking the workers costs more than it saves. */
 #define PARALLEL_BYTES ((uint64_t)1 << 20)
+#define TASKS_PER_THREAD 4
 
 /* Fold g rows of n elements of `src`, `stride` apart, into acc[0..n) of
  * kt, widening them in registers; false when no such fold exists for the
@@ -638,7 +647,9 @@ reduced_block(const struct nrtemu_array *in, uint32_t axes, uint64_t *A,
         uint64_t *f = d < lo ? A : d <= hi ? R : B;
         *f *= in->shape[d];
     }
-    return true;
+    /* Reducing axes of 1 copies: the iterator path collapses it into
+     * runs, where [A, 1, 1] would fold A rows of one element. */
+    return *R > 1;
 }
 
 /* How the rows of a reduction reach the folds. */
@@ -662,6 +673,20 @@ struct reduce_job {
     uint32_t tasks;
     bool split_a;
 };
+
+/*
+ * Tasks for `units` units of work on `threads` threads: a few per thread
+ * when there is work enough, so that a thread that the machine's other
+ * processes hold up leaves its share to the others (the pool hands out
+ * tasks one at a time); 1 on one thread.
+ */
+static uint32_t
+task_count(uint32_t threads, uint64_t units)
+{
+    uint64_t want = threads > 1 ? (uint64_t)threads * TASKS_PER_THREAD : 1;
+
+    return (uint32_t)(units < want ? (units ? units : 1) : want);
+}
 
 /* Task t's share [*lo, *hi) of `total` items, in multiples of `align`. */
 static void
@@ -799,9 +824,7 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
         j.window_bytes = ((B == 1 ? R : WINDOW_ELEMS) * ks + 63) & ~(size_t)63;
     }
     j.split_a = B == 1 || A >= threads;
-    j.tasks = j.split_a                 ? (A < threads ? (uint32_t)A : threads)
-              : (B + 15) / 16 < threads ? (uint32_t)((B + 15) / 16)
-                                        : threads;
+    j.tasks = task_count(threads, j.split_a ? A : (B + 15) / 16);
     scratch =
         nrtemu__scratch_get(s, acc_bytes + j.tasks * j.window_bytes + 64);
     if (scratch == NULL) {
@@ -985,138 +1008,191 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
  * (ONE_PASS): measured at 2048 x 2048, int32 rows take 0.86 ms in one
  * pass against 1.1-1.2 ms in two, but float32 rows 2.1 ms against 1.0 ms
  * (the two passes of floats vectorise better: maxps, then a compare).
+ * Rows of at most SHORT_ROW elements take the two passes whatever their
+ * type, the second one branch-free (a minimum of candidate indices):
+ * measured on 64 x 64 int32, 1.1 us against 8 us in one pass with its
+ * lane set-up and merge, and float32 1.4 us against 3-7 us with the
+ * branches of FIND_FIRST.
  */
 #define ARG_LANES 32
+#define SHORT_ROW 256
 
-#define DEFINE_ARG(SFX, T, BETTER, IT, ONE_PASS)                            \
-    NRTEMU_MULTIVERSION                                                     \
-    static int64_t SFX##_arg_row2(bool ismax, uint64_t R, const T *x)       \
-    {                                                                       \
-        const T m = SFX##_row(ismax ? NRTEMU_OP_MAX : NRTEMU_OP_MIN, R, x); \
-        if (m != m) {                                                       \
-            FIND_FIRST(T, v != v);                                          \
-        }                                                                   \
-        FIND_FIRST(T, v == m);                                              \
-    }                                                                       \
-    NRTEMU_MULTIVERSION                                                     \
-    static int64_t SFX##_arg_row(bool ismax, uint64_t R, const T *x)        \
-    {                                                                       \
-        T best[ARG_LANES];                                                  \
-        IT at[ARG_LANES];                                                   \
-        int nan = 0;                                                        \
-        uint64_t i = ARG_LANES;                                             \
-        int64_t first;                                                      \
-        T m;                                                                \
-        if (!(ONE_PASS) || R < 2 * ARG_LANES ||                             \
-            R - 1 > (uint64_t)((IT)-1 >> 1)) {                              \
-            return SFX##_arg_row2(ismax, R, x);                             \
-        }                                                                   \
-        for (int l = 0; l < ARG_LANES; l++) {                               \
-            best[l] = x[l];                                                 \
-            at[l] = (IT)l;                                                  \
-            nan |= x[l] != x[l];                                            \
-        }                                                                   \
-        if (ismax) {                                                        \
-            for (; i + ARG_LANES <= R; i += ARG_LANES) {                    \
-                for (int l = 0; l < ARG_LANES; l++) {                       \
-                    const T v = x[i + l];                                   \
-                    const bool take = v > best[l];                          \
-                    best[l] = take ? v : best[l];                           \
-                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];           \
-                    nan |= v != v;                                          \
-                }                                                           \
-            }                                                               \
-        } else {                                                            \
-            for (; i + ARG_LANES <= R; i += ARG_LANES) {                    \
-                for (int l = 0; l < ARG_LANES; l++) {                       \
-                    const T v = x[i + l];                                   \
-                    const bool take = v < best[l];                          \
-                    best[l] = take ? v : best[l];                           \
-                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];           \
-                    nan |= v != v;                                          \
-                }                                                           \
-            }                                                               \
-        }                                                                   \
-        /* The tail: element i + l goes to lane l, after its others. */     \
-        for (int l = 0; i + (uint64_t)l < R; l++) {                         \
-            const T v = x[i + (uint64_t)l];                                 \
-            if (ismax ? v > best[l] : v < best[l]) {                        \
-                best[l] = v;                                                \
-                at[l] = (IT)(i + (uint64_t)l);                              \
-            }                                                               \
-            nan |= v != v;                                                  \
-        }                                                                   \
-        if (nan) {                                                          \
-            return SFX##_arg_row2(ismax, R, x);                             \
-        }                                                                   \
-        m = best[0];                                                        \
-        for (int l = 1; l < ARG_LANES; l++) {                               \
-            if (ismax ? best[l] > m : best[l] < m) {                        \
-                m = best[l];                                                \
-            }                                                               \
-        }                                                                   \
-        first = (int64_t)R;                                                 \
-        for (int l = 0; l < ARG_LANES; l++) {                               \
-            if (best[l] == m && (int64_t)at[l] < first) {                   \
-                first = (int64_t)at[l];                                     \
-            }                                                               \
-        }                                                                   \
-        return first;                                                       \
-    }                                                                       \
-    /* Rows r0.. r0 + g of one slab (x[r * B + j]) into the running         \
-     * extremes best[j] and their rows o[j], row after row (the first       \
-     * NaN or the first extreme wins); branch-free so that it               \
-     * vectorises. */                                                       \
-    NRTEMU_MULTIVERSION                                                     \
-    static void SFX##_arg_columns(bool ismax, uint64_t r0, uint64_t g,      \
-                                  uint64_t B, const T *restrict x,          \
-                                  int64_t *restrict o, T *restrict best)    \
-    {                                                                       \
-        for (uint64_t r = 0; r < g; r++) {                                  \
-            const T *restrict row = x + r * B;                              \
-            const int64_t at = (int64_t)(r0 + r);                           \
-            if (at == 0) {                                                  \
-                for (uint64_t j = 0; j < B; j++) {                          \
-                    best[j] = row[j];                                       \
-                    o[j] = 0;                                               \
-                }                                                           \
-            } else if (ismax) {                                             \
-                for (uint64_t j = 0; j < B; j++) {                          \
-                    const T v = row[j], b = best[j];                        \
-                    const bool take = BETTER(true, v, b);                   \
-                    best[j] = take ? v : b;                                 \
-                    o[j] = take ? at : o[j];                                \
-                }                                                           \
-            } else {                                                        \
-                for (uint64_t j = 0; j < B; j++) {                          \
-                    const T v = row[j], b = best[j];                        \
-                    const bool take = BETTER(false, v, b);                  \
-                    best[j] = take ? v : b;                                 \
-                    o[j] = take ? at : o[j];                                \
-                }                                                           \
-            }                                                               \
-        }                                                                   \
-    }                                                                       \
-    /* in = [A, R, B]; rows reach the loops through a window (window_get)   \
-     * that converts them to T when needed. */                              \
-    static void SFX##_arg(bool ismax, struct window *w, uint64_t A,         \
-                          uint64_t R, uint64_t B, int64_t *out, T *best)    \
-    {                                                                       \
-        uint64_t group = B >= WINDOW_ELEMS ? 1 : WINDOW_ELEMS / B;          \
-        for (uint64_t a = 0; a < A; a++) {                                  \
-            int64_t *o = out + a * B;                                       \
-            if (B == 1) {                                                   \
-                const T *row = (const T *)window_get(w, a * R, R);          \
-                o[0] = SFX##_arg_row(ismax, R, row);                        \
-                continue;                                                   \
-            }                                                               \
-            for (uint64_t r = 0; r < R; r += group) {                       \
-                uint64_t g = R - r < group ? R - r : group;                 \
-                const T *rows =                                             \
-                    (const T *)window_get(w, (a * R + r) * B, g * B);       \
-                SFX##_arg_columns(ismax, r, g, B, rows, o, best);           \
-            }                                                               \
-        }                                                                   \
+/* One argmax/argmin of [A, R, B] into out[A * B], split among tasks as a
+ * reduce_job is. */
+struct arg_job {
+    const struct nrtemu_array *in;
+    enum nrtemu_dtype kt;
+    bool ismax, in_place, split_a;
+    uint64_t A, R, B;
+    int64_t *out;
+    char *scratch; /* task_bytes for each task: window, best, at */
+    size_t window_bytes, task_bytes;
+    uint32_t tasks;
+};
+
+#define DEFINE_ARG(SFX, T, BETTER, IT, ONE_PASS)                              \
+    NRTEMU_MULTIVERSION                                                       \
+    static int64_t SFX##_arg_row2(bool ismax, uint64_t R, const T *x)         \
+    {                                                                         \
+        const T m = SFX##_row(ismax ? NRTEMU_OP_MAX : NRTEMU_OP_MIN, R, x);   \
+        if (m != m) {                                                         \
+            FIND_FIRST(T, v != v);                                            \
+        }                                                                     \
+        if (R <= SHORT_ROW) {                                                 \
+            /* The least index holding m, branch-free: short rows would       \
+             * spend more on the search's branches than on the reads. */      \
+            IT first = (IT)R;                                                 \
+            for (uint64_t i = 0; i < R; i++) {                                \
+                const IT c = x[i] == m ? (IT)i : (IT)R;                       \
+                first = c < first ? c : first;                                \
+            }                                                                 \
+            return (int64_t)first;                                            \
+        }                                                                     \
+        FIND_FIRST(T, v == m);                                                \
+    }                                                                         \
+    NRTEMU_MULTIVERSION                                                       \
+    static int64_t SFX##_arg_row(bool ismax, uint64_t R, const T *x)          \
+    {                                                                         \
+        T best[ARG_LANES];                                                    \
+        IT at[ARG_LANES];                                                     \
+        int nan = 0;                                                          \
+        uint64_t i = ARG_LANES;                                               \
+        int64_t first;                                                        \
+        T m;                                                                  \
+        if (!(ONE_PASS) || R <= SHORT_ROW ||                                  \
+            R - 1 > (uint64_t)((IT)-1 >> 1)) {                                \
+            return SFX##_arg_row2(ismax, R, x);                               \
+        }                                                                     \
+        for (int l = 0; l < ARG_LANES; l++) {                                 \
+            best[l] = x[l];                                                   \
+            at[l] = (IT)l;                                                    \
+            nan |= x[l] != x[l];                                              \
+        }                                                                     \
+        if (ismax) {                                                          \
+            for (; i + ARG_LANES <= R; i += ARG_LANES) {                      \
+                for (int l = 0; l < ARG_LANES; l++) {                         \
+                    const T v = x[i + l];                                     \
+                    const bool take = v > best[l];                            \
+                    best[l] = take ? v : best[l];                             \
+                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];             \
+                    nan |= v != v;                                            \
+                }                                                             \
+            }                                                                 \
+        } else {                                                              \
+            for (; i + ARG_LANES <= R; i += ARG_LANES) {                      \
+                for (int l = 0; l < ARG_LANES; l++) {                         \
+                    const T v = x[i + l];                                     \
+                    const bool take = v < best[l];                            \
+                    best[l] = take ? v : best[l];                             \
+                    at[l] = take ? (IT)(i + (uint64_t)l) : at[l];             \
+                    nan |= v != v;                                            \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+        /* The tail: element i + l goes to lane l, after its others. */       \
+        for (int l = 0; i + (uint64_t)l < R; l++) {                           \
+            const T v = x[i + (uint64_t)l];                                   \
+            if (ismax ? v > best[l] : v < best[l]) {                          \
+                best[l] = v;                                                  \
+                at[l] = (IT)(i + (uint64_t)l);                                \
+            }                                                                 \
+            nan |= v != v;                                                    \
+        }                                                                     \
+        if (nan) {                                                            \
+            return SFX##_arg_row2(ismax, R, x);                               \
+        }                                                                     \
+        m = best[0];                                                          \
+        for (int l = 1; l < ARG_LANES; l++) {                                 \
+            if (ismax ? best[l] > m : best[l] < m) {                          \
+                m = best[l];                                                  \
+            }                                                                 \
+        }                                                                     \
+        first = (int64_t)R;                                                   \
+        for (int l = 0; l < ARG_LANES; l++) {                                 \
+            if (best[l] == m && (int64_t)at[l] < first) {                     \
+                first = (int64_t)at[l];                                       \
+            }                                                                 \
+        }                                                                     \
+        return first;                                                         \
+    }                                                                         \
+    /* Rows r0.. r0 + g - 1 of n columns (x[r * stride + j]) into the         \
+     * running extremes best[j] and their rows at[j], row after row (the      \
+     * first NaN or the first extreme wins); branch-free so that it           \
+     * vectorises, with indices as wide as T (one vector type). */            \
+    NRTEMU_MULTIVERSION                                                       \
+    static void SFX##_arg_columns(                                            \
+        bool ismax, uint64_t r0, uint64_t g, uint64_t n, uint64_t stride,     \
+        const T *restrict x, IT *restrict at, T *restrict best)               \
+    {                                                                         \
+        for (uint64_t r = 0; r < g; r++) {                                    \
+            const T *restrict row = x + r * stride;                           \
+            const IT k = (IT)(r0 + r);                                        \
+            if (k == 0) {                                                     \
+                for (uint64_t j = 0; j < n; j++) {                            \
+                    best[j] = row[j];                                         \
+                    at[j] = 0;                                                \
+                }                                                             \
+            } else if (ismax) {                                               \
+                for (uint64_t j = 0; j < n; j++) {                            \
+                    const T v = row[j], b = best[j];                          \
+                    const bool take = BETTER(true, v, b);                     \
+                    best[j] = take ? v : b;                                   \
+                    at[j] = take ? k : at[j];                                 \
+                }                                                             \
+            } else {                                                          \
+                for (uint64_t j = 0; j < n; j++) {                            \
+                    const T v = row[j], b = best[j];                          \
+                    const bool take = BETTER(false, v, b);                    \
+                    best[j] = take ? v : b;                                   \
+                    at[j] = take ? k : at[j];                                 \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    /* Slabs [a0, a1) and columns [b0, b1) of j's [A, R, B]: a row at a       \
+     * time when B is 1, else COLUMN_CHUNK columns at a time, their rows      \
+     * converted into `win` first unless the input already is of T. */        \
+    static void SFX##_arg(const struct arg_job *j, uint64_t a0, uint64_t a1,  \
+                          uint64_t b0, uint64_t b1, char *win, T *best,       \
+                          IT *at)                                             \
+    {                                                                         \
+        const T *data = j->in->data;                                          \
+        const uint64_t R = j->R, B = j->B;                                    \
+        for (uint64_t a = a0; a < a1; a++) {                                  \
+            if (B == 1) {                                                     \
+                const T *row = (const T *)(void *)win;                        \
+                if (j->in_place) {                                            \
+                    row = data + a * R;                                       \
+                } else {                                                      \
+                    load_run(j->in, j->kt, j->kt, a *R, R, win);              \
+                }                                                             \
+                j->out[a] = SFX##_arg_row(j->ismax, R, row);                  \
+                continue;                                                     \
+            }                                                                 \
+            for (uint64_t b = b0; b < b1; b += COLUMN_CHUNK) {                \
+                uint64_t w = b1 - b < COLUMN_CHUNK ? b1 - b : COLUMN_CHUNK;   \
+                uint64_t first = a * R * B + b, g = WINDOW_ELEMS / w;         \
+                int64_t *o = j->out + a * B + b;                              \
+                if (j->in_place) {                                            \
+                    SFX##_arg_columns(j->ismax, 0, R, w, B, data + first, at, \
+                                      best);                                  \
+                } else {                                                      \
+                    for (uint64_t r = 0; r < R; r += g) {                     \
+                        uint64_t gg = R - r < g ? R - r : g;                  \
+                        for (uint64_t k = 0; k < gg; k++) {                   \
+                            load_run(j->in, j->kt, j->kt,                     \
+                                     first + (r + k) * B, w,                  \
+                                     win + k * w * sizeof(T));                \
+                        }                                                     \
+                        SFX##_arg_columns(j->ismax, r, gg, w, w,              \
+                                          (const T *)(void *)win, at, best);  \
+                    }                                                         \
+                }                                                             \
+                for (uint64_t k = 0; k < w; k++) {                            \
+                    o[k] = (int64_t)at[k];                                    \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
     }
 
 DEFINE_ARG(f32, float, ARG_BETTER_FLOAT, uint32_t, 0)
@@ -1141,54 +1217,95 @@ split_axis(const struct nrtemu_array *in, uint32_t axis, uint64_t *A,
     *R = in->ndim == 0 ? 1 : in->shape[axis];
 }
 
+static void
+arg_task(void *arg, uint32_t t)
+{
+    const struct arg_job *j = arg;
+    size_t ks = nrtemu__dtype_size(j->kt);
+    char *win = j->scratch + (size_t)t * j->task_bytes;
+    char *best = win + j->window_bytes;
+    char *at = best + COLUMN_CHUNK * ks;
+    uint64_t a0 = 0, a1 = j->A, b0 = 0, b1 = j->B;
+
+    if (j->split_a) {
+        task_share(j->A, j->tasks, t, 1, &a0, &a1);
+    } else {
+        task_share(j->B, j->tasks, t, 16, &b0, &b1);
+    }
+    switch (j->kt) {
+    case NRTEMU_DTYPE_FLOAT32:
+        f32_arg(j, a0, a1, b0, b1, win, (float *)(void *)best,
+                (uint32_t *)(void *)at);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        f64_arg(j, a0, a1, b0, b1, win, (double *)(void *)best,
+                (uint64_t *)(void *)at);
+        break;
+    case NRTEMU_DTYPE_INT64:
+        i64_arg(j, a0, a1, b0, b1, win, (int64_t *)(void *)best,
+                (uint64_t *)(void *)at);
+        break;
+    case NRTEMU_DTYPE_INT32:
+        i32_arg(j, a0, a1, b0, b1, win, (int32_t *)(void *)best,
+                (uint32_t *)(void *)at);
+        break;
+    default:
+        u64_arg(j, a0, a1, b0, b1, win, (uint64_t *)(void *)best,
+                (uint64_t *)(void *)at);
+        break;
+    }
+}
+
 NRT_STATUS
 nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
                          const struct nrtemu_array *in, uint32_t axis,
                          struct nrtemu_scratch *s)
 {
-    /* int32 is compared in place, not widened (the same order). */
+    /* int32 is compared in place, not widened (the same order); widening
+     * is exact, so every kt orders the values as the input does. */
     enum nrtemu_dtype kt = in->dtype == NRTEMU_DTYPE_INT32
                                ? NRTEMU_DTYPE_INT32
                                : nrtemu__kernel_dtype(in->dtype);
-    uint64_t A, R, B;
-    size_t win_bytes, kt_size = nrtemu__dtype_size(kt);
-    bool ismax = op == NRTEMU_OP_ARGMAX;
+    uint64_t A, R, B, in_bytes;
+    size_t ks;
+    uint32_t threads;
     char *scratch;
-    struct window win = {.in = in, .lo = 0, .hi = 0};
+    struct arg_job j = {.in = in, .ismax = op == NRTEMU_OP_ARGMAX};
 
     split_axis(in, axis, &A, &R, &B);
     if (A * B == 0 || R == 0) {
         return NRT_SUCCESS; /* R == 0 was rejected at load */
     }
-    /* Widening is exact: the order of values is the same. */
-    win.compute = kt;
-    win.kt = kt;
-    win.in_place = in->dtype == kt;
-    win.cap = B == 1 ? R : B >= WINDOW_ELEMS ? B : WINDOW_ELEMS / B * B;
-    win.cap = win.cap < R * B ? win.cap : R * B;
-    win_bytes = win.in_place ? 0 : (win.cap * kt_size + 63) & ~(size_t)63;
-    scratch = nrtemu__scratch_get(s, win_bytes + B * kt_size + 64);
+    if (R > UINT32_MAX && kt == NRTEMU_DTYPE_FLOAT32) {
+        kt = NRTEMU_DTYPE_FLOAT64; /* row indices wider than 32 bits */
+    } else if (R > UINT32_MAX && kt == NRTEMU_DTYPE_INT32) {
+        kt = NRTEMU_DTYPE_INT64;
+    }
+    ks = nrtemu__dtype_size(kt);
+    in_bytes = A * R * B * nrtemu__dtype_size(in->dtype);
+    threads = in_bytes >= PARALLEL_BYTES ? nrtemu__pool_threads() : 1;
+    j.kt = kt;
+    j.in_place = in->dtype == kt;
+    j.A = A;
+    j.R = R;
+    j.B = B;
+    j.out = out->data;
+    j.split_a = B == 1 || A >= threads;
+    j.tasks = task_count(threads, j.split_a ? A : (B + 15) / 16);
+    j.window_bytes =
+        j.in_place ? 0 : ((B == 1 ? R : WINDOW_ELEMS) * ks + 63) & ~(size_t)63;
+    /* window, best (COLUMN_CHUNK of kt) and at (COLUMN_CHUNK indices of at
+     * most 8 bytes) */
+    j.task_bytes = j.window_bytes + COLUMN_CHUNK * (ks + 8);
+    scratch = nrtemu__scratch_get(s, j.tasks * j.task_bytes + 64);
     if (scratch == NULL) {
         return NRT_RESOURCE;
     }
-    win.buf = scratch;
-    scratch += win_bytes;
-    switch (kt) {
-    case NRTEMU_DTYPE_FLOAT32:
-        f32_arg(ismax, &win, A, R, B, out->data, (float *)scratch);
-        break;
-    case NRTEMU_DTYPE_FLOAT64:
-        f64_arg(ismax, &win, A, R, B, out->data, (double *)scratch);
-        break;
-    case NRTEMU_DTYPE_INT64:
-        i64_arg(ismax, &win, A, R, B, out->data, (int64_t *)scratch);
-        break;
-    case NRTEMU_DTYPE_INT32:
-        i32_arg(ismax, &win, A, R, B, out->data, (int32_t *)scratch);
-        break;
-    default:
-        u64_arg(ismax, &win, A, R, B, out->data, (uint64_t *)scratch);
-        break;
+    j.scratch = scratch;
+    if (j.tasks > 1) {
+        nrtemu__pool_run(arg_task, &j, j.tasks);
+    } else {
+        arg_task(&j, 0);
     }
     return NRT_SUCCESS;
 }

@@ -13,7 +13,9 @@
  *    at INT32_MIN/INT32_MAX;
  *  - argmax/argmin against a reference: the first extreme, the first NaN,
  *    all-NaN rows, ties, INT32_MIN/INT32_MAX, rows shorter and longer
- *    than the vector loops, on both sides of the split.
+ *    than the vector loops, on both sides of the split;
+ *  - argsort (merge sort, radix sort), split by lines or not, against a
+ *    stable sort in XLA's total order.
  */
 #include <math.h>
 
@@ -253,6 +255,236 @@ test_split_reduce(void)
     }
 }
 
+/* --- argmax/argmin against a reference --- */
+
+/* Element i of line (a, b) at row r of [A, R, B], for `pattern` 0: random
+ * values (int32 over its range with its extremes), NaN now and then;
+ * 1: three values only, ties everywhere (-0 and +0 among them, equal);
+ * 2: NaNs at random places, and every 7th line all NaN. */
+static double
+arg_value(enum nrtemu_dtype dt, int pattern, uint64_t line, uint64_t r)
+{
+    uint64_t x = rng_next();
+    bool is_int = dt == NRTEMU_DTYPE_INT32;
+
+    (void)r;
+    if (pattern == 1) {
+        static const double three[] = {-1.0, -0.0, 0.0, 1.0};
+        static const double ints[] = {INT32_MIN, 0, 0, INT32_MAX};
+        return (is_int ? ints : three)[x % 4];
+    }
+    if (!is_int && pattern == 2 && (line % 7 == 0 || x % 3 == 0)) {
+        return NAN;
+    }
+    if (!is_int && pattern == 0 && x % 4999 == 0) {
+        return NAN;
+    }
+    if (is_int) {
+        return x % 61 == 0 ? ((x >> 8) & 1 ? INT32_MAX : INT32_MIN)
+                           : (double)(int32_t)(uint32_t)(x >> 32);
+    }
+    return (double)(x >> 11) * 0x1p-53 * 4.0 - 2.0;
+}
+
+static void
+check_arg(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
+          int pattern)
+{
+    uint64_t count = A * R * B;
+    size_t es = nrtemu__dtype_size(dt);
+    char *data = alloc_bytes(count * es);
+    double *vals = alloc_bytes(count * sizeof(double));
+    int64_t *got = alloc_bytes(A * B * sizeof(int64_t));
+
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t a = i / (R * B), r = i / B % R, b = i % B;
+        double v = arg_value(dt, pattern, a * B + b, r);
+        nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        /* What the input holds, rounded to dt. */
+        nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &vals[i], dt, data + i * es, 1,
+                        1);
+    }
+    for (int k = 0; k < 2; k++) {
+        enum nrtemu_op op = k ? NRTEMU_OP_ARGMIN : NRTEMU_OP_ARGMAX;
+        struct nrtemu_array in =
+            array(dt, data, 3, (const uint64_t[]){A, R, B});
+        uint64_t oshape[2] = {A, B};
+        struct nrtemu_array out = array(NRTEMU_DTYPE_INT64, got, 2, oshape);
+
+        ASSERT_OK(nrtemu__kernel_argreduce(op, &out, &in, 1, &scratch));
+        for (uint64_t a = 0; a < A; a++) {
+            for (uint64_t b = 0; b < B; b++) {
+                const double *line = vals + a * R * B + b;
+                uint64_t want = 0;
+                double best = line[0];
+                for (uint64_t r = 1; r < R && !isnan(best); r++) {
+                    double v = line[r * B];
+                    if (isnan(v) || (k ? v < best : v > best)) {
+                        best = v;
+                        want = r;
+                    }
+                }
+                if (got[a * B + b] != (int64_t)want) {
+                    TEST_FAIL_("%s %s [%llu, %llu, %llu] pattern %d at (%llu, "
+                               "%llu): %lld, expected %llu",
+                               k ? "argmin" : "argmax", nrtemu__dtype_name(dt),
+                               (unsigned long long)A, (unsigned long long)R,
+                               (unsigned long long)B, pattern,
+                               (unsigned long long)a, (unsigned long long)b,
+                               (long long)got[a * B + b],
+                               (unsigned long long)want);
+                }
+            }
+        }
+    }
+    free(data);
+    free(vals);
+    free(got);
+}
+
+static void
+test_split_arg(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16,    NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT64,
+    };
+    /* [A, R, B]: rows (B 1) shorter and longer than the vector loops, split
+     * by rows or not split; columns split by columns or by slabs, at odd
+     * widths and heights. */
+    static const uint64_t shapes[][3] = {
+        {64, 64, 1},     {7, 63, 1},     {5, 65, 1},     {3, 1, 1},
+        {1201, 1001, 1}, {2, 600001, 1}, {1, 64, 64},    {2, 5, 7},
+        {1, 1001, 1201}, {1, 3001, 373}, {3, 1001, 373}, {1, 1, 4099},
+    };
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+            for (int pattern = 0; pattern < 3; pattern++) {
+                check_arg(dts[t], shapes[c][0], shapes[c][1], shapes[c][2],
+                          pattern);
+            }
+        }
+    }
+}
+
+/* --- argsort split by lines against a reference --- */
+
+struct ref_item {
+    double v;
+    int64_t idx;
+};
+
+/* XLA's total order (-NaN < -inf < ... < -0 < +0 < ... < +NaN), ties by
+ * index: the stable order. */
+static int
+ref_rank(double v)
+{
+    return isnan(v) ? (signbit(v) ? 0 : 2) : 1;
+}
+
+static int
+ref_cmp(const void *pa, const void *pb)
+{
+    const struct ref_item *a = pa, *b = pb;
+    int ra = ref_rank(a->v), rb = ref_rank(b->v);
+
+    if (ra != rb) {
+        return ra < rb ? -1 : 1;
+    }
+    if (ra == 1 && a->v != b->v) {
+        return a->v < b->v ? -1 : 1;
+    }
+    if (ra == 1 && signbit(a->v) != signbit(b->v)) {
+        return signbit(a->v) ? -1 : 1;
+    }
+    return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int
+ref_cmp_desc(const void *pa, const void *pb)
+{
+    const struct ref_item *a = pa, *b = pb;
+    struct ref_item x = *a, y = *b;
+
+    /* Descending keeps equal keys in their order: compare b to a on the
+     * keys only. */
+    x.idx = y.idx = 0;
+    int c = ref_cmp(&y, &x);
+    return c != 0 ? c : (a->idx < b->idx ? -1 : a->idx > b->idx);
+}
+
+static void
+check_argsort(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
+              bool descending)
+{
+    uint64_t count = A * R * B;
+    size_t es = nrtemu__dtype_size(dt);
+    char *data = alloc_bytes(count * es);
+    int32_t *got = alloc_bytes(count * sizeof(int32_t));
+    struct ref_item *line = alloc_bytes(R * sizeof *line);
+    const uint64_t shape[3] = {A, R, B};
+    struct nrtemu_array in = array(dt, data, 3, shape);
+    struct nrtemu_array out = array(NRTEMU_DTYPE_INT32, got, 3, shape);
+
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t x = rng_next();
+        /* Ties (ten values), -0 and +0, NaNs of both signs. */
+        double v = (double)(x % 10) - 5.0;
+        if (nrtemu__dtype_is_float(dt) && x % 101 == 0) {
+            v = (x & 256) ? -NAN : NAN;
+        } else if (nrtemu__dtype_is_float(dt) && x % 103 == 0) {
+            v = -0.0;
+        }
+        nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+    }
+    ASSERT_OK(nrtemu__kernel_argsort(&out, &in, 1, descending, &scratch));
+    for (uint64_t a = 0; a < A; a++) {
+        for (uint64_t b = 0; b < B; b++) {
+            for (uint64_t r = 0; r < R; r++) {
+                uint64_t i = (a * R + r) * B + b;
+                nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &line[r].v, dt,
+                                data + i * es, 1, 1);
+                line[r].idx = (int64_t)r;
+            }
+            qsort(line, R, sizeof *line, descending ? ref_cmp_desc : ref_cmp);
+            for (uint64_t r = 0; r < R; r++) {
+                int32_t g = got[(a * R + r) * B + b];
+                if (g != line[r].idx) {
+                    TEST_FAIL_("argsort %s [%llu, %llu, %llu]%s line (%llu, "
+                               "%llu) [%llu]: %d, expected %lld",
+                               nrtemu__dtype_name(dt), (unsigned long long)A,
+                               (unsigned long long)R, (unsigned long long)B,
+                               descending ? " descending" : "",
+                               (unsigned long long)a, (unsigned long long)b,
+                               (unsigned long long)r, g,
+                               (long long)line[r].idx);
+                }
+            }
+        }
+    }
+    free(data);
+    free(got);
+    free(line);
+}
+
+static void
+test_split_argsort(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32,     NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_BFLOAT16,
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT16, NRTEMU_DTYPE_INT8,
+        NRTEMU_DTYPE_UINT16,      NRTEMU_DTYPE_FLOAT64};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        for (int desc = 0; desc < 2; desc++) {
+            check_argsort(dts[t], 140, 2001, 1, desc); /* rows, split */
+            check_argsort(dts[t], 1, 2001, 140, desc); /* strided lines */
+            check_argsort(dts[t], 3, 17, 5, desc);     /* not split */
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -262,6 +494,8 @@ main(void)
     printf("# pool threads: %u\n", nrtemu__pool_threads());
     RUN_TEST(test_widen_every_code);
     RUN_TEST(test_split_reduce);
+    RUN_TEST(test_split_arg);
+    RUN_TEST(test_split_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
 }
