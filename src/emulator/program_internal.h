@@ -108,9 +108,9 @@ struct nrtemu_program {
     struct nrtemu_scratch scratch; /* kernels' working memory */
     struct nrtemu_scratch result;  /* results of via_scratch ops */
     struct nrtemu_scratch fused;   /* intermediates of fused chains */
-    /* Kernel scratch of the pool's threads running a fused chain's
-     * blocks beside the caller (program_fuse.c), allocated when first
-     * needed. */
+    /* Kernel scratch of the pool's tasks running a fused chain's blocks
+     * (program_fuse.c) or a lone elementwise op's pieces (program_run.c)
+     * beside the caller, allocated when first needed. */
     struct nrtemu_scratch *task_scratch; /* owned */
     uint32_t n_task_scratch;
 };

@@ -78,11 +78,6 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
 }
 
 /*
- * The kernel calls of the op table (the run column of NRTEMU_OP_LIST):
- * each passes the attributes its op was validated with.
- */
-
-/*
  * A lone elementwise op (one that no fused chain took) with an out of at
  * least SPLIT_MIN elements runs on the worker pool: its out is cut into
  * SPLIT_PER_THREAD pieces per thread (kernel_split.h), which the threads
@@ -199,6 +194,11 @@ pool_tasks(struct nrtemu_program *p, uint64_t count)
     return tasks < p->n_task_scratch + 1 ? (uint32_t)tasks
                                          : p->n_task_scratch + 1;
 }
+
+/*
+ * The kernel calls of the op table (the run column of NRTEMU_OP_LIST):
+ * each passes the attributes its op was validated with.
+ */
 
 NRT_STATUS
 nrtemu__op_run_elementwise(const struct op_call *c)
