@@ -512,7 +512,11 @@ nrtemu__kernel_table_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (n_in == 2 && keyed_try(op, compute, out, in, s, count)) {
         return true;
     }
-    if (n_in == 2 && count < TABLE_MIN_BINARY) {
+    /* Logical ops of two operands compute faster than a gather: truth
+     * bytes and byte logic, vectorised (0.4 against 1.5 ms at 2048^2). */
+    if (n_in == 2 &&
+        (count < TABLE_MIN_BINARY || op == NRTEMU_OP_LOGICAL_AND ||
+         op == NRTEMU_OP_LOGICAL_OR || op == NRTEMU_OP_LOGICAL_XOR)) {
         return false;
     }
     t = table_get(op, compute, in_dt, out->dtype, n_in, s);

@@ -168,8 +168,6 @@ test_tables(void)
                 NRTEMU_DTYPE_INT8, 2);
     check_table(NRTEMU_OP_NEG, NRTEMU_DTYPE_UINT8, NRTEMU_DTYPE_UINT8,
                 NRTEMU_DTYPE_UINT8, 1);
-    check_table(NRTEMU_OP_LOGICAL_XOR, NRTEMU_DTYPE_BOOL, NRTEMU_DTYPE_BOOL,
-                NRTEMU_DTYPE_BOOL, 2);
     check_table(NRTEMU_OP_WHERE, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8,
                 NRTEMU_DTYPE_INT8, 3);
 }
