@@ -28,9 +28,11 @@ Usage: python bench/bench_collectives.py [--ranks N] [--mib SIZE] [--iter K]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -86,8 +88,10 @@ def memcpy_gbps(size: int, n: int, iters: int) -> float:
     return 2 * size * n * iters / copy_all / 1e9
 
 
-# One rank of the Open MPI comparison (run under mpirun): p50 of
-# MPI_Allreduce (sum) of float32 buffers of each size, in seconds.
+# One rank of the Open MPI comparison (run under mpirun): MPI_Allreduce
+# (sum) of float32 buffers of each size, timed two ways: back to back (as
+# the nrtpy ranks below) and with a barrier before each call (the skew
+# between the ranks left out).  Prints the slowest rank's p50 of each.
 MPI_RANK = """
 import sys, time
 import numpy as np
@@ -96,21 +100,27 @@ comm = MPI.COMM_WORLD
 for size, count in zip(*[map(int, a.split(",")) for a in sys.argv[1:3]]):
     x = np.ones(size // 4, np.float32)
     y = np.empty_like(x)
-    comm.Allreduce(x, y)
-    times = []
-    for _ in range(count):
-        comm.Barrier()
-        t0 = time.perf_counter()
+    for _ in range(min(count, 10)):
         comm.Allreduce(x, y)
-        times.append(time.perf_counter() - t0)
-    worst = comm.reduce(float(np.median(times)), op=MPI.MAX)
+    p50 = []
+    for barrier in (False, True):
+        times = []
+        comm.Barrier()
+        for _ in range(count):
+            if barrier:
+                comm.Barrier()
+            t0 = time.perf_counter()
+            comm.Allreduce(x, y)
+            times.append(time.perf_counter() - t0)
+        p50.append(comm.reduce(float(np.median(times)), op=MPI.MAX))
     if comm.rank == 0:
-        print(f"mpi {size} {worst}", flush=True)
+        print(f"mpi {size} {p50[0]} {p50[1]}", flush=True)
 """
 
 
-def mpi_times(n: int, sizes, counts) -> dict[int, float] | str:
-    """Open MPI's p50 per size across n processes, or why it cannot run."""
+def mpi_time(n: int, size: int, count: int) -> tuple[float, float] | str:
+    """Open MPI's p50 (back to back, with barriers) across n processes, or
+    why it cannot run."""
     try:
         import mpi4py  # noqa: F401
     except ImportError:
@@ -120,64 +130,148 @@ def mpi_times(n: int, sizes, counts) -> dict[int, float] | str:
         return "mpirun is not installed (Debian openmpi-bin)"
     proc = subprocess.run(
         [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", str(n),
-         sys.executable, "-c", MPI_RANK, ",".join(map(str, sizes)),
-         ",".join(map(str, counts))], capture_output=True, text=True)
-    got = {int(a): float(b) for a, b in
-           re.findall(r"^mpi (\d+) ([0-9.e-]+)$", proc.stdout, re.M)}
-    if proc.returncode != 0 or len(got) != len(sizes):
+         sys.executable, "-c", MPI_RANK, str(size), str(count)],
+        capture_output=True, text=True)
+    got = re.findall(r"^mpi \d+ ([0-9.e-]+) ([0-9.e-]+)$", proc.stdout, re.M)
+    if proc.returncode != 0 or len(got) != 1:
         return f"mpirun failed: {(proc.stdout + proc.stderr)[-300:]}"
-    return got
+    return float(got[0][0]), float(got[0][1])
 
 
-def nrtpy_time(n: int, size: int, count: int, transport: str) -> float:
-    """p50 of one all-reduce across n processes through the launcher (the
-    slowest rank's), with NRTPY_EMU_CC_TRANSPORT=transport."""
-    x = np.ones(size // 4, np.float32)
-    with tempfile.TemporaryDirectory() as work:
-        path = nrtpy.neff.compile(lambda x: nrtpy.neff.all_reduce(x), x,
-                                  path=Path(work) / "ar.neff", world_size=n)
-        proc = subprocess.run(
-            [sys.executable, "-m", "nrtpy", "run", str(path), "--ranks",
-             str(n), "--output-dir", str(Path(work) / "out"),
-             "--benchmark", str(count)],
-            capture_output=True, text=True,
-            env=dict(os.environ, NEURON_RT_EXEC_TIMEOUT="120",
-                     NRTPY_EMU_CC_TRANSPORT=transport))
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stdout + proc.stderr)
-    p50 = [float(v) for v in re.findall(r"p50 ([0-9.]+) ms", proc.stdout)]
-    return max(p50) / 1e3
-
-
-def processes(n: int, mib: list[int], iters: int) -> int:
-    """All-reduce across n processes of this machine: libfabric (shm), the
-    runtime's own TCP, Open MPI's MPI_Allreduce, and memcpy for scale."""
-    sizes = [4 << 10] + [m << 20 for m in mib]
-    counts = [iters * (100 if s <= (1 << 20) else 1) for s in sizes]
-    mpi = mpi_times(n, sizes, counts)
-    print(f"all_reduce float32 across {n} processes of this machine "
-          f"({os.cpu_count()} CPUs), p50 of the slowest rank")
-    print(f"  {'size':>10}  {'libfabric shm':>14}  {'own TCP':>10}  "
-          f"{'Open MPI':>10}  {'memcpy':>10}  vs MPI")
-    for size, count in zip(sizes, counts):
-        fab = nrtpy_time(n, size, count, "auto")
-        tcp = nrtpy_time(n, size, count, "tcp")
-        src = np.ones(size // 4, np.float32)
-        dst = np.empty_like(src)
-        np.copyto(dst, src)
+# One nrtpy rank (a process, as python -m nrtpy run starts them): the
+# all-reduce NEFF executed back to back; per call, p50 of
+#   call: the Python model() call (what a user's loop sees),
+#   cc:   the collective op alone, from the system trace's cc_running
+#         events (waiting for the other ranks included),
+#   one:  model() of the same op compiled for a world of one: the call's
+#         own overhead (Python, runtime, the copy of the result).
+RANK = """
+import json, sys, time
+import numpy as np
+from nrtpy import NrtpyModel, NrtpyTensor, SystemTraceSession
+neff, one, rank, world, size, count = sys.argv[1:7]
+rank, world, size, count = int(rank), int(world), int(size), int(count)
+x = NrtpyTensor.from_numpy(np.full(size // 4, rank + 1, np.float32), name="x")
+def loop(model, trace=False):
+    outputs = dict(model(inputs={"x": x}))
+    for _ in range(min(count, 10)):
+        model(inputs={"x": x}, outputs=outputs)
+    times = []
+    for _ in range(count):
         t0 = time.perf_counter()
-        for _ in range(count):
-            np.copyto(dst, src)
-        copy = (time.perf_counter() - t0) / count
-        ref = mpi.get(size) if isinstance(mpi, dict) else None
-        label = (f"{size >> 10} KiB" if size < (1 << 20)
-                 else f"{size >> 20} MiB")
-        print(f"  {label:>10}  {fab * 1e3:11.3f} ms  {tcp * 1e3:7.3f} ms  "
-              + (f"{ref * 1e3:7.3f} ms" if ref else f"{'-':>10}")
-              + f"  {copy * 1e3:7.3f} ms  "
-              + (f"{ref / fab:5.2f}x" if ref else ""))
-    if isinstance(mpi, str):
-        print(f"  (no Open MPI comparison: {mpi})")
+        model(inputs={"x": x}, outputs=outputs)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), outputs
+m = NrtpyModel.load_from_neff(neff, core_id=0, cc_enabled=True,
+                              rank_id=rank, world_size=world)
+call, outputs = loop(m)
+want = world * (world + 1) / 2
+assert np.all(outputs["output_0"].numpy() == want), "wrong all-reduce result"
+with SystemTraceSession() as trace:
+    loop(m)
+    events = json.loads(trace.fetch_events_json())["events"]
+ev = [e for e in events if e["event_type"] == "cc_running"]
+spans = [b["data"]["nc_timestamp_ns"] - a["data"]["nc_timestamp_ns"]
+         for a, b in zip(ev[0::2], ev[1::2])]
+del m
+one_call, _ = loop(NrtpyModel.load_from_neff(one, core_id=0))
+print(json.dumps({"call": call, "cc": float(np.median(spans)) / 1e9,
+                  "one": one_call}), flush=True)
+"""
+
+
+def nrtpy_time(n: int, size: int, count: int, transport: str,
+               work: Path) -> dict[str, float]:
+    """The slowest rank's p50s (RANK above) across n processes meeting
+    through NEURON_RT_ROOT_COMM_ID on loopback, NRTPY_EMU_CC_TRANSPORT=
+    transport."""
+    x = np.ones(size // 4, np.float32)
+    neff = work / f"ar{n}_{size}.neff"
+    one = work / f"one_{size}.neff"
+    if not neff.exists():
+        nrtpy.neff.compile(lambda x: nrtpy.neff.all_reduce(x), x, path=neff,
+                           world_size=n)
+        nrtpy.neff.compile(lambda x: nrtpy.neff.all_reduce(x), x, path=one)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        root = f"127.0.0.1:{s.getsockname()[1]}"
+    procs = [subprocess.Popen(
+        [sys.executable, "-c", RANK, str(neff), str(one), str(r), str(n),
+         str(size), str(count)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        env=dict(os.environ, NEURON_RT_EXEC_TIMEOUT="120",
+                 NEURON_RT_ROOT_COMM_ID=root, NEURON_RT_VISIBLE_CORES=str(r),
+                 NRTPY_EMU_CC_TRANSPORT=transport)) for r in range(n)]
+    outs = [p.communicate()[0] for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        raise RuntimeError("\n".join(outs))
+    got = [json.loads(o.strip().splitlines()[-1]) for o in outs]
+    return {k: max(g[k] for g in got) for k in got[0]}
+
+
+def fmt_ms(lo: float, hi: float) -> str:
+    if lo == hi:
+        return f"{lo * 1e3:.3f}"
+    return f"{lo * 1e3:.3f}-{hi * 1e3:.3f}"
+
+
+TRANSPORTS = {"auto": "shared mem", "libfabric": "libfabric shm",
+              "tcp": "own TCP"}
+
+
+def processes(n: int, mib: list[float], iters: int, reps: int,
+              transports: list[str]) -> int:
+    """All-reduce across n processes of this machine, each transport
+    against Open MPI, interleaved size by size and repeated `reps` times
+    (the machine may be shared: each figure is a range over the reps, and
+    the ratio to MPI is taken within each rep)."""
+    sizes = [4 << 10] + [int(m * (1 << 20)) for m in mib]
+    rows: dict[int, dict[str, list]] = {s: {} for s in sizes}
+    why_no_mpi = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(reps):
+            for size in sizes:
+                count = iters * (100 if size <= (1 << 20) else 1)
+                row = rows[size]
+                mpi = mpi_time(n, size, count)
+                if isinstance(mpi, str):
+                    why_no_mpi = mpi
+                else:
+                    row.setdefault("mpi", []).append(min(mpi))
+                    row.setdefault("mpi b2b", []).append(mpi[0])
+                for t in transports:
+                    got = nrtpy_time(n, size, count, t, Path(tmp))
+                    row.setdefault(t, []).append(got["call"])
+                    row.setdefault(t + " cc", []).append(got["cc"])
+                    row.setdefault(t + " one", []).append(got["one"])
+                    if not isinstance(mpi, str):
+                        row.setdefault(t + " ratio", []).append(
+                            min(mpi) / got["call"])
+    print(f"all_reduce float32 across {n} processes of this machine "
+          f"({os.cpu_count()} CPUs), {reps} rep(s), ms: range of the "
+          f"slowest rank's p50 over the reps")
+    print("  call: a whole model() call, back to back; cc: the collective "
+          "alone (sys-trace cc_running);")
+    print("  one: model() of a world-of-one NEFF (the call's own overhead); "
+          "MPI: MPI_Allreduce, the faster of back-to-back and barrier-first;")
+    print("  vs MPI: MPI's time / our call's, per rep (> 1: we are faster)")
+    for t in transports:
+        print(f"  {TRANSPORTS[t]:>14}: {'size':>8} {'call':>15} {'cc':>15} "
+              f"{'one':>13} {'Open MPI':>15} {'vs MPI':>11}")
+        for size in sizes:
+            row = rows[size]
+            label = (f"{size >> 10} KiB" if size < (1 << 20)
+                     else f"{size / (1 << 20):g} MiB")
+            line = f"  {'':>14}  {label:>8}"
+            for k in (t, t + " cc", t + " one"):
+                line += f" {fmt_ms(min(row[k]), max(row[k])):>15}"
+            if "mpi" in row:
+                r = row[t + " ratio"]
+                line += (f" {fmt_ms(min(row['mpi']), max(row['mpi'])):>15}"
+                         f" {min(r):5.2f}-{max(r):.2f}x")
+            print(line)
+    if why_no_mpi:
+        print(f"  (no Open MPI comparison: {why_no_mpi})")
     return 0
 
 
@@ -189,11 +283,15 @@ def main() -> int:
     ap.add_argument("--processes", action="store_true")
     ap.add_argument("--sizes-mib", default="1,64",
                     help="with --processes: sizes after 4 KiB (MiB, commas)")
+    ap.add_argument("--reps", type=int, default=1,
+                    help="with --processes: repetitions, interleaved")
+    ap.add_argument("--transports", default="auto,libfabric",
+                    help="with --processes: NRTPY_EMU_CC_TRANSPORT values")
     args = ap.parse_args()
     n, size, iters = args.ranks, args.mib << 20, args.iter
     if args.processes:
-        return processes(n, [int(v) for v in args.sizes_mib.split(",")],
-                         iters)
+        return processes(n, [float(v) for v in args.sizes_mib.split(",")],
+                         iters, args.reps, args.transports.split(","))
 
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(size // 4).astype(np.float32) for _ in range(n)]

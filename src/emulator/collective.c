@@ -1158,6 +1158,111 @@ done:
 }
 
 /*
+ * An all-reduce between processes of one machine, through the board's
+ * shared areas (net.h).  Each area has two halves, used in turn: a rank
+ * fills one while the others may still read the other, since it only
+ * comes back to a half after a rendezvous that every reader of the half
+ * reaches once done with it.
+ * - Small arrays (collective s uses half s % 2): each rank copies its
+ *   operand into its area, and after one rendezvous reduces the whole
+ *   from the areas.
+ * - Large ones, in windows (window w uses half (s + w) % 2: not the
+ *   half of a small collective s - 1 that others may still read): each
+ *   rank copies part j of the window's operand into slot j of its half;
+ *   after a rendezvous, member j reduces part j from the halves and puts
+ *   the result into its own slot j; after another, every rank copies the
+ *   parts the others reduced into its result.  A last rendezvous ends
+ *   the collective.  Each rank copies 3 (g - 1) / g of the array, and
+ *   reduces 1 / g of it.
+ * Reduced in group order: the same bits as in one process.
+ */
+static NRT_STATUS
+direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
+                  const struct exchange *x, const uint32_t *members,
+                  bool two_phases, const char *what)
+{
+    const size_t es = x->esize;
+    uint64_t count = nrtemu__array_count(c->out), seq = r->seq++;
+    uint64_t lo, hi, step, windows;
+    const void *src[NRTEMU_MAX_RANKS];
+    char *out = c->out->data, **areas;
+    const char *in = c->in[0].data;
+    size_t half;
+    uint32_t phase = 0;
+    NRT_STATUS st = NRT_SUCCESS;
+
+    areas = malloc(x->g * sizeof *areas);
+    if (areas == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, c->func, "out of host memory");
+    }
+    for (uint32_t j = 0; j < x->g; j++) {
+        areas[j] = nrtemu__net_area(r->net, members[j], &half);
+    }
+    half /= 2;
+    if (!two_phases) {
+        size_t at = (size_t)(seq % 2) * half;
+        /* (SMALL_ALL_REDUCE fits half the smallest area) */
+        memcpy(areas[x->pos] + at, in, count * es);
+        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, 0,
+                              c->deadline_ns, what);
+        if (st == NRT_SUCCESS) {
+            for (uint32_t j = 0; j < x->g; j++) {
+                src[j] = j == x->pos ? in : areas[j] + at;
+            }
+            nrtemu__kernel_combine(x->a->reduce, c->out->dtype, out, src, x->g,
+                                   count);
+        }
+        free(areas);
+        return st;
+    }
+    /* the parts of a window: slots of `step` elements, 16 at least */
+    step = half / x->g / es / 16 * 16;
+    windows = (count + step * x->g - 1) / (step * x->g);
+    for (uint64_t w = 0; st == NRT_SUCCESS && w < windows; w++) {
+        uint64_t base = w * step * x->g;
+        uint64_t n = count - base < step * x->g ? count - base : step * x->g;
+        size_t at = (size_t)((seq + w) % 2) * half;
+        for (uint32_t j = 0; j < x->g; j++) {
+            part(n, j, x->g, &lo, &hi);
+            if (j != x->pos) {
+                memcpy(areas[x->pos] + at + j * step * es,
+                       in + (base + lo) * es, (hi - lo) * es);
+            }
+        }
+        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase++,
+                              c->deadline_ns, what);
+        if (st != NRT_SUCCESS) {
+            break;
+        }
+        part(n, x->pos, x->g, &lo, &hi);
+        for (uint32_t j = 0; j < x->g; j++) {
+            src[j] = j == x->pos ? in + (base + lo) * es
+                                 : areas[j] + at + x->pos * step * es;
+        }
+        nrtemu__kernel_combine(x->a->reduce, c->out->dtype,
+                               out + (base + lo) * es, src, x->g, hi - lo);
+        memcpy(areas[x->pos] + at + x->pos * step * es, out + (base + lo) * es,
+               (hi - lo) * es);
+        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase++,
+                              c->deadline_ns, what);
+        for (uint32_t j = 0; st == NRT_SUCCESS && j < x->g; j++) {
+            part(n, j, x->g, &lo, &hi);
+            if (j != x->pos) {
+                memcpy(out + (base + lo) * es, areas[j] + at + j * step * es,
+                       (hi - lo) * es);
+            }
+        }
+    }
+    /* (see above) */
+    if (st == NRT_SUCCESS) {
+        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase,
+                              c->deadline_ns, what);
+    }
+    free(areas);
+    return st;
+}
+
+/*
  * Across processes, every other op: the operands of the others that this
  * rank reads, received into scratch, in x->ins (x->outs[x->pos] is this
  * rank's own result; the others' are not needed).  Every member sends its
@@ -1271,6 +1376,17 @@ nrtemu__op_run_collective(const struct op_call *c)
         ins[0] = c->in[0].data;
         outs[0] = c->out->data;
     } else if (r->net != NULL) {
+        bool direct = false;
+        if (op->op == NRTEMU_OP_ALL_REDUCE && x.g > 1) {
+            st = nrtemu__net_direct(c->func, r->net, c->deadline_ns, &direct);
+            if (st != NRT_SUCCESS) {
+                goto done;
+            }
+        }
+        if (direct) {
+            st = direct_all_reduce(c, r, &x, members, two_phases, what);
+            goto done;
+        }
         if (two_phases) {
             st = net_all_reduce(c, r, &x, members, what);
             goto done;

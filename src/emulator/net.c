@@ -23,6 +23,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "board.h"
 #include "clock.h"
 #include "env_parse.h"
 #include "error.h"
@@ -32,7 +33,7 @@
 
 #define HELLO_MAGIC 0x4e525443u /* "NRTC" */
 #define DATA_MAGIC 0x4e525444u  /* "NRTD" */
-#define PROTO_VERSION 2u
+#define PROTO_VERSION 3u
 #define HELLO_BYTES 52 /* magic, version, world, rank, key, ip */
 /* after it: data port (2), machine id (16), libfabric loads (1) */
 #define HELLO_WIRE (HELLO_BYTES + 2 + 16 + 1)
@@ -69,14 +70,16 @@ struct nrtemu_net {
                       connection to rank 0 until the table came */
     int data_fd;   /* this rank's data listener */
     struct peer_addr self;
-    int *peers;                /* world data connections; -1 for this rank */
-    unsigned char machine[16]; /* which (emulated) machine: boot id and
-                                  NRTPY_EMU_NAMESPACE */
-    bool fabric_ok;            /* libfabric loads here, and is allowed */
-    enum transport transport;  /* NRTPY_EMU_CC_TRANSPORT */
-    struct nrtemu_fabric *fab; /* the data path once ready, else TCP */
-    bool ready;                /* the world assembled and connected */
-    bool failed;               /* sticky: a failure breaks the net */
+    int *peers;                 /* world data connections; -1 for this rank */
+    unsigned char machine[16];  /* which (emulated) machine: boot id and
+                                   NRTPY_EMU_NAMESPACE */
+    bool fabric_ok;             /* libfabric loads here, and is allowed */
+    enum transport transport;   /* NRTPY_EMU_CC_TRANSPORT */
+    struct nrtemu_fabric *fab;  /* the data path once ready, else TCP */
+    struct nrtemu_board *board; /* ranks of one machine: shared memory */
+    bool direct;                /* all_reduce through the board */
+    bool ready;                 /* the world assembled and connected */
+    bool failed;                /* sticky: a failure breaks the net */
     NRT_STATUS failure_status;
     char failure[384];
 };
@@ -315,6 +318,10 @@ net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
         net->failed = true;
         net->failure_status = st;
         snprintf(net->failure, sizeof net->failure, "%s", why);
+        /* The ranks waiting on the board fail at once, with this reason. */
+        if (net->board != NULL && net->direct) {
+            nrtemu__board_fail(net->board, (int)st, why);
+        }
     }
     return nrtemu__fail(st, func, "rank %u: %.400s", net->rank, why);
 }
@@ -496,6 +503,7 @@ nrtemu__net_close(struct nrtemu_net *net)
         }
     }
     nrtemu__fabric_close(net->fab);
+    nrtemu__board_close(net->board);
     free(net->peers);
     free(net);
 }
@@ -751,6 +759,92 @@ done:
     return st;
 }
 
+/*
+ * The ranks of one machine: rank 0 names a board in the table (board.h);
+ * every other rank maps it and says 1 (it could) or 0; rank 0 answers
+ * every rank 1 (all_reduce through the board) or 0 (not).
+ * Then the board's name goes: only the mappings keep it.
+ */
+static void
+board_start(const char *func, struct nrtemu_net *net, char *name)
+{
+    char why[256];
+
+    name[0] = '\0';
+    if (nrtemu__board_create(net->world, name, &net->board, why, sizeof why) !=
+        0) {
+        nrtemu__log(NRTEMU_LOG_INFO, func,
+                    "rank 0: no shared memory between the ranks: %s", why);
+        net->board = NULL;
+        name[0] = '\0';
+    }
+}
+
+static NRT_STATUS
+root_board_round(const char *func, struct nrtemu_net *net, const int *conns,
+                 uint64_t deadline_ns)
+{
+    unsigned char verdict, all = 1;
+    char why[384];
+    NRT_STATUS st = NRT_SUCCESS;
+
+    for (uint32_t k = 1; k < net->world; k++) {
+        if (read_full(conns[k], &verdict, 1, deadline_ns) != 0) {
+            snprintf(why, sizeof why,
+                     "rank %u left the rendezvous before saying whether "
+                     "it shares memory",
+                     k);
+            return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+        }
+        if (verdict != 1) {
+            if (all) {
+                nrtemu__log(NRTEMU_LOG_INFO, func,
+                            "rank %u cannot map the shared memory (see its "
+                            "log): all_reduce goes through %s",
+                            k, net->fab != NULL ? "libfabric" : "TCP");
+            }
+            all = 0;
+        }
+    }
+    for (uint32_t k = 1; k < net->world; k++) {
+        if (write_full(conns[k], &all, 1, deadline_ns) != 0 &&
+            st == NRT_SUCCESS) {
+            snprintf(why, sizeof why,
+                     "rank %u left the rendezvous before it was told "
+                     "whether to share memory",
+                     k);
+            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+        }
+    }
+    nrtemu__board_unlink(net->board);
+    net->direct = all && st == NRT_SUCCESS;
+    return st;
+}
+
+static NRT_STATUS
+rank_board_round(const char *func, struct nrtemu_net *net, const char *name,
+                 uint64_t deadline_ns)
+{
+    unsigned char verdict = 0, all = 0;
+    char why[256];
+
+    if (nrtemu__board_attach(name, net->world, net->rank, &net->board, why,
+                             sizeof why) != 0) {
+        nrtemu__log(NRTEMU_LOG_INFO, func, "rank %u: %s", net->rank, why);
+        net->board = NULL;
+    } else {
+        verdict = 1;
+    }
+    if (write_full(net->root_fd, &verdict, 1, deadline_ns) != 0 ||
+        read_full(net->root_fd, &all, 1, deadline_ns) != 0) {
+        return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                        "rank 0 closed the rendezvous while the ranks "
+                        "checked for shared memory");
+    }
+    net->direct = all == 1 && net->board != NULL;
+    return NRT_SUCCESS;
+}
+
 /* Rank 0: take hellos until the world is complete, then send the table. */
 static NRT_STATUS
 root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
@@ -760,7 +854,9 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     uint32_t have = 1;
     unsigned char *msg = NULL;
     char prov[PROV_MAX] = "";
-    size_t msg_len = 8 + (size_t)net->world * 6 + 4 + PROV_MAX;
+    char board[NRTEMU_BOARD_NAME_MAX] = "";
+    size_t msg_len =
+        8 + (size_t)net->world * 6 + 4 + PROV_MAX + 4 + NRTEMU_BOARD_NAME_MAX;
     bool one_machine = true, fabric_everywhere = net->fabric_ok;
     NRT_STATUS st = NRT_SUCCESS;
     char why[384];
@@ -884,6 +980,11 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         }
         goto done;
     }
+    /* One machine: the board, unless a transport was forced. */
+    if (one_machine && net->transport == TRANSPORT_AUTO &&
+        net->world <= NRTEMU_BOARD_MAX_RANKS) {
+        board_start(func, net, board);
+    }
     put32(msg, 0);
     put32(msg + 4, net->world);
     for (uint32_t k = 0; k < net->world; k++) {
@@ -894,6 +995,10 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     put32(msg + 8 + 6 * net->world, (uint32_t)strlen(prov));
     memcpy(msg + 12 + 6 * net->world, prov, strlen(prov));
     msg_len = 12 + 6 * (size_t)net->world + strlen(prov);
+    /* then the board's name ("" for none) */
+    put32(msg + msg_len, (uint32_t)strlen(board));
+    memcpy(msg + msg_len + 4, board, strlen(board));
+    msg_len += 4 + strlen(board);
     for (uint32_t k = 1; k < net->world; k++) {
         if (write_full(conns[k], msg, msg_len, deadline_ns) != 0) {
             snprintf(why, sizeof why,
@@ -905,6 +1010,9 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
     }
     if (prov[0] != '\0') {
         st = root_fabric_round(func, net, conns, prov, deadline_ns);
+    }
+    if (st == NRT_SUCCESS && net->board != NULL) {
+        st = root_board_round(func, net, conns, deadline_ns);
     }
 done:
     for (uint32_t k = 0; k < net->world; k++) {
@@ -923,8 +1031,9 @@ receive_table(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
               struct peer_addr *table)
 {
     unsigned char hdr[8], entry[6];
-    char why[384], text[256];
+    char why[384], text[256], board[NRTEMU_BOARD_NAME_MAX];
     uint32_t status, n;
+    NRT_STATUS st;
 
     if (read_full(net->root_fd, hdr, sizeof hdr, deadline_ns) != 0) {
         snprintf(why, sizeof why,
@@ -972,8 +1081,19 @@ receive_table(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
                         "the rendezvous table was cut short");
     }
     text[get32(hdr)] = '\0';
-    return text[0] != '\0' ? rank_fabric_round(func, net, text, deadline_ns)
-                           : NRT_SUCCESS;
+    if (read_full(net->root_fd, hdr + 4, 4, deadline_ns) != 0 ||
+        get32(hdr + 4) >= NRTEMU_BOARD_NAME_MAX ||
+        read_full(net->root_fd, board, get32(hdr + 4), deadline_ns) != 0) {
+        return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                        "the rendezvous table was cut short");
+    }
+    board[get32(hdr + 4)] = '\0';
+    st = text[0] != '\0' ? rank_fabric_round(func, net, text, deadline_ns)
+                         : NRT_SUCCESS;
+    if (st == NRT_SUCCESS && board[0] != '\0') {
+        st = rank_board_round(func, net, board, deadline_ns);
+    }
+    return st;
 }
 
 /* Connect to every lower rank, accept every higher one. */
@@ -1064,10 +1184,11 @@ ensure_ready(const char *func, struct nrtemu_net *net, uint64_t deadline_ns)
     if (net->ready) {
         nrtemu__log(NRTEMU_LOG_INFO, func,
                     "rank %u of %u: collective data between processes "
-                    "through %s%s",
+                    "through %s%s%s",
                     net->rank, net->world,
                     net->fab != NULL ? "libfabric, provider " : "TCP",
-                    net->fab != NULL ? nrtemu__fabric_name(net->fab) : "");
+                    net->fab != NULL ? nrtemu__fabric_name(net->fab) : "",
+                    net->direct ? "; all_reduce through shared memory" : "");
     }
     return st;
 }
@@ -1306,8 +1427,12 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         if (deadline_ns != 0 && now >= deadline_ns) {
             size_t used = (size_t)snprintf(why, sizeof why, "rank(s)");
             for (uint32_t i = 0; i < n && used < 200; i++) {
-                if (xs[i].completed < xs[i].chunks &&
-                    (i == 0 || xs[i].peer != xs[i - 1].peer)) {
+                bool listed = false; /* (a send and a receive per peer) */
+                for (uint32_t k = 0; k < i; k++) {
+                    listed = listed || (xs[k].peer == xs[i].peer &&
+                                        xs[k].completed < xs[k].chunks);
+                }
+                if (xs[i].completed < xs[i].chunks && !listed) {
                     used += (size_t)snprintf(why + used, sizeof why - used,
                                              " %u", xs[i].peer);
                 }
@@ -1463,4 +1588,145 @@ done:
     free(xs);
     free(pf);
     return st;
+}
+
+/* ------------------------------------------------ exchange: the board */
+
+NRT_STATUS
+nrtemu__net_direct(const char *func, struct nrtemu_net *net,
+                   uint64_t deadline_ns, bool *direct)
+{
+    NRT_STATUS st;
+
+    *direct = false;
+    if (net->failed) {
+        return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
+                            "rank %u: the communicator failed earlier "
+                            "(%.240s); load the models again",
+                            net->rank, net->failure);
+    }
+    st = ensure_ready(func, net, deadline_ns);
+    *direct = st == NRT_SUCCESS && net->direct;
+    return st;
+}
+
+/* Waiting for the other ranks on the board: spin this long (they are
+ * usually there at once), then yield the core this long (a rank that
+ * shares it runs; a futex wake-up costs ~50-70 us on a virtual machine,
+ * more than the ranks' usual skew in a loop), then sleep on the bell. */
+#define BOARD_SPIN_NS 5000u
+#define BOARD_YIELD_NS 200000u
+/* Sleep at most this long at a time: then look for dead ranks. */
+#define BOARD_NAP_NS 10000000u
+
+/* Of the `n` ranks in `ranks` that have not reached `target`: one whose
+ * connection closed (its process ended, or it unloaded), or UINT32_MAX.
+ * A rank publishes before it closes, so its counter is read again after
+ * the close is seen. */
+static uint32_t
+board_dead_rank(struct nrtemu_net *net, const uint32_t *ranks, uint32_t n,
+                uint64_t target)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct pollfd p = {net->peers[ranks[i]], POLLIN, 0};
+        char c;
+        if (ranks[i] == net->rank ||
+            nrtemu__board_progress(net->board, ranks[i]) >= target ||
+            poll(&p, 1, 0) <= 0) {
+            continue;
+        }
+        if ((p.revents & (POLLHUP | POLLERR) ||
+             recv(p.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0) &&
+            nrtemu__board_progress(net->board, ranks[i]) < target) {
+            return ranks[i];
+        }
+    }
+    return UINT32_MAX;
+}
+
+NRT_STATUS
+nrtemu__net_sync(const char *func, struct nrtemu_net *net,
+                 const uint32_t *members, uint32_t g, uint64_t seq,
+                 uint32_t phase, uint64_t deadline_ns, const char *what)
+{
+    /* (phase < 2^32 - 1) */
+    uint64_t target = (seq << 32) + phase + 1;
+    uint64_t spin_until = 0;
+    uint32_t dead;
+    char why[384];
+    int status;
+
+    if (net->failed) {
+        return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
+                            "%.120s on rank %u: the communicator failed "
+                            "earlier (%.240s); load the models again",
+                            what, net->rank, net->failure);
+    }
+    nrtemu__board_publish(net->board, target);
+    for (;;) {
+        uint32_t bell = nrtemu__board_bell(net->board);
+        bool all = true;
+        uint64_t now;
+        if (nrtemu__board_failed(net->board, &status, why, sizeof why)) {
+            return net_fail(func, net, (NRT_STATUS)status, why);
+        }
+        /* (A member may be collectives ahead, through ones whose groups
+         * leave this rank out: no "other program" check here; the
+         * rendezvous checked that all ranks run one NEFF.) */
+        for (uint32_t i = 0; i < g && all; i++) {
+            all = nrtemu__board_progress(net->board, members[i]) >= target;
+        }
+        if (all) {
+            break;
+        }
+        now = nrtemu__monotonic_ns();
+        if (spin_until == 0) {
+            spin_until = now + BOARD_SPIN_NS;
+        }
+        if (now < spin_until) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        if (now < spin_until + BOARD_YIELD_NS) {
+            sched_yield();
+            continue;
+        }
+        dead = board_dead_rank(net, members, g, target);
+        if (dead != UINT32_MAX) {
+            snprintf(why, sizeof why,
+                     "rank %u closed its connection during %.120s (its "
+                     "process ended?)",
+                     dead, what);
+            return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+        }
+        if (deadline_ns != 0 && now >= deadline_ns) {
+            size_t used = (size_t)snprintf(why, sizeof why, "rank(s)");
+            for (uint32_t i = 0; i < g && used < 200; i++) {
+                if (nrtemu__board_progress(net->board, members[i]) < target) {
+                    used += (size_t)snprintf(why + used, sizeof why - used,
+                                             " %u", members[i]);
+                }
+            }
+            snprintf(why + used, sizeof why - used,
+                     " did not reach %.120s (collective #%llu) within "
+                     "NEURON_RT_EXEC_TIMEOUT",
+                     what, (unsigned long long)seq);
+            return net_fail(func, net, NRT_TIMEOUT, why);
+        }
+        nrtemu__board_sleep(net->board, bell,
+                            deadline_ns != 0 &&
+                                    deadline_ns - now < BOARD_NAP_NS
+                                ? deadline_ns - now
+                                : BOARD_NAP_NS);
+    }
+    return NRT_SUCCESS;
+}
+
+void *
+nrtemu__net_area(struct nrtemu_net *net, uint32_t rank, size_t *size)
+{
+    *size = nrtemu__board_area_size(net->board);
+    return nrtemu__board_area(net->board, rank);
 }

@@ -24,10 +24,16 @@
  * messages (tag: the exchange's number, the chunk, the sender), or over the
  * ranks' own TCP connections.  Those connections stay open over libfabric
  * too, carrying nothing: their closing tells at once that a rank died.
+ *
+ * When every rank is on one machine and the transport is auto, rank 0
+ * also names a shared-memory board in the table (board.h, below); the
+ * ranks map it, say whether they could, and rank 0 says whether the
+ * world uses it (all of them could).
  */
 #ifndef NRTEMU_NET_H
 #define NRTEMU_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,5 +75,38 @@ NRT_STATUS nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
                                 uint32_t n_recv, void *const *rbufs,
                                 const size_t *rlens, uint64_t deadline_ns,
                                 const char *what);
+
+/*
+ * The ranks of one machine (NRTPY_EMU_CC_TRANSPORT=auto, up to
+ * NRTEMU_BOARD_MAX_RANKS): the bootstrap also sets up a shared-memory
+ * board (board.h) with a progress counter and a data area per rank.
+ * collective.c runs all_reduce through it: each rank writes what the
+ * others need into its area, and reads theirs.  The functions below are
+ * its counterpart of the in-process rendezvous for them.
+ *
+ * Whether they are usable (completes the bootstrap first): *direct.
+ * @return as nrtemu__net_exchange().
+ */
+NRT_STATUS nrtemu__net_direct(const char *func, struct nrtemu_net *net,
+                              uint64_t deadline_ns, bool *direct);
+
+/*
+ * Reach `phase` (< 2^32 - 1) of collective `seq` and wait until the `g`
+ * ranks of `members` reach it too: spinning, then yielding the core, then
+ * sleeping.  Every write to this rank's area before it is seen by the
+ * members after theirs.
+ * @return NRT_SUCCESS; NRT_TIMEOUT naming the missing ranks at
+ *         `deadline_ns`; NRT_EXEC_HW_ERR_COLLECTIVES when a member died
+ *         or the net failed (on any rank: the board carries the first
+ *         reason to all).
+ */
+NRT_STATUS nrtemu__net_sync(const char *func, struct nrtemu_net *net,
+                            const uint32_t *members, uint32_t g, uint64_t seq,
+                            uint32_t phase, uint64_t deadline_ns,
+                            const char *what);
+
+/* Rank `rank`'s data area (*size bytes, 64-byte aligned); this rank
+ * writes its own only. */
+void *nrtemu__net_area(struct nrtemu_net *net, uint32_t rank, size_t *size);
 
 #endif /* NRTEMU_NET_H */

@@ -27,7 +27,7 @@ emu="$root/src/emulator"
 sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
          $emu/md5.c $emu/dtype.c $emu/error.c $emu/env_parse.c
          $emu/strbuf.c $emu/program.c $emu/program_ops.c $emu/collective.c
-         $emu/net.c $emu/fabric.c
+         $emu/net.c $emu/fabric.c $emu/board.c
          $emu/program_validate.c $emu/program_run.c $emu/program_fuse.c
          $emu/convert.c
          $emu/kernel.c $emu/kernel_elementwise.c $emu/kernel_layout.c
