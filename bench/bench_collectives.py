@@ -13,16 +13,27 @@ rank are size * (N + 1) / N read-and-written for the reduction plus
 compared with memcpy's bandwidth (np.copyto of SIZE bytes: 2 * SIZE bytes
 moved) on one core, and with N cores copying at once (N threads).
 
-With --processes the ranks are processes instead (python -m nrtpy run,
-meeting through NEURON_RT_ROOT_COMM_ID on loopback): the median time of one
-all-reduce (the slowest rank's) at 4 KiB and each of --sizes-mib, with the
-data through libfabric (shm provider) and through the runtime's own TCP
-(NRTPY_EMU_CC_TRANSPORT=tcp), next to Open MPI's MPI_Allreduce on buffers
-of the same size (when mpirun and mpi4py are installed: Debian openmpi-bin,
-pip mpi4py; benchmark-only) and one memcpy of the buffer.
+With --processes the ranks are processes instead (one core each, meeting
+through NEURON_RT_ROOT_COMM_ID on loopback, as python -m nrtpy run starts
+them), at 4 KiB and each of --sizes-mib, for each NRTPY_EMU_CC_TRANSPORT
+of --transports: auto (all_reduce through the runtime's shared memory),
+libfabric (its shm provider), tcp (the runtime's own sockets).  Each rank
+executes the NEFF back to back; the figures are the slowest rank's p50 of
+  call  the whole Python model() call, what a user's loop sees;
+  cc    the collective op alone, from the sys-trace's cc_running events
+        (waiting for the other ranks included);
+  one   model() of the same op compiled for a world of one: the call's
+        own overhead (Python, runtime, the copy into the result).
+Open MPI's MPI_Allreduce runs on buffers of the same size in the same run
+(Debian openmpi-bin, pip mpi4py; benchmark-only), timed back to back and
+with a barrier before each call; the faster of the two is compared with
+our whole call.  Sizes are interleaved and the whole repeated --reps
+times: the machine may be shared, so each figure is a range over the
+reps, and each ratio is taken within one rep.
 
 Usage: python bench/bench_collectives.py [--ranks N] [--mib SIZE] [--iter K]
-                                         [--processes [--sizes-mib 1,64]]
+                                         [--processes [--sizes-mib 1,64]
+                                          [--reps R] [--transports auto,tcp]]
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,6 +70,13 @@ struct nrtemu_net {
     int root_fd;   /* rank 0: its rendezvous listener; others: the
                       connection to rank 0 until the table came */
     int data_fd;   /* this rank's data listener */
+    /* Rank 0, once the world assembled: a thread that keeps the
+     * rendezvous listening and tells a late rank why it is refused, until
+     * a byte on refuser_stop[1]; started by this process (not a fork's
+     * copy of it). */
+    pthread_t refuser;
+    int refuser_stop[2];
+    pid_t refuser_pid;
     struct peer_addr self;
     int *peers;                 /* world data connections; -1 for this rank */
     unsigned char machine[16];  /* which (emulated) machine: boot id and
@@ -395,6 +403,7 @@ nrtemu__net_open(const char *func, const char *root, const unsigned char *key,
     net->rank = rank;
     net->world = world;
     net->root_fd = net->data_fd = -1;
+    net->refuser_stop[0] = net->refuser_stop[1] = -1;
     st = parse_transport(func, &net->transport);
     if (st != NRT_SUCCESS) {
         free(net);
@@ -490,6 +499,17 @@ nrtemu__net_close(struct nrtemu_net *net)
 {
     if (net == NULL) {
         return;
+    }
+    if (net->refuser_pid == getpid()) {
+        char stop = 1;
+        while (write(net->refuser_stop[1], &stop, 1) < 0 && errno == EINTR) {
+        }
+        pthread_join(net->refuser, NULL);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (net->refuser_stop[k] >= 0) {
+            close(net->refuser_stop[k]);
+        }
     }
     if (net->root_fd >= 0) {
         close(net->root_fd);
@@ -845,6 +865,78 @@ rank_board_round(const char *func, struct nrtemu_net *net, const char *name,
     return NRT_SUCCESS;
 }
 
+/* Rank 0, once the world is complete: a hello on `fd` hears why it comes
+ * too late (its rank id is taken; or it is of another world or NEFF). */
+static void
+refuse_late(const struct nrtemu_net *net, int fd)
+{
+    unsigned char hello[HELLO_WIRE];
+    uint64_t soon = nrtemu__monotonic_ns() + 1000000000u;
+    char why[256];
+
+    nonblocking(fd);
+    if (read_full(fd, hello, sizeof hello, soon) != 0 ||
+        get32(hello) != HELLO_MAGIC || get32(hello + 4) != PROTO_VERSION) {
+        close(fd); /* not one of ours */
+        return;
+    }
+    if (get32(hello + 8) != net->world ||
+        memcmp(hello + 16, net->key, 32) != 0) {
+        snprintf(why, sizeof why,
+                 "rank %u came to the rendezvous of another world (rank 0 "
+                 "has a world of %u assembled, with another NEFF or size)",
+                 get32(hello + 12), net->world);
+    } else {
+        snprintf(why, sizeof why,
+                 "rank id %u is claimed twice in the world of %u (the world "
+                 "assembled without this one)",
+                 get32(hello + 12), net->world);
+    }
+    refuse(fd, NRT_EXEC_HW_ERR_COLLECTIVES, why, soon);
+}
+
+static void *
+refuser_main(void *arg)
+{
+    struct nrtemu_net *net = arg;
+
+    for (;;) {
+        struct pollfd p[2] = {{net->root_fd, POLLIN, 0},
+                              {net->refuser_stop[0], POLLIN, 0}};
+        int fd;
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return NULL;
+        }
+        if (p[1].revents != 0) {
+            return NULL;
+        }
+        fd = accept4(net->root_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0) {
+            refuse_late(net, fd);
+        }
+    }
+}
+
+/* Keep the rendezvous listening (rank 0): 0, or -1 when it cannot. */
+static int
+refuser_start(struct nrtemu_net *net)
+{
+    if (pipe2(net->refuser_stop, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    if (pthread_create(&net->refuser, NULL, refuser_main, net) != 0) {
+        close(net->refuser_stop[0]);
+        close(net->refuser_stop[1]);
+        net->refuser_stop[0] = net->refuser_stop[1] = -1;
+        return -1;
+    }
+    net->refuser_pid = getpid();
+    return 0;
+}
+
 /* Rank 0: take hellos until the world is complete, then send the table. */
 static NRT_STATUS
 root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
@@ -947,24 +1039,14 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         have++;
     }
     /* Ranks already waiting beyond the world (a rank id claimed twice)
-     * learn it now rather than from a closed connection. */
+     * learn it now rather than from a closed connection (and later ones
+     * from the refuser thread). */
     for (;;) {
-        unsigned char hello[HELLO_WIRE];
         int fd = accept4(net->root_fd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0) {
             break;
         }
-        nonblocking(fd);
-        if (read_full(fd, hello, sizeof hello,
-                      nrtemu__monotonic_ns() + 1000000000u) == 0) {
-            snprintf(why, sizeof why,
-                     "rank id %u is claimed twice in the world of %u "
-                     "(the world assembled without this one)",
-                     get32(hello + 12), net->world);
-            refuse(fd, NRT_EXEC_HW_ERR_COLLECTIVES, why, deadline_ns);
-        } else {
-            close(fd);
-        }
+        refuse_late(net, fd);
     }
     msg = malloc(msg_len);
     if (msg == NULL) {
@@ -1173,9 +1255,13 @@ ensure_ready(const char *func, struct nrtemu_net *net, uint64_t deadline_ns)
         st = receive_table(func, net, deadline_ns, table);
     }
     if (st == NRT_SUCCESS) {
-        /* The bootstrap connection closes: only data from now on. */
-        close(net->root_fd);
-        net->root_fd = -1;
+        /* The bootstrap connections close: only data from now on.  Rank
+         * 0's listener stays, for late ranks to hear why they are
+         * refused. */
+        if (net->rank != 0 || refuser_start(net) != 0) {
+            close(net->root_fd);
+            net->root_fd = -1;
+        }
         /* (over libfabric too: a closed connection says a rank died) */
         st = connect_mesh(func, net, deadline_ns, table);
     }

@@ -655,6 +655,32 @@ def test_rank_claimed_twice(tmp_path):
     assert "rank id 1 is claimed twice" in refused
 
 
+def test_rank_claimed_after_the_world_assembled(tmp_path):
+    """A process says it is rank 1 after ranks 0 and 1 have met: rank 0,
+    still loaded, tells it why it is refused, long before its timeout."""
+    xs = rank_inputs(2, (4,), np.float32)
+    neff = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
+    root = f"127.0.0.1:{free_port()}"
+    procs = launch(tmp_path, neff, xs, 2, machines=True, root=root,
+                   timeout="60", extra={"RANK_LINGER": "60"})
+    try:
+        while not (tmp_path / "out1_0.npy").exists():  # (it executed)
+            assert all(p.poll() is None for p in procs), finish(procs)
+            time.sleep(0.05)
+        (tmp_path / "late").mkdir()
+        ((rc, out),) = finish(launch(tmp_path / "late", neff, xs, 2,
+                                     machines=True, ranks=[1], root=root,
+                                     timeout="60"))
+    finally:
+        for p in procs:
+            p.kill()
+            p.communicate()
+    assert rc == 3 and f"NrtError {NRT_EXEC_HW_ERR_COLLECTIVES}" in out, out
+    assert ("rank id 1 is claimed twice in the world of 2 (the world "
+            "assembled without this one)") in out, out
+    assert elapsed(out) < 60 / 2
+
+
 def test_neff_mismatch_refused(tmp_path):
     xs = rank_inputs(2, (4,), np.float32)
     a = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
