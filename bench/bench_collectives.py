@@ -157,11 +157,14 @@ def mpi_time(n: int, size: int, count: int) -> tuple[float, float] | str:
 #   one:  model() of the same op compiled for a world of one: the call's
 #         own overhead (Python, runtime, the copy of the result).
 RANK = """
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from nrtpy import NrtpyModel, NrtpyTensor, SystemTraceSession
-neff, one, rank, world, size, count = sys.argv[1:7]
+neff, one, rank, world, size, count, bind = sys.argv[1:8]
 rank, world, size, count = int(rank), int(world), int(size), int(count)
+if bind == "1":
+    os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[
+        rank % len(os.sched_getaffinity(0))]})
 x = NrtpyTensor.from_numpy(np.full(size // 4, rank + 1, np.float32), name="x")
 def loop(model, trace=False):
     outputs = dict(model(inputs={"x": x}))
@@ -192,10 +195,11 @@ print(json.dumps({"call": call, "cc": float(np.median(spans)) / 1e9,
 
 
 def nrtpy_time(n: int, size: int, count: int, transport: str,
-               work: Path) -> dict[str, float]:
+               work: Path, bind: bool) -> dict[str, float]:
     """The slowest rank's p50s (RANK above) across n processes meeting
     through NEURON_RT_ROOT_COMM_ID on loopback, NRTPY_EMU_CC_TRANSPORT=
-    transport."""
+    transport; with `bind`, rank r on the r-th CPU (modulo their number),
+    as mpirun binds its ranks."""
     x = np.ones(size // 4, np.float32)
     neff = work / f"ar{n}_{size}.neff"
     one = work / f"one_{size}.neff"
@@ -208,7 +212,8 @@ def nrtpy_time(n: int, size: int, count: int, transport: str,
         root = f"127.0.0.1:{s.getsockname()[1]}"
     procs = [subprocess.Popen(
         [sys.executable, "-c", RANK, str(neff), str(one), str(r), str(n),
-         str(size), str(count)], stdout=subprocess.PIPE,
+         str(size), str(count), "1" if bind else "0"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True,
         env=dict(os.environ, NEURON_RT_EXEC_TIMEOUT="120",
                  NEURON_RT_ROOT_COMM_ID=root, NEURON_RT_VISIBLE_CORES=str(r),
@@ -231,7 +236,7 @@ TRANSPORTS = {"auto": "shared mem", "libfabric": "libfabric shm",
 
 
 def processes(n: int, mib: list[float], iters: int, reps: int,
-              transports: list[str]) -> int:
+              transports: list[str], bind: bool) -> int:
     """All-reduce across n processes of this machine, each transport
     against Open MPI, interleaved size by size and repeated `reps` times
     (the machine may be shared: each figure is a range over the reps, and
@@ -251,7 +256,7 @@ def processes(n: int, mib: list[float], iters: int, reps: int,
                     row.setdefault("mpi", []).append(min(mpi))
                     row.setdefault("mpi b2b", []).append(mpi[0])
                 for t in transports:
-                    got = nrtpy_time(n, size, count, t, Path(tmp))
+                    got = nrtpy_time(n, size, count, t, Path(tmp), bind)
                     row.setdefault(t, []).append(got["call"])
                     row.setdefault(t + " cc", []).append(got["cc"])
                     row.setdefault(t + " one", []).append(got["one"])
@@ -261,6 +266,10 @@ def processes(n: int, mib: list[float], iters: int, reps: int,
     print(f"all_reduce float32 across {n} processes of this machine "
           f"({os.cpu_count()} CPUs), {reps} rep(s), ms: range of the "
           f"slowest rank's p50 over the reps")
+    print("  our ranks " + ("bound to CPUs, rank r on CPU r mod N, as mpirun "
+                            "binds 2 ranks" if bind else
+                            "not bound to CPUs, as python -m nrtpy run starts "
+                            "them (mpirun binds 2 ranks; --bind: ours too)"))
     print("  call: a whole model() call, back to back; cc: the collective "
           "alone (sys-trace cc_running);")
     print("  one: model() of a world-of-one NEFF (the call's own overhead); "
@@ -298,11 +307,14 @@ def main() -> int:
                     help="with --processes: repetitions, interleaved")
     ap.add_argument("--transports", default="auto,libfabric",
                     help="with --processes: NRTPY_EMU_CC_TRANSPORT values")
+    ap.add_argument("--bind", action="store_true",
+                    help="with --processes: bind our ranks to CPUs too")
     args = ap.parse_args()
     n, size, iters = args.ranks, args.mib << 20, args.iter
     if args.processes:
         return processes(n, [float(v) for v in args.sizes_mib.split(",")],
-                         iters, args.reps, args.transports.split(","))
+                         iters, args.reps, args.transports.split(","),
+                         args.bind)
 
     rng = np.random.default_rng(0)
     xs = [rng.standard_normal(size // 4).astype(np.float32) for _ in range(n)]

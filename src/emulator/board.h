@@ -6,11 +6,11 @@
  * its progress counter, then one data area per rank that only that rank
  * writes and the others read.  Rank 0 creates it during the rendezvous
  * and unlinks its name once every rank has mapped it.  Ranks wait for
- * each other on the counters: a spin, then a futex on the board's bell,
- * so that ranks oversubscribing the cores sleep rather than take the core
- * from the rank they wait for.  The data goes through the areas with
- * plain memory copies (libfabric's shm provider, or cross-memory reads,
- * pin the pages of every transfer: several times slower here).
+ * each other on the counters: yielding the core for a while, then a
+ * futex on the board's bell, so that ranks oversubscribing the cores
+ * never take the core from the rank they wait for.  The data goes through the
+ * areas with plain memory copies (libfabric's shm provider, or cross-memory
+ * reads, pin the pages of every transfer: several times slower here).
  */
 #ifndef NRTEMU_BOARD_H
 #define NRTEMU_BOARD_H

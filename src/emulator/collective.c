@@ -1199,9 +1199,9 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
         areas[j] = nrtemu__net_area(r->net, members[j], &half);
     }
     half /= 2;
-    if (!two_phases) {
+    /* (a small array that would not fit half an area goes in windows) */
+    if (!two_phases && count * es <= half) {
         size_t at = (size_t)(seq % 2) * half;
-        /* (SMALL_ALL_REDUCE fits half the smallest area) */
         memcpy(areas[x->pos] + at, in, count * es);
         st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, 0,
                               c->deadline_ns, what);

@@ -1696,11 +1696,11 @@ nrtemu__net_direct(const char *func, struct nrtemu_net *net,
     return st;
 }
 
-/* Waiting for the other ranks on the board: spin this long (they are
- * usually there at once), then yield the core this long (a rank that
- * shares it runs; a futex wake-up costs ~50-70 us on a virtual machine,
- * more than the ranks' usual skew in a loop), then sleep on the bell. */
-#define BOARD_SPIN_NS 5000u
+/* Waiting for the other ranks on the board: yield the core this long
+ * (the rank waited for may share it: measured here, a spin before the
+ * first yield only delays it, and a futex wake-up costs ~50-70 us on a
+ * virtual machine, more than the ranks' usual skew in a loop), then
+ * sleep on the bell. */
 #define BOARD_YIELD_NS 200000u
 /* Sleep at most this long at a time: then look for dead ranks. */
 #define BOARD_NAP_NS 10000000u
@@ -1737,7 +1737,7 @@ nrtemu__net_sync(const char *func, struct nrtemu_net *net,
 {
     /* (phase < 2^32 - 1) */
     uint64_t target = (seq << 32) + phase + 1;
-    uint64_t spin_until = 0;
+    uint64_t yield_until = 0;
     uint32_t dead;
     char why[384];
     int status;
@@ -1766,16 +1766,10 @@ nrtemu__net_sync(const char *func, struct nrtemu_net *net,
             break;
         }
         now = nrtemu__monotonic_ns();
-        if (spin_until == 0) {
-            spin_until = now + BOARD_SPIN_NS;
+        if (yield_until == 0) {
+            yield_until = now + BOARD_YIELD_NS;
         }
-        if (now < spin_until) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-            continue;
-        }
-        if (now < spin_until + BOARD_YIELD_NS) {
+        if (now < yield_until) {
             sched_yield();
             continue;
         }

@@ -94,9 +94,8 @@ NRT_STATUS nrtemu__net_direct(const char *func, struct nrtemu_net *net,
 
 /*
  * Reach `phase` (< 2^32 - 1) of collective `seq` and wait until the `g`
- * ranks of `members` reach it too: spinning, then yielding the core, then
- * sleeping.  Every write to this rank's area before it is seen by the
- * members after theirs.
+ * ranks of `members` reach it too: yielding the core, then sleeping.  Every
+ * write to this rank's area before it is seen by the members after theirs.
  * @return NRT_SUCCESS; NRT_TIMEOUT naming the missing ranks at
  *         `deadline_ns`; NRT_EXEC_HW_ERR_COLLECTIVES when a member died
  *         or the net failed (on any rank: the board carries the first
