@@ -1097,6 +1097,10 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         st = root_board_round(func, net, conns, deadline_ns);
     }
 done:
+    /* Every rank that maps the board has done so, or the world failed:
+     * its name goes now (on every path: a name in /dev/shm outlives the
+     * processes). */
+    nrtemu__board_unlink(net->board);
     for (uint32_t k = 0; k < net->world; k++) {
         if (conns[k] >= 0) {
             close(conns[k]);
