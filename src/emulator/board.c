@@ -2,7 +2,9 @@
  * board.c - shared memory between the ranks of one machine (design in
  * board.h).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -83,6 +85,29 @@ board_map(struct nrtemu_board *b, int fd, char *why, size_t why_size)
     return 0;
 }
 
+/* Boards left in /dev/shm by a rank 0 killed during its rendezvous (its
+ * pid is in the name): removed when the next board is made. */
+static void
+board_sweep(void)
+{
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[NAME_MAX + 2];
+        int pid;
+        if (sscanf(e->d_name, "nrtemu-cc-%d-", &pid) == 1 && pid > 0 &&
+            kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            snprintf(path, sizeof path, "/%s", e->d_name);
+            shm_unlink(path);
+        }
+    }
+    closedir(d);
+}
+
 int
 nrtemu__board_create(uint32_t world, char *name, struct nrtemu_board **out,
                      char *why, size_t why_size)
@@ -97,6 +122,7 @@ nrtemu__board_create(uint32_t world, char *name, struct nrtemu_board **out,
     }
     b->rank = 0;
     board_sizes(b, world);
+    board_sweep();
     /* A name no other world of this machine uses: the pid and the time
      * (and the number of the try, past a name left by a crashed world). */
     clock_gettime(CLOCK_MONOTONIC, &now);
