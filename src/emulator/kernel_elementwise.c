@@ -19,6 +19,7 @@
 #include "kernel.h"
 #include "kernel_iter.h"
 #include "kernel_math.h"
+#include "kernel_math_vec.h"
 #include "kernel_stream.h"
 #include "kernel_table.h"
 #include "simd.h"
@@ -69,50 +70,6 @@ static const unsigned char op_class[NRTEMU_OP_COUNT] = {
         }                                \
     } while (0)
 
-/*
- * Float remainder and floor division with NumPy's (and Python's) rules:
- * the remainder takes the sign of the divisor, and the quotient is
- * floor(a / b) computed from the exact remainder, so that
- * a == b * q + r as closely as the format allows.
- */
-#define DEFINE_FLOAT_DIVMOD(SFX, T, FMOD, FLOOR, COPYSIGN) \
-    static inline T SFX##_mod(T a, T b)                    \
-    {                                                      \
-        T r = FMOD(a, b);                                  \
-        if (b == 0) {                                      \
-            return r;                                      \
-        }                                                  \
-        if (r != 0) {                                      \
-            if ((b < 0) != (r < 0)) {                      \
-                r += b;                                    \
-            }                                              \
-        } else {                                           \
-            r = COPYSIGN((T)0, b);                         \
-        }                                                  \
-        return r;                                          \
-    }                                                      \
-    static inline T SFX##_floor_divide(T a, T b)           \
-    {                                                      \
-        T r, q, fq;                                        \
-        if (b == 0) {                                      \
-            return a / b;                                  \
-        }                                                  \
-        r = FMOD(a, b);                                    \
-        q = (a - r) / b;                                   \
-        if (r != 0 && (b < 0) != (r < 0)) {                \
-            q -= 1;                                        \
-        }                                                  \
-        if (q == 0) {                                      \
-            return COPYSIGN((T)0, a / b);                  \
-        }                                                  \
-        /* q is within rounding of an integer: snap it. */ \
-        fq = FLOOR(q);                                     \
-        if (q - fq > (T)0.5) {                             \
-            fq += 1;                                       \
-        }                                                  \
-        return fq;                                         \
-    }
-
 DEFINE_FLOAT_DIVMOD(f32, float, fmodf, floorf, copysignf)
 DEFINE_FLOAT_DIVMOD(f64, double, fmod, floor, copysign)
 
@@ -134,40 +91,6 @@ f64_sigmoid(double x)
  * operand), and its float64 temporaries stay in L1.
  */
 #define CHUNK 256
-
-/*
- * float32 sin (shift 0) or cos (shift 1), kmath_sincos() vectorised; a
- * chunk with an argument beyond its range (huge, infinite or NaN) goes
- * element by element, those through libm.
- */
-NRTEMU_INLINE void
-f32_sincos(size_t n, const float *a, float *o, uint64_t shift)
-{
-    for (size_t j = 0; j < n; j += CHUNK) {
-        size_t c = n - j < CHUNK ? n - j : CHUNK;
-        const float *x = a + j;
-        /* Results go to a local block first: the loop needs no aliasing
-         * check, and the operand is intact for the libm pass when out is
-         * the operand. */
-        float t[CHUNK];
-        int big = 0;
-        for (size_t i = 0; i < c; i++) {
-            float v = x[i];
-            int b = !(fabsf(v) < KMATH_SINCOS_MAX);
-            big |= b;
-            t[i] = kmath_sincos(b ? 0.0f : v, shift);
-        }
-        if (big) {
-            for (size_t i = 0; i < c; i++) {
-                float v = x[i];
-                if (!(fabsf(v) < KMATH_SINCOS_MAX)) {
-                    t[i] = shift != 0 ? cosf(v) : sinf(v);
-                }
-            }
-        }
-        memcpy(o + j, t, c * sizeof *o);
-    }
-}
 
 /*
  * float16 sin (shift 0) or cos (shift 1) of a block already widened to
@@ -417,16 +340,17 @@ f64_pow_scalar(size_t n, const double *a, double e, double *o)
     return true;
 }
 
+/* float32 sin and cos: kernel_math_vec.c. */
 NRTEMU_INLINE void
 f32_sin(size_t n, const float *a, float *o)
 {
-    f32_sincos(n, a, o, 0);
+    nrtemu__vmath_f32_sincos(n, a, o, 0);
 }
 
 NRTEMU_INLINE void
 f32_cos(size_t n, const float *a, float *o)
 {
-    f32_sincos(n, a, o, 1);
+    nrtemu__vmath_f32_sincos(n, a, o, 1);
 }
 
 /* float64 sin and cos stay with libm. */
@@ -488,7 +412,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
 #define f64_rem(x, y) fmod(x, y)
 #define f32_round_even(x) __builtin_rintf(x)
 #define f64_round_even(x) __builtin_rint(x)
-/* float32: kernel_math.h, vectorised; float64: libm. */
+/* float32: kernel_math.h, vectorised; float64: libm.  (expm1 and log1p
+ * of float32, and all four of float64 but erf, are taken first by the
+ * block loops of kernel_math_vec.c: SFX##_unary_vec.) */
 #define f32_expm1(x) kmath_expm1(x)
 #define f32_log1p(x) kmath_log1p(x)
 #define f32_cbrt(x) kmath_cbrt(x)
@@ -506,6 +432,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
     NRTEMU_MULTIVERSION                                                      \
     static void SFX##_unary(enum nrtemu_op op, size_t n, const T *a, T *o)   \
     {                                                                        \
+        if (SFX##_unary_vec(op, n, a, o)) {                                  \
+            return;                                                          \
+        }                                                                    \
         switch (op) {                                                        \
         case NRTEMU_OP_NEG:                                                  \
             UN_LOOP(T, -x);                                                  \
@@ -585,6 +514,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
     static void SFX##_binary(enum nrtemu_op op, size_t n, const T *a,        \
                              bool sa, const T *b, bool sb, T *o)             \
     {                                                                        \
+        if (SFX##_binary_vec(op, n, a, sa, b, sb, o)) {                      \
+            return;                                                          \
+        }                                                                    \
         switch (op) {                                                        \
         case NRTEMU_OP_ADD:                                                  \
             BIN_LOOP(T, x + y);                                              \
@@ -626,6 +558,34 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             break;                                                           \
         }                                                                    \
     }
+
+/* The unary ops whose block loops are in kernel_math_vec.c. */
+static inline bool
+f32_unary_vec(enum nrtemu_op op, size_t n, const float *a, float *o)
+{
+    return nrtemu__vmath_f32_unary(op, n, a, o);
+}
+
+static inline bool
+f64_unary_vec(enum nrtemu_op op, size_t n, const double *a, double *o)
+{
+    return nrtemu__vmath_f64_unary(op, n, a, o);
+}
+
+static inline bool
+f32_binary_vec(enum nrtemu_op op, size_t n, const float *a, bool sa,
+               const float *b, bool sb, float *o)
+{
+    return nrtemu__vmath_f32_binary(op, n, a, sa, b, sb, o);
+}
+
+static inline bool
+f64_binary_vec(enum nrtemu_op op, size_t n, const double *a, bool sa,
+               const double *b, bool sb, double *o)
+{
+    (void)op, (void)n, (void)a, (void)sa, (void)b, (void)sb, (void)o;
+    return false;
+}
 
 #define F32_SQRT(x) __builtin_sqrtf(x)
 #define F64_SQRT(x) __builtin_sqrt(x)
@@ -893,8 +853,9 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
  * computed with wrap-around (NumPy's int32 arithmetic): + - * negation,
  * abs, square, the comparisons, max/min and selections.  They run in
  * int32, twice the elements per vector and half the bytes of scratch as
- * int64, with results bit for bit those of the int64 loops.  Division,
- * remainder and power stay in int64 (INT32_MIN / -1 and friends).
+ * int64, with results bit for bit those of the int64 loops.  So do
+ * division, remainder and power (kernel_math_vec.c: float64 quotients,
+ * INT32_MIN / -1 and friends selected apart).
  */
 static bool
 i32_native(enum nrtemu_op op)
@@ -929,6 +890,12 @@ i32_native(enum nrtemu_op op)
     case NRTEMU_OP_SHR_ARITH:
     case NRTEMU_OP_ROUND_EVEN:
     case NRTEMU_OP_ROUND_AWAY:
+    case NRTEMU_OP_DIV:
+    case NRTEMU_OP_FLOOR_DIVIDE:
+    case NRTEMU_OP_MOD:
+    case NRTEMU_OP_REM:
+    case NRTEMU_OP_TRUNC_DIVIDE:
+    case NRTEMU_OP_POW:
         return true;
     default:
         return false;
@@ -945,6 +912,7 @@ i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
     switch (op) {
         INT_WRAPPING_BINARY_CASES(int32_t, uint32_t)
     default:
+        nrtemu__vmath_i32_binary(op, n, a, sa, b, sb, o);
         break;
     }
 }

@@ -529,4 +529,48 @@ kmath_erf(float xf)
     return xf != xf ? xf : r;
 }
 
+/*
+ * Float remainder and floor division with NumPy's (and Python's) rules:
+ * the remainder takes the sign of the divisor, and the quotient is
+ * floor(a / b) computed from the exact remainder, so that
+ * a == b * q + r as closely as the format allows.
+ */
+#define DEFINE_FLOAT_DIVMOD(SFX, T, FMOD, FLOOR, COPYSIGN) \
+    static inline T SFX##_mod(T a, T b)                    \
+    {                                                      \
+        T r = FMOD(a, b);                                  \
+        if (b == 0) {                                      \
+            return r;                                      \
+        }                                                  \
+        if (r != 0) {                                      \
+            if ((b < 0) != (r < 0)) {                      \
+                r += b;                                    \
+            }                                              \
+        } else {                                           \
+            r = COPYSIGN((T)0, b);                         \
+        }                                                  \
+        return r;                                          \
+    }                                                      \
+    static inline T SFX##_floor_divide(T a, T b)           \
+    {                                                      \
+        T r, q, fq;                                        \
+        if (b == 0) {                                      \
+            return a / b;                                  \
+        }                                                  \
+        r = FMOD(a, b);                                    \
+        q = (a - r) / b;                                   \
+        if (r != 0 && (b < 0) != (r < 0)) {                \
+            q -= 1;                                        \
+        }                                                  \
+        if (q == 0) {                                      \
+            return COPYSIGN((T)0, a / b);                  \
+        }                                                  \
+        /* q is within rounding of an integer: snap it. */ \
+        fq = FLOOR(q);                                     \
+        if (q - fq > (T)0.5) {                             \
+            fq += 1;                                       \
+        }                                                  \
+        return fq;                                         \
+    }
+
 #endif /* NRTEMU_KERNEL_MATH_H */

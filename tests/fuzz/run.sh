@@ -31,6 +31,7 @@ sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
          $emu/program_validate.c $emu/program_run.c $emu/program_fuse.c
          $emu/convert.c
          $emu/kernel.c $emu/kernel_elementwise.c $emu/kernel_layout.c
+         $emu/kernel_math_vec.c
          $emu/kernel_matmul.c $emu/kernel_reduce.c $emu/kernel_scatter.c
          $emu/kernel_sort.c $emu/kernel_collective.c $emu/kernel_table.c
          $emu/pool.c"

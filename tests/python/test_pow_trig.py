@@ -6,7 +6,10 @@ bit for bit NumPy's results for e = 2, 0.5, -1, 1, 0 (NumPy's own fast
 paths), within 1 ulp of the exact power for the others.  Other exponents,
 and exponents that vary, go through C pow with all its special cases.
 float32 sin and cos are within 1 ulp of the exact value (float64 NumPy
-rounded once) everywhere, the huge arguments included.
+rounded once) everywhere, the huge arguments included: in float32 below
+400 (checked there exhaustively when written, about 97% correctly
+rounded), in float64 up to 2^20 (nearly always correctly rounded), libm
+beyond.
 """
 
 from __future__ import annotations
@@ -195,11 +198,15 @@ def test_sin_cos_float32_within_1ulp(tmp_path, name):
     with np.errstate(all="ignore"):
         want64 = fn(a.astype(np.float64))
     assert_within_ulp(got, want64)
-    # Nearly always the correctly rounded float (below 2^20: beyond, libm's
-    # sinf/cosf, also within 1 ulp).
-    ok = np.abs(a) < 2.0 ** 20
+    # Mostly the correctly rounded float below 400 (the float32 formula),
+    # nearly always from there to 2^20 (float64; beyond, libm's sinf/cosf,
+    # also within 1 ulp).
     with np.errstate(all="ignore"):
-        assert np.mean(got[ok] == want64[ok].astype(np.float32)) > 0.999
+        want = want64.astype(np.float32)
+    near = np.abs(a) < 400
+    mid = ~near & (np.abs(a) < 2.0 ** 20)
+    assert np.mean(got[near] == want[near]) > 0.95
+    assert np.mean(got[mid] == want[mid]) > 0.999
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=str)

@@ -3,8 +3,8 @@
 neg and abs of float16, bfloat16 and the fp8 formats are sign-bit
 operations on the stored code (flip, clear): the same bits as NumPy
 (float16) and ml_dtypes (bfloat16, fp8) for every code, NaN, infinities
-and zeros included, contiguous or strided.  float16 exp, log, tanh, sin and
-cos are computed in float32 (the operand converted with F16C where the CPU
+and zeros included, contiguous or strided.  float16 exp, log, tanh, sin,
+cos, expm1, log1p and cbrt are computed in float32 (the operand converted with F16C where the CPU
 has it) and rounded once to float16: within 1 float16 ulp of the exact
 value (float64 NumPy rounded to float16), NaN exactly where it is NaN.
 """
@@ -79,7 +79,7 @@ def ordered16(h: np.ndarray) -> np.ndarray:
     return np.where(i < 0, -(i & 0x7FFF), i)
 
 
-@pytest.mark.parametrize("op", ["exp", "log", "tanh", "sin", "cos"])
+@pytest.mark.parametrize("op", ["exp", "log", "tanh", "sin", "cos", "expm1", "log1p", "cbrt"])
 def test_float16_math_every_code_within_1_ulp(tmp_path, op):
     fn = getattr(np, op)
     a = every_code(np.float16)
@@ -95,5 +95,6 @@ def test_float16_math_every_code_within_1_ulp(tmp_path, op):
     np.testing.assert_array_equal(g[exact].view(np.uint16), w[exact].view(np.uint16))
     diff = np.abs(ordered16(g) - ordered16(w))
     assert diff.max() <= 1, (g[diff > 1][:5], w[diff > 1][:5])
-    # Almost every code is the correctly rounded float16.
-    assert np.count_nonzero(diff) <= 16
+    # Almost every code is the correctly rounded float16 (cbrt's float32
+    # result, itself nearly always correctly rounded, is rounded again).
+    assert np.count_nonzero(diff) <= (24 if op == "cbrt" else 16)

@@ -1,0 +1,906 @@
+/*
+ * kernel_math_vec.c - block loops of the transcendental elementwise ops.
+ *
+ * The pattern of every loop here: a chunk of CHUNK elements goes through
+ * a branch-free formula (selects only, so that GCC vectorises it for each
+ * clone of NRTEMU_MULTIVERSION) into a local block, which also records
+ * whether any element lies outside the formula's domain; those elements,
+ * and only those, are then recomputed by the exact slow path (libm, or a
+ * wider formula), and the block is copied out.  The local block lets the
+ * output be the operand (each chunk is read before it is written) and
+ * frees the vector loop of aliasing checks.
+ */
+#include "kernel_math_vec.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernel_math.h"
+#include "simd.h"
+
+/* Elements per chunk: the locals of a chunk stay in L1. */
+#define CHUNK 256
+
+/*
+ * The loop described above for type T: OK(v) is the fast formula's
+ * domain, FAST(v) the formula (given 1 for the elements outside its
+ * domain, so that it computes nothing odd), SLOW(v) the exact path.
+ */
+#define VEC_WITH_FALLBACK(T, n, a, o, OK, FAST, SLOW)    \
+    do {                                                 \
+        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {     \
+            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK; \
+            const T *x_ = (a) + j_;                      \
+            T t_[CHUNK];                                 \
+            int bad_ = 0;                                \
+            for (size_t i_ = 0; i_ < c_; i_++) {         \
+                T v_ = x_[i_];                           \
+                int ok_ = OK(v_);                        \
+                bad_ |= !ok_;                            \
+                t_[i_] = FAST(ok_ ? v_ : (T)1);          \
+            }                                            \
+            if (bad_) {                                  \
+                for (size_t i_ = 0; i_ < c_; i_++) {     \
+                    if (!OK(x_[i_])) {                   \
+                        t_[i_] = SLOW(x_[i_]);           \
+                    }                                    \
+                }                                        \
+            }                                            \
+            memcpy((o) + j_, t_, c_ * sizeof(T));        \
+        }                                                \
+    } while (0)
+
+/* ---------------------------------------------------------------------
+ * float32 sin and cos
+ *
+ * In float32 arithmetic for |x| < 400 (k = round(x 2/pi) < 256), the
+ * reduction Cody-Waite's with pi/2 in three parts: the first two have 16
+ * significant bits, so that their products with k are exact, and
+ * x - k P1 is exact (Sterbenz); the subtraction of k P2 is done exactly
+ * with Knuth's two-sum, and k P3 (the next 24 bits) goes into the low
+ * part.  So r = r_hi + r_lo to within 2^-46 absolute, and the series in
+ * r_hi take r_lo to first order (sin(r_hi + r_lo) = sin r_hi + r_lo,
+ * cos(r_hi + r_lo) = cos r_hi - r_hi r_lo).  Where the reduction nearly
+ * cancels (k != 0 and |r_hi| < 2^-17, about 1e-5 of the arguments) and
+ * for |x| >= 400, infinities and NaN, the chunk takes the float64
+ * formula of kernel_math.h (and libm beyond 2^20).
+ *
+ * Within 1 ulp of the exact value for every float32 x with |x| < 400, in
+ * every clone (FMA or not): checked exhaustively (1.1e9 arguments);
+ * about 97% of the results above 2^-12 are correctly rounded.
+ */
+#define SC_PIO2_1 0x1.921ep+0f
+#define SC_PIO2_2 0x1.b544p-16f
+#define SC_PIO2_3 0x1.0b4612p-34f
+#define SC_MAX 400.0f
+#define SC_CANCEL 0x1p-17f
+
+/* The reduction of sincos_f32(): k and r_hi (the same expressions, which
+ * the compiler computes once). */
+NRTEMU_INLINE float
+sincos_f32_k(float x)
+{
+    return (x * 0x1.45f306p-1f + 12582912.0f) - 12582912.0f;
+}
+
+NRTEMU_INLINE float
+sincos_f32_r(float x, float k)
+{
+    return (x - k * SC_PIO2_1) + -(k * SC_PIO2_2);
+}
+
+/* Whether sincos_f32(x) does not hold (x was already below SC_MAX). */
+NRTEMU_INLINE int
+sincos_f32_cancels(float x)
+{
+    float k = sincos_f32_k(x);
+    return (k != 0.0f) & (fabsf(sincos_f32_r(x, k)) < SC_CANCEL);
+}
+
+/* sin (shift 0) or cos (shift 1) of x, |x| < SC_MAX. */
+NRTEMU_INLINE float
+sincos_f32(float x, uint32_t shift)
+{
+    /* Adding 1.5 * 2^23 rounds to an integer, which the low mantissa
+     * bits then hold (two's complement modulo 4 is all we need). */
+    float t = x * 0x1.45f306p-1f + 12582912.0f;
+    uint32_t q = (kmath_bits(t) + shift) & 3u;
+    float k = sincos_f32_k(x);
+    float a = x - k * SC_PIO2_1; /* exact */
+    float b = -(k * SC_PIO2_2);  /* exact */
+    float r = sincos_f32_r(x, k);
+    float bv = r - a; /* two-sum: r + e == a + b exactly */
+    float av = r - bv;
+    float e = (a - av) + (b - bv);
+    float lo = e - k * SC_PIO2_3;
+    float z = r * r;
+    /* Taylor: the first omitted terms, r^11/11! and r^12/12!, are below
+     * 2^-28 of the results on |r| <= pi/4 (+ a little). */
+    float p = 1.0f / 362880.0f;
+    p = p * z - 1.0f / 5040.0f;
+    p = p * z + 1.0f / 120.0f;
+    p = p * z - 1.0f / 6.0f;
+    float s = r + (lo + r * z * p);
+    s = r == 0.0f ? r : s; /* -0 stays -0 */
+    float c = 1.0f / 3628800.0f;
+    c = c * z - 1.0f / 40320.0f;
+    c = c * z + 1.0f / 720.0f;
+    c = c * z - 1.0f / 24.0f;
+    c = 1.0f - (0.5f * z + (r * lo + z * z * c));
+    /* Quadrant q: sin r, cos r, -sin r, -cos r. */
+    float v = (q & 1u) ? c : s;
+    return kmath_float(kmath_bits(v) ^ ((q & 2u) << 30));
+}
+
+/* The float64 formula of kernel_math.h, and libm beyond its range. */
+NRTEMU_INLINE void
+sincos_f32_wide(size_t n, const float *x, float *t, uint32_t shift)
+{
+    int big = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        int b = !(fabsf(v) < KMATH_SINCOS_MAX);
+        big |= b;
+        t[i] = kmath_sincos(b ? 0.0f : v, shift);
+    }
+    if (big) {
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            if (!(fabsf(v) < KMATH_SINCOS_MAX)) {
+                t[i] = shift != 0 ? cosf(v) : sinf(v);
+            }
+        }
+    }
+}
+
+NRTEMU_MULTIVERSION
+static void
+vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
+{
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        const float *x = a + j;
+        float t[CHUNK];
+        int bad = 0;
+        for (size_t i = 0; i < c; i++) {
+            float v = x[i];
+            int far = !(fabsf(v) < SC_MAX);
+            v = far ? 0.0f : v;
+            t[i] = sincos_f32(v, shift);
+            /* (two statements: GCC 12 does not vectorise the or of
+             * the two flags in one) */
+            bad |= far;
+            bad |= sincos_f32_cancels(v);
+        }
+        if (bad) {
+            sincos_f32_wide(c, x, t, shift);
+        }
+        memcpy(o + j, t, c * sizeof *o);
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * float32 log, expm1, log1p and cbrt
+ *
+ * In float32 arithmetic (cbrt's last step in float64), within 1 ulp of the
+ * exact value for every float32 argument of their domains (checked
+ * exhaustively, FMA or not); the rest (expm1 above 88, log1p at or below -1,
+ * cbrt of subnormals and beyond 2^126, infinities, NaN) takes the float64
+ * formulas of kernel_math.h.
+ */
+
+/* 2^n (e^r - 1) + (2^n - 1), r = x - n ln2, for x in [-18, 88]: no
+ * cancellation for small |x| (n = 0); below -18 the result rounds to -1. */
+NRTEMU_INLINE float
+expm1_f32(float x)
+{
+    float c = x > -18.0f ? x : -18.0f;
+    float n = kmath_round_log2e(c);
+    float r = c - n * KMATH_LN2_HI;
+    r = r - n * KMATH_LN2_LO;
+    float q = 1.0f / 40320.0f;
+    q = q * r + 1.0f / 5040.0f;
+    q = q * r + 1.0f / 720.0f;
+    q = q * r + 1.0f / 120.0f;
+    q = q * r + 1.0f / 24.0f;
+    q = q * r + 1.0f / 6.0f;
+    q = q * r + 0.5f;
+    q = q * r * r + r; /* e^r - 1: tiny r comes out exactly */
+    float s = kmath_pow2((int32_t)n);
+    float y = s * q + (s - 1.0f);
+    return x == 0.0f ? x : y; /* -0 stays -0 */
+}
+#define F32_EXPM1_OK(v) ((v) <= 88.0f) /* false for NaN */
+
+/*
+ * log1p: u = 1 + x = 2^e m, m in [sqrt(1/2), sqrt 2).  For e = 0 the
+ * argument of the series is x itself (exact); otherwise m - 1, with the
+ * rounding error c of u taken to first order (-c / u).  log(1 + f) =
+ * f - (f^2/2 - s (f^2/2 + R)), s = f / (2 + f), R the atanh series in
+ * s^2: the leading f is exact and the rest is below a fifth of it.
+ */
+NRTEMU_INLINE float
+log1p_f32(float x)
+{
+    float u = 1.0f + x;
+    float c = (u - 1.0f) - x;
+    uint32_t b = kmath_bits(u);
+    int32_t e = (int32_t)(b >> 23) - 127;
+    float m = kmath_float((b & 0x7fffffu) | 0x3f800000u); /* [1, 2) */
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e = big ? e + 1 : e;
+    float f = e == 0 ? x : m - 1.0f;
+    /* One division for s and c / u: s feeds only the correction terms,
+     * which the extra roundings leave within 2^-26 of the result. */
+    float den = 2.0f + f;
+    float mm = e == 0 ? 1.0f : m;
+    float dd = 1.0f / (den * mm);
+    /* c / u = c 2^-e / m (beyond 2^126 it is far below the result) */
+    float corr = c * den * dd * kmath_pow2(-(e < 126 ? e : 126));
+    corr = e == 0 ? 0.0f : corr;
+    float s = f * mm * dd;
+    float z = s * s;
+    float w = 2.0f / 11.0f;
+    w = w * z + 2.0f / 9.0f;
+    w = w * z + 2.0f / 7.0f;
+    w = w * z + 2.0f / 5.0f;
+    w = w * z + 2.0f / 3.0f;
+    float hfsq = 0.5f * f * f;
+    float lm = f - (hfsq - s * (hfsq + z * w));
+    float ef = (float)e;
+    float y = ef * KMATH_LN2_HI + (lm + (ef * KMATH_LN2_LO - corr));
+    return x == 0.0f ? x : y; /* -0 stays -0 */
+}
+#define F32_LOG1P_OK(v) (((v) > -1.0f) & ((v) < __builtin_inff()))
+
+/*
+ * cbrt without a division: the inverse cube root w = a^(-1/3) from the
+ * exponent trick (a few percent) and three Newton steps in float32
+ * (w (4/3 - a w^3 / 3): -> 1e-3 -> 1e-6 -> float32's rounding), then
+ * y = a w^2 and one Newton step for y in float64, y - (y^3 - a) w^2 / 3
+ * (1/(3 y^2) = w^2 / 3): about 1e-13, rounded once.  For |x| in [2^-126,
+ * 2^126] and zeros; the rest takes kmath_cbrt().
+ */
+NRTEMU_INLINE float
+cbrt_f32(float x)
+{
+    float a = fabsf(x);
+    float w = kmath_float(0x54a2fa8cu - kmath_bits(a) / 3u);
+    float a3 = a * (1.0f / 3.0f);
+    w = w * (4.0f / 3.0f - a3 * (w * w * w));
+    w = w * (4.0f / 3.0f - a3 * (w * w * w));
+    w = w * (4.0f / 3.0f - a3 * (w * w * w));
+    double ad = (double)a, w2 = (double)w * (double)w;
+    double y = ad * w2;
+    y = y - (y * y * y - ad) * (w2 * (1.0 / 3.0));
+    float r = __builtin_copysignf((float)y, x);
+    return a == 0.0f ? x : r; /* -0 stays -0 */
+}
+#define F32_CBRT_OK(v) \
+    ((fabsf(v) == 0.0f) | ((fabsf(v) >= 0x1p-126f) & (fabsf(v) <= 0x1p126f)))
+
+/*
+ * log of a positive normal float32: log_f64()'s form in float32 (the
+ * leading f exact), without kmath_log()'s selects for subnormals and the
+ * special values, which the fallback takes: within 1 ulp (kmath_log: 2).
+ */
+NRTEMU_INLINE float
+log_f32(float x)
+{
+    uint32_t b = kmath_bits(x);
+    int32_t e = (int32_t)(b >> 23) - 127;
+    float m = kmath_float((b & 0x7fffffu) | 0x3f800000u); /* [1, 2) */
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e = big ? e + 1 : e;
+    float f = m - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float w = 2.0f / 9.0f;
+    w = w * z + 2.0f / 7.0f;
+    w = w * z + 2.0f / 5.0f;
+    w = w * z + 2.0f / 3.0f;
+    float hfsq = 0.5f * f * f;
+    float lm = f - (hfsq - s * (hfsq + z * w));
+    float ef = (float)e;
+    return ef * KMATH_LN2_HI + (lm + ef * KMATH_LN2_LO);
+}
+#define F32_LOG_OK(v) (((v) >= 0x1p-126f) & ((v) < __builtin_inff()))
+
+NRTEMU_MULTIVERSION
+static bool
+vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
+{
+    switch (op) {
+    case NRTEMU_OP_LOG:
+        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG_OK, log_f32, kmath_log);
+        return true;
+    case NRTEMU_OP_EXPM1:
+        VEC_WITH_FALLBACK(float, n, a, o, F32_EXPM1_OK, expm1_f32,
+                          kmath_expm1);
+        return true;
+    case NRTEMU_OP_LOG1P:
+        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32,
+                          kmath_log1p);
+        return true;
+    case NRTEMU_OP_CBRT:
+        VEC_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32, kmath_cbrt);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * float32 mod, floor_divide and rem
+ *
+ * For a, b finite, b != 0 and |a / b| < 2^22 (computed in float64), the
+ * quotient q = trunc or floor of fl(a / b) is exact (a non-integer a / b
+ * is at least 2^-24 from an integer, far above the rounding), q b is exact
+ * in float64 (22 + 24 bits), and so is a - q b, fmod's exact result.  From
+ * there the rules of DEFINE_FLOAT_DIVMOD (kernel_math.h), bit for bit;
+ * the other elements take those functions themselves.
+ */
+DEFINE_FLOAT_DIVMOD(f32, float, fmodf, floorf, copysignf)
+
+/* Whether the float64 formulas hold for a, b (false for NaN and zero b). */
+NRTEMU_INLINE int
+divmod_f32_ok(float x, float y)
+{
+    /* (all in float64: GCC 12 vectorises no mix of float and double
+     * comparisons) */
+    double xd = (double)x, yd = (double)y;
+    return (fabs(xd / yd) < 0x1p22) & (fabs(yd) > 0.0) &
+           (fabs(yd) < __builtin_inf()) & (fabs(xd) < __builtin_inf());
+}
+
+/* fmod(x, y) in float64 (exact): the sign of x, a zero too.  (The
+ * selects stay in float64 for the same reason.) */
+NRTEMU_INLINE double
+rem_f64_of_f32(float x, float y)
+{
+    double xd = (double)x, yd = (double)y;
+    double r = xd - __builtin_trunc(xd / yd) * yd;
+    return r == 0.0 ? __builtin_copysign(0.0, xd) : r;
+}
+
+NRTEMU_INLINE float
+rem_f32(float x, float y)
+{
+    return (float)rem_f64_of_f32(x, y);
+}
+
+/* NumPy's remainder: the sign of y, a zero too; r + y rounds as in
+ * float32 (f32_mod). */
+NRTEMU_INLINE float
+mod_f32(float x, float y)
+{
+    double yd = (double)y;
+    double r = rem_f64_of_f32(x, y);
+    double t = (double)((float)r + y);
+    t = (r < 0.0) != (yd < 0.0) ? t : r;
+    return (float)(r == 0.0 ? __builtin_copysign(0.0, yd) : t);
+}
+
+/* floor(x / y), exact; floor keeps the sign of a zero quotient, as
+ * f32_floor_divide's copysign(0, x / y) does. */
+NRTEMU_INLINE float
+floor_divide_f32(float x, float y)
+{
+    return (float)__builtin_floor((double)x / (double)y);
+}
+
+/* The loop of a float32 binary op F with fallback G outside
+ * divmod_f32_ok, either operand maybe a scalar. */
+#define F32_DIVMOD_LOOP(F, G)                                    \
+    do {                                                         \
+        for (size_t j_ = 0; j_ < n; j_ += CHUNK) {               \
+            size_t c_ = n - j_ < CHUNK ? n - j_ : CHUNK;         \
+            float t_[CHUNK], xs_[CHUNK], ys_[CHUNK];             \
+            const float *x_ = a + j_, *y_ = b + j_;              \
+            int bad_ = 0;                                        \
+            /* A scalar operand is spread over a block: the loop \
+             * below then has no conditions and vectorises. */   \
+            if (sa) {                                            \
+                for (size_t i_ = 0; i_ < c_; i_++) {             \
+                    xs_[i_] = a[0];                              \
+                }                                                \
+                x_ = xs_;                                        \
+            }                                                    \
+            if (sb) {                                            \
+                for (size_t i_ = 0; i_ < c_; i_++) {             \
+                    ys_[i_] = b[0];                              \
+                }                                                \
+                y_ = ys_;                                        \
+            }                                                    \
+            for (size_t i_ = 0; i_ < c_; i_++) {                 \
+                float xv_ = x_[i_], yv_ = y_[i_];                \
+                int ok_ = divmod_f32_ok(xv_, yv_);               \
+                bad_ |= !ok_;                                    \
+                t_[i_] = F(ok_ ? xv_ : 1.0f, ok_ ? yv_ : 1.0f);  \
+            }                                                    \
+            if (bad_) {                                          \
+                for (size_t i_ = 0; i_ < c_; i_++) {             \
+                    if (!divmod_f32_ok(x_[i_], y_[i_])) {        \
+                        t_[i_] = G(x_[i_], y_[i_]);              \
+                    }                                            \
+                }                                                \
+            }                                                    \
+            memcpy(o + j_, t_, c_ * sizeof *o);                  \
+        }                                                        \
+    } while (0)
+
+NRTEMU_MULTIVERSION
+static bool
+vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
+                 const float *b, bool sb, float *o)
+{
+    switch (op) {
+    case NRTEMU_OP_MOD:
+        F32_DIVMOD_LOOP(mod_f32, f32_mod);
+        return true;
+    case NRTEMU_OP_FLOOR_DIVIDE:
+        F32_DIVMOD_LOOP(floor_divide_f32, f32_floor_divide);
+        return true;
+    case NRTEMU_OP_REM:
+        F32_DIVMOD_LOOP(rem_f32, fmodf);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * float64 exp, log, expm1, log1p, cbrt, tanh, sigmoid, gelu
+ *
+ * kernel_math.h's reductions with longer series, for float64 results:
+ * e^r - 1 to r^14 on |r| <= ln2 / 2 (first omitted term 2^-63 relative),
+ * the atanh series of log to s^21 (2^-62).  Bounds against glibc,
+ * measured (tests/python/test_math_vec.py): docs/neff-emulator-format.md.
+ * libm for the rest of the domain (NaN, infinities, subnormal results).
+ */
+
+/* e^r - 1 for |r| <= ln2 / 2 (+ a little). */
+NRTEMU_INLINE double
+expm1_reduced_f64(double r)
+{
+    double q = 1.0 / 1307674368000.0; /* 1/15! */
+    q = q * r + 1.0 / 87178291200.0;
+    q = q * r + 1.0 / 6227020800.0;
+    q = q * r + 1.0 / 479001600.0;
+    q = q * r + 1.0 / 39916800.0;
+    q = q * r + 1.0 / 3628800.0;
+    q = q * r + 1.0 / 362880.0;
+    q = q * r + 1.0 / 40320.0;
+    q = q * r + 1.0 / 5040.0;
+    q = q * r + 1.0 / 720.0;
+    q = q * r + 1.0 / 120.0;
+    q = q * r + 1.0 / 24.0;
+    q = q * r + 1.0 / 6.0;
+    q = q * r + 0.5;
+    return q * r * r + r; /* tiny r comes out exactly */
+}
+
+/* r = x - k ln2 and t = k + 1.5 * 2^52 (kmath_pow2_shifted64). */
+NRTEMU_INLINE double
+exp_reduce_f64(double x, double *t)
+{
+    *t = x * KMATH_LOG2E64 + KMATH_SHIFTER64;
+    double k = *t - KMATH_SHIFTER64;
+    double r = x - k * KMATH_LN2_HI64;
+    return r - k * KMATH_LN2_LO64;
+}
+
+/* e^x for |x| <= 708: 2^k in one factor. */
+NRTEMU_INLINE double
+exp_f64(double x)
+{
+    double t;
+    double r = exp_reduce_f64(x, &t);
+    return kmath_pow2_shifted64(t) * (1.0 + expm1_reduced_f64(r));
+}
+#define F64_EXP_OK(v) (fabs(v) <= 708.0)
+
+/* e^x - 1 for x in [-60, 700]: 2^k (e^r - 1) + (2^k - 1), no
+ * cancellation for small |x| (k = 0). */
+NRTEMU_INLINE double
+expm1_core_f64(double x)
+{
+    double t;
+    double r = exp_reduce_f64(x, &t);
+    double s = kmath_pow2_shifted64(t);
+    return s * expm1_reduced_f64(r) + (s - 1.0);
+}
+
+/* 1 / d for d in [2^-100, 2^100]: a float32 division (twice the lanes
+ * of float64's, and quicker) and two Newton steps, 2^-23 -> 2^-46 ->
+ * rounding. */
+NRTEMU_INLINE double
+recip_f64(double d)
+{
+    double y = (double)(1.0f / (float)d);
+    y = y * (2.0 - d * y);
+    return y * (2.0 - d * y);
+}
+
+/* log u for positive normal finite u: u = m 2^e, m in [sqrt(1/2),
+ * sqrt 2), log m = f - (f^2/2 - s (f^2/2 + R)) with s = f / (2 + f) and
+ * R the atanh series in s^2 (so that the leading f is exact). */
+NRTEMU_INLINE double
+log_f64(double u)
+{
+    uint64_t b = kmath_bits64(u);
+    /* The exponent field as a float64, without an int64 conversion
+     * (which baseline and AVX2 lack): 2^52 + field, minus 2^52. */
+    double e =
+        kmath_double(0x4330000000000000u | (b >> 52)) - (0x1p52 + 1023.0);
+    double m = kmath_double((b & 0x000fffffffffffffu) | 0x3ff0000000000000u);
+    int big = m > 1.4142135623730951;
+    m = big ? m * 0.5 : m;
+    e = big ? e + 1.0 : e;
+    double f = m - 1.0;
+    double s = f * recip_f64(2.0 + f);
+    double z = s * s;
+    double w = 2.0 / 21.0;
+    w = w * z + 2.0 / 19.0;
+    w = w * z + 2.0 / 17.0;
+    w = w * z + 2.0 / 15.0;
+    w = w * z + 2.0 / 13.0;
+    w = w * z + 2.0 / 11.0;
+    w = w * z + 2.0 / 9.0;
+    w = w * z + 2.0 / 7.0;
+    w = w * z + 2.0 / 5.0;
+    w = w * z + 2.0 / 3.0;
+    double hfsq = 0.5 * f * f;
+    double lm = f - (hfsq - s * (hfsq + z * w));
+    return e * KMATH_LN2_HI64 + (lm + e * KMATH_LN2_LO64);
+}
+#define F64_LOG_OK(v) (((v) >= 0x1p-1022) & ((v) < __builtin_inf()))
+
+/* expm1: below -60 it rounds to -1 (kept as the clamp); zeros keep their
+ * sign. */
+NRTEMU_INLINE double
+expm1_f64(double x)
+{
+    double c = x > -60.0 ? x : -60.0;
+    double y = expm1_core_f64(c);
+    return x == 0.0 ? x : y;
+}
+#define F64_EXPM1_OK(v) ((v) <= 700.0) /* false for NaN */
+
+/*
+ * log1p: u = 1 + x rounds; log(1 + x) = log u + (x - (u - 1)) / u to
+ * first order, and u - 1 is exact (Sterbenz) where the term matters.
+ */
+NRTEMU_INLINE double
+log1p_f64(double x)
+{
+    double u = 1.0 + x;
+    double ur = u < 0x1p100 ? u : 0x1p100; /* beyond, the term is 0 */
+    double y = log_f64(u) + (x - (u - 1.0)) * recip_f64(ur);
+    return x == 0.0 ? x : y;
+}
+#define F64_LOG1P_OK(v) (((v) > -0x1.fffffffffffffp-1) & ((v) < 0x1p1000))
+
+/*
+ * cbrt: a first guess from the float32 exponent trick (kmath_cbrt), one
+ * Halley step in float32 (3% -> 1e-5) and two in float64 (-> 1e-15 ->
+ * rounding).  |x| in [2^-120, 2^120] keeps the float32 steps normal.
+ */
+NRTEMU_INLINE double
+cbrt_f64(double x)
+{
+    double a = fabs(x);
+    float af = (float)a;
+    float g = kmath_float(kmath_bits(af) / 3u + 709958130u);
+    float g3 = g * g * g;
+    g = g * ((g3 + 2.0f * af) / (2.0f * g3 + af));
+    double y = (double)g;
+    double y3 = y * y * y;
+    y = y * ((y3 + 2.0 * a) / (2.0 * y3 + a));
+    y3 = y * y * y;
+    y = y - y * ((y3 - a) / (2.0 * y3 + a));
+    y = __builtin_copysign(y, x);
+    return a == 0.0 ? x : y;
+}
+#define F64_CBRT_OK(v) \
+    ((fabs(v) == 0.0) | ((fabs(v) >= 0x1p-120) & (fabs(v) <= 0x1p120)))
+
+/* tanh = e / (e + 2), e = expm1(2|x|); tanh(19.1) rounds to 1. */
+NRTEMU_INLINE double
+tanh_f64(double x)
+{
+    double a = fabs(x);
+    a = a < 19.5 ? a : 19.5;
+    double e = expm1_core_f64(2.0 * a);
+    double t = __builtin_copysign(e / (e + 2.0), x);
+    return x == 0.0 ? x : t;
+}
+#define F64_NOT_NAN(v) ((v) == (v))
+
+/* sigmoid: 1 / (1 + e^-x); e^-708 is far below half an ulp of 1. */
+NRTEMU_INLINE double
+sigmoid_f64(double x)
+{
+    double c = x < 708.0 ? x : 708.0;
+    return 1.0 / (1.0 + exp_f64(-c));
+}
+#define F64_SIGMOID_OK(v) ((v) >= -708.0)
+
+/* Below -708 (and NaN): e^x / (1 + e^x), the subnormal results. */
+static double
+sigmoid_f64_slow(double x)
+{
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+/*
+ * The tanh approximation of GELU, 0.5 x (1 + tanh u), u = sqrt(2/pi) (x +
+ * 0.044715 x^3), written x / (1 + e^(-2u)) (the same function, and no
+ * cancellation in 1 + tanh u where u is very negative).  Where -2u > 708
+ * the result is x e^(2u) to float64's precision (libm, for the subnormal
+ * results), and NaN takes that path too.
+ */
+#define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
+
+NRTEMU_INLINE double
+gelu_u2_f64(double x)
+{
+    return -2.0 * GELU_C * (x + 0.044715 * x * x * x);
+}
+
+NRTEMU_INLINE double
+gelu_f64(double x)
+{
+    double m = gelu_u2_f64(x);
+    m = m > -708.0 ? m : -708.0; /* e^-708: far below half an ulp of 1 */
+    return x / (1.0 + exp_f64(m));
+}
+#define F64_GELU_OK(v) (gelu_u2_f64(v) <= 708.0) /* false for NaN */
+
+static double
+gelu_f64_slow(double x)
+{
+    double m = gelu_u2_f64(x);
+    return m > 0.0 ? x * exp(-m) / (1.0 + exp(-m)) : x / (1.0 + exp(m));
+}
+
+NRTEMU_MULTIVERSION
+static bool
+vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a, double *o)
+{
+    switch (op) {
+    case NRTEMU_OP_EXP:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_EXP_OK, exp_f64, exp);
+        return true;
+    case NRTEMU_OP_LOG:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG_OK, log_f64, log);
+        return true;
+    case NRTEMU_OP_EXPM1:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_EXPM1_OK, expm1_f64, expm1);
+        return true;
+    case NRTEMU_OP_LOG1P:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG1P_OK, log1p_f64, log1p);
+        return true;
+    case NRTEMU_OP_CBRT:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_CBRT_OK, cbrt_f64, cbrt);
+        return true;
+    case NRTEMU_OP_TANH:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_NOT_NAN, tanh_f64, tanh);
+        return true;
+    case NRTEMU_OP_SIGMOID:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_SIGMOID_OK, sigmoid_f64,
+                          sigmoid_f64_slow);
+        return true;
+    case NRTEMU_OP_GELU:
+        VEC_WITH_FALLBACK(double, n, a, o, F64_GELU_OK, gelu_f64,
+                          gelu_f64_slow);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* ---------------------------------------------------------------------
+ * int32 floor division, remainder, truncated division and power
+ *
+ * The results of the int64 loops of kernel_elementwise.c wrapped to
+ * int32 (NumPy's for floor division and remainder, XLA's for rem and
+ * truncated division), computed in float64: for |a|, |b| < 2^31 the
+ * rounded quotient fl(a / b) never reaches or crosses an integer that
+ * a / b does not (a non-integer quotient is at least 1/|b| from one,
+ * 2^-31 relative, far above the rounding's 2^-53), so trunc and floor of
+ * it are exact, and the remainder a - q b is exact in wrapping int32.
+ * b == 0 and b == -1 (INT32_MIN / -1 does not fit) are selected apart.
+ */
+
+/* The loop of a binary op over int32 with either operand maybe a scalar
+ * (hoisted, so that each loop vectorises). */
+#define I32_BIN_LOOP(EXPR)                   \
+    do {                                     \
+        if (sa) {                            \
+            const int32_t x = a[0];          \
+            for (size_t i = 0; i < n; i++) { \
+                const int32_t y = b[i];      \
+                o[i] = (EXPR);               \
+            }                                \
+        } else if (sb) {                     \
+            const int32_t y = b[0];          \
+            for (size_t i = 0; i < n; i++) { \
+                const int32_t x = a[i];      \
+                o[i] = (EXPR);               \
+            }                                \
+        } else {                             \
+            for (size_t i = 0; i < n; i++) { \
+                const int32_t x = a[i];      \
+                const int32_t y = b[i];      \
+                o[i] = (EXPR);               \
+            }                                \
+        }                                    \
+    } while (0)
+
+/* -x wrapping (INT32_MIN stays INT32_MIN). */
+NRTEMU_INLINE int32_t
+i32_neg_wrap(int32_t x)
+{
+    return (int32_t)(0u - (uint32_t)x);
+}
+
+/* x / y in float64 for y not 0 or -1 (1 stands in for them). */
+NRTEMU_INLINE double
+i32_quotient(int32_t x, int32_t y)
+{
+    int32_t d = (y == 0) | (y == -1) ? 1 : y;
+    return (double)x / (double)d;
+}
+
+/* floor(x / y); 0 for y == 0 (NumPy's, with a warning there). */
+NRTEMU_INLINE int32_t
+i32_floor_divide(int32_t x, int32_t y)
+{
+    int32_t q = (int32_t)__builtin_floor(i32_quotient(x, y));
+    q = y == -1 ? i32_neg_wrap(x) : q;
+    return y == 0 ? 0 : q;
+}
+
+/* x - floor(x / y) y, the sign of y; 0 for y == 0 and y == -1. */
+NRTEMU_INLINE int32_t
+i32_mod(int32_t x, int32_t y)
+{
+    int32_t q = (int32_t)__builtin_floor(i32_quotient(x, y));
+    int32_t r = (int32_t)((uint32_t)x - (uint32_t)q * (uint32_t)y);
+    return (y == 0) | (y == -1) ? 0 : r;
+}
+
+/* XLA's truncated division: -1 for y == 0, INT32_MIN / -1 wraps. */
+NRTEMU_INLINE int32_t
+i32_trunc_divide(int32_t x, int32_t y)
+{
+    int32_t q = (int32_t)i32_quotient(x, y); /* truncates */
+    q = y == -1 ? i32_neg_wrap(x) : q;
+    return y == 0 ? -1 : q;
+}
+
+/* XLA's rem: the sign of x; x for y == 0, 0 for y == -1. */
+NRTEMU_INLINE int32_t
+i32_rem(int32_t x, int32_t y)
+{
+    int32_t q = (int32_t)i32_quotient(x, y);
+    int32_t r = (int32_t)((uint32_t)x - (uint32_t)q * (uint32_t)y);
+    r = y == -1 ? 0 : r;
+    return y == 0 ? x : r;
+}
+
+/*
+ * x^y wrapping, by squaring over the bits of the block's largest
+ * exponent (the same steps for every element, so that it vectorises):
+ * x^y mod 2^32 is the int64 loop's x^y mod 2^64 wrapped.  A negative
+ * exponent gives the truncated 1 / x^-y: 1 for x == 1, +-1 for x == -1,
+ * else 0 (the int64 loop's choice; NumPy raises).
+ */
+NRTEMU_INLINE void
+i32_pow(size_t n, const int32_t *a, bool sa, const int32_t *b, bool sb,
+        int32_t *o)
+{
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        uint32_t base[CHUNK], ex[CHUNK], r[CHUNK], top = 0;
+        for (size_t i = 0; i < c; i++) {
+            base[i] = (uint32_t)a[sa ? 0 : j + i];
+            ex[i] = (uint32_t)b[sb ? 0 : j + i];
+            top |= ex[i];
+            r[i] = 1;
+        }
+        /* Negative exponents are handled at the end; their bits would
+         * only make the loop long. */
+        if (top & 0x80000000u) {
+            top = 0;
+            for (size_t i = 0; i < c; i++) {
+                top |= (int32_t)ex[i] < 0 ? 0u : ex[i];
+            }
+        }
+        for (uint32_t bit = 1; bit != 0 && bit <= top; bit <<= 1) {
+            for (size_t i = 0; i < c; i++) {
+                r[i] = (ex[i] & bit) ? r[i] * base[i] : r[i];
+                base[i] *= base[i];
+            }
+        }
+        for (size_t i = 0; i < c; i++) {
+            int32_t x = a[sa ? 0 : j + i], y = (int32_t)ex[i];
+            int32_t neg = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+            r[i] = y < 0 ? (uint32_t)neg : r[i];
+        }
+        for (size_t i = 0; i < c; i++) {
+            o[j + i] = (int32_t)r[i];
+        }
+    }
+}
+
+NRTEMU_MULTIVERSION
+static bool
+vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
+                 const int32_t *b, bool sb, int32_t *o)
+{
+    switch (op) {
+    case NRTEMU_OP_DIV:
+    case NRTEMU_OP_FLOOR_DIVIDE:
+        I32_BIN_LOOP(i32_floor_divide(x, y));
+        return true;
+    case NRTEMU_OP_MOD:
+        I32_BIN_LOOP(i32_mod(x, y));
+        return true;
+    case NRTEMU_OP_TRUNC_DIVIDE:
+        I32_BIN_LOOP(i32_trunc_divide(x, y));
+        return true;
+    case NRTEMU_OP_REM:
+        I32_BIN_LOOP(i32_rem(x, y));
+        return true;
+    case NRTEMU_OP_POW:
+        i32_pow(n, a, sa, b, sb, o);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/*
+ * The entry points: plain functions over the static multiversioned ones,
+ * whose ifunc symbols (and resolvers) GCC would otherwise give default
+ * visibility, which the version script's nrtemu_* would export.
+ */
+
+void
+nrtemu__vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
+{
+    vmath_f32_sincos(n, a, o, shift);
+}
+
+bool
+nrtemu__vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
+{
+    return vmath_f32_unary(op, n, a, o);
+}
+
+bool
+nrtemu__vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
+                         const float *b, bool sb, float *o)
+{
+    return vmath_f32_binary(op, n, a, sa, b, sb, o);
+}
+
+bool
+nrtemu__vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a,
+                        double *o)
+{
+    return vmath_f64_unary(op, n, a, o);
+}
+
+bool
+nrtemu__vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a,
+                         bool sa, const int32_t *b, bool sb, int32_t *o)
+{
+    return vmath_i32_binary(op, n, a, sa, b, sb, o);
+}

@@ -1,0 +1,53 @@
+/*
+ * kernel_math_vec.h - block loops of the transcendental and division-like
+ * elementwise ops (internal).
+ *
+ * Each function runs one op over a block of n elements, vectorised for
+ * the CPU it runs on (simd.h: AVX-512, AVX2 + FMA, baseline), with the
+ * rare arguments that the vector formula does not cover (NaN, infinities,
+ * huge or tiny values) taken element by element to libm.  The output may
+ * be the operand itself; nothing else may overlap.  No state: safe from
+ * any thread.  Accuracy: docs/neff-emulator-format.md, "Accuracy of the
+ * transcendental ops".
+ */
+#ifndef NRTEMU_KERNEL_MATH_VEC_H
+#define NRTEMU_KERNEL_MATH_VEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernel.h"
+
+/* float32 sin (shift 0) or cos (shift 1). */
+void nrtemu__vmath_f32_sincos(size_t n, const float *a, float *o,
+                              uint32_t shift);
+
+/* float32 log, expm1, log1p and cbrt: true when `op` is one of them (o holds
+ * the results), false (nothing written) otherwise. */
+bool nrtemu__vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a,
+                             float *o);
+
+/* float32 mod, floor_divide and rem (NumPy's remainder and floor
+ * division, C's fmod) with either operand maybe a scalar (sa, sb): true
+ * when `op` is one of them. */
+bool nrtemu__vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a,
+                              bool sa, const float *b, bool sb, float *o);
+
+/*
+ * float64 exp, log, expm1, log1p, cbrt, tanh, sigmoid and gelu (the
+ * compute dtype of these ops on integers, as NumPy's): true when `op` is
+ * one of them and o holds the results, false (nothing written) otherwise.
+ */
+bool nrtemu__vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a,
+                             double *o);
+
+/*
+ * int32 floor_divide (and div), mod, trunc_divide, rem and pow, wrapping
+ * as the int64 loops wrapped to int32: true when `op` is one of them.
+ * sa, sb: that operand is one element standing for all.
+ */
+bool nrtemu__vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a,
+                              bool sa, const int32_t *b, bool sb, int32_t *o);
+
+#endif /* NRTEMU_KERNEL_MATH_VEC_H */

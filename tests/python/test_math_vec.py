@@ -1,0 +1,255 @@
+"""The vectorised math loops of the emulator (kernel_math_vec.c) against
+NumPy and float64 references.
+
+- int32 floor division, remainder, rem (fmod) and power: bit for bit
+  NumPy's wrapping results (XLA's rem of x by 0 is x, NumPy's 0).
+- float32, float16 and bfloat16 mod, floor_divide and fmod: bit for bit
+  NumPy's, signs of zeros included, over special values and random
+  operands of every magnitude (the float64 formula and its fallback).
+- float64 exp, log, expm1, log1p, cbrt, tanh, sigmoid, gelu (the compute
+  dtype of these ops on integers): within the ulp bounds of
+  docs/neff-emulator-format.md against glibc (Python's math), special
+  values exactly.
+- float32 log, expm1, log1p, cbrt: within 1 ulp of the float64 value.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nrtpy.neff
+from nrtpy import NrtpyModel, NrtpyTensor
+
+_counter = itertools.count()
+
+
+def run(tmp_path, fn, *arrays):
+    """Compile `fn` for `arrays` and run it on the emulator: its output."""
+    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"k{next(_counter)}.neff")
+    model = NrtpyModel.load_from_neff(path)
+    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
+              for name, a in zip(model.input_tensors_info, arrays)}
+    (out,) = model(inputs=inputs).values()
+    return out.numpy()
+
+
+def int_operands():
+    rng = np.random.default_rng(1)
+    edge = np.array([0, 1, -1, 2, -2, 3, -3, 7, -7, 100, -100, 2**30, -2**30,
+                     2**31 - 1, -2**31, -2**31 + 1], np.int32)
+    x, y = (v.ravel() for v in np.meshgrid(edge, edge))
+    big = rng.integers(-2**31, 2**31, (2, 20000), dtype=np.int64).astype(np.int32)
+    small = rng.integers(-1000, 1000, (2, 20000)).astype(np.int32)
+    small[1] //= 40  # divisors in [-25, 25]: zeros, -1 and exact quotients
+    return (np.concatenate([x, big[0], small[0]]),
+            np.concatenate([y, big[1], small[1]]))
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "mod"])
+def test_int32_floor_divide_and_mod_are_numpys(tmp_path, name):
+    x, y = int_operands()
+    fn = {"floor_divide": lambda a, b: a // b, "mod": lambda a, b: a % b}[name]
+    got = run(tmp_path, fn, x, y)
+    with np.errstate(all="ignore"):
+        want = fn(x, y)  # x // 0 and x % 0 are 0, INT32_MIN // -1 wraps
+    np.testing.assert_array_equal(got, want, strict=True)
+    # One operand a scalar: the loops that hoist it.
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(run(tmp_path, lambda a: fn(a, np.int32(-7)), x),
+                                      fn(x, np.int32(-7)), strict=True)
+        np.testing.assert_array_equal(run(tmp_path, lambda b: fn(np.int32(1000), b), y),
+                                      fn(np.int32(1000), y), strict=True)
+
+
+def test_int32_fmod_is_xlas_rem(tmp_path):
+    x, y = int_operands()
+    got = run(tmp_path, np.fmod, x, y)
+    with np.errstate(all="ignore"):
+        want = np.fmod(x, y)
+    want = np.where(y == 0, x, want)  # XLA: x rem 0 is x (NumPy: 0)
+    np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_int32_power_wraps(tmp_path):
+    x, _ = int_operands()
+    rng = np.random.default_rng(2)
+    e = rng.integers(0, 70, x.size).astype(np.int32)
+    np.testing.assert_array_equal(run(tmp_path, lambda a, b: a ** b, x, e), x ** e,
+                                  strict=True)
+    np.testing.assert_array_equal(run(tmp_path, lambda a: a ** 5, x), x ** 5, strict=True)
+    # Negative exponents (NumPy raises): the truncated 1 / x^-e.
+    base = np.array([1, -1, -1, 2, -3, 0], np.int32)
+    neg = np.array([-3, -3, -2, -1, -5, -1], np.int32)
+    got = run(tmp_path, lambda a, b: a ** b, base, neg)
+    assert got.tolist() == [1, -1, 1, 0, 0, 0]
+
+
+FLOAT_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 3.0, -3.0, 7.5, -7.5,
+                          0.1, -0.1, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
+                          1e-30, -1e-30, 1e30, -1e30, 2.0**22, 2.0**24 + 2], np.float32)
+
+
+def float_operands():
+    rng = np.random.default_rng(3)
+    x, y = (v.ravel() for v in np.meshgrid(FLOAT_SPECIAL, FLOAT_SPECIAL))
+    wide = (rng.standard_normal((2, 30000)) * 10.0 ** rng.uniform(-10, 10, (2, 30000)))
+    near = np.stack([rng.uniform(-100, 100, 30000), rng.uniform(-3, 3, 30000)])
+    return (np.concatenate([x, wide[0].astype(np.float32), near[0].astype(np.float32)]),
+            np.concatenate([y, wide[1].astype(np.float32), near[1].astype(np.float32)]))
+
+
+def same_bits_or_both_nan(got, want):
+    g, w = got.astype(np.float32), want.astype(np.float32)
+    same = (g == w) & (np.signbit(g) == np.signbit(w))
+    bad = ~(same | (np.isnan(g) & np.isnan(w)))
+    assert not bad.any(), list(zip(g[bad][:5], w[bad][:5]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("name", ["floor_divide", "mod", "fmod"])
+def test_float_divmod_bit_exact(tmp_path, name, dtype):
+    fn = {"floor_divide": lambda a, b: a // b, "mod": lambda a, b: a % b,
+          "fmod": np.fmod}[name]
+    with np.errstate(all="ignore"):
+        x, y = (v.astype(dtype) for v in float_operands())
+        want = fn(x, y)
+        want_scalar = fn(x, dtype(-3.0))
+    got = run(tmp_path, fn, x, y)
+    assert got.dtype == want.dtype
+    same_bits_or_both_nan(got, want)
+    same_bits_or_both_nan(run(tmp_path, lambda a: fn(a, dtype(-3.0)), x), want_scalar)
+
+
+def ordered64(f: np.ndarray) -> np.ndarray:
+    """float64 bit patterns as integers in the order of the values."""
+    i = f.view(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFFFFFFFFFF), i)
+
+
+def _gelu(v):
+    """0.5 v (1 + tanh u) written v / (1 + e^(-2u)): no cancellation."""
+    v = float(v)
+    if not math.isfinite(v):
+        return math.nan if v < 0 else v  # the formula's -inf * 0
+    m = -2 * 0.7978845608028654 * (v + 0.044715 * v ** 3)
+    return v / (1.0 + math.exp(m)) if m < 700 else v * math.exp(-m) / (1.0 + math.exp(-m))
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + math.exp(-v)) if v > -700 else math.exp(v) / (1.0 + math.exp(v))
+
+
+# op: (traced function, reference on one float, allowed ulps, arguments)
+F64_CASES = {
+    "exp": (np.exp, math.exp, 2, (-745.5, 710.0)),
+    "log": (np.log, math.log, 2, (1e-310, 1e300)),
+    "expm1": (np.expm1, math.expm1, 2, (-80.0, 710.0)),
+    "log1p": (np.log1p, math.log1p, 2, (-0.999999, 1e300)),
+    "cbrt": (np.cbrt, lambda v: float(np.cbrt(v)), 3, (-1e300, 1e300)),
+    "tanh": (np.tanh, math.tanh, 4, (-25.0, 25.0)),
+    "sigmoid": (nrtpy.neff.sigmoid, _sigmoid, 3, (-750.0, 750.0)),
+    # (beyond |x| = 1 the exponent -2u grows, and its own rounding, in any
+    # evaluation, moves the result by about |2u| ulps: checked below)
+    "gelu": (nrtpy.neff.gelu, _gelu, 4, (-1.0, 1.0)),
+}
+
+
+def test_float64_gelu_wide(tmp_path):
+    x = np.random.default_rng(8).uniform(-40, 40, 20000)
+    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    got = run(tmp_path, nrtpy.neff.gelu, x)
+    # gelu(-inf) is the formula's NaN (-inf * 0), as it always was.
+    want = np.array([_gelu(v) if np.isfinite(v) else
+                     (v if v > 0 or np.isnan(v) else np.nan) for v in x])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(np.signbit(got[-2:]), [False, True])
+
+
+@pytest.mark.parametrize("op", F64_CASES)
+def test_float64_math_within_ulps(tmp_path, op):
+    fn, ref, ulps, (lo, hi) = F64_CASES[op]
+    rng = np.random.default_rng(5)
+    if lo > 0:
+        x = np.exp(rng.uniform(math.log(lo), math.log(hi), 20000))
+    elif hi > 1e10:
+        x = rng.standard_normal(20000) * 10.0 ** rng.uniform(-300, 300, 20000)
+    else:
+        x = rng.uniform(lo, hi, 20000)
+    small = rng.standard_normal(3000) * 10.0 ** rng.uniform(-20, 0, 3000)
+    ints = np.arange(-100, 101, dtype=np.float64)  # what integer inputs bring
+    ints = ints[np.abs(ints) <= 1] if op == "gelu" else ints
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 1.0, -1.0])
+    x = np.concatenate([x, small, ints, special])
+    if op in ("log", "log1p"):
+        x = np.concatenate([x[x > lo], special])
+    got = run(tmp_path, fn, x)
+    want = np.array([_safe(ref, v) for v in x])
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    g, w = got[ok], want[ok]
+    exact = ~np.isfinite(w) | (w == 0)
+    np.testing.assert_array_equal(g[exact], w[exact])
+    np.testing.assert_array_equal(np.signbit(g[exact]), np.signbit(w[exact]))
+    diff = np.abs(ordered64(g) - ordered64(w))
+    assert diff.max() <= ulps, (x[ok][diff > ulps][:5], g[diff > ulps][:5])
+    # Integer operands compute in float64, as NumPy's do.
+    i = np.arange(-50, 51, dtype=np.int32)
+    i = i[i > 0] if op in ("log", "log1p") else i
+    i = i[np.abs(i) <= 1] if op == "gelu" else i
+    got_i = run(tmp_path, fn, i)
+    assert got_i.dtype == np.float64
+    want_i = np.array([_safe(ref, float(v)) for v in i])
+    assert np.abs(ordered64(got_i) - ordered64(want_i)).max() <= ulps
+
+
+def _safe(ref, v):
+    """The float64 reference, with C's answers where Python's math raises."""
+    try:
+        return ref(v)
+    except OverflowError:
+        return math.inf
+    except ValueError:
+        if v == 0 and ref is math.log:
+            return -math.inf
+        if v == -1 and ref is math.log1p:
+            return -math.inf
+        return math.nan
+
+
+def ordered32(f: np.ndarray) -> np.ndarray:
+    i = f.astype(np.float32).view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+
+
+@pytest.mark.parametrize("op", ["log", "expm1", "log1p", "cbrt"])
+def test_float32_math_within_1ulp_everywhere(tmp_path, op):
+    """Every binade of the domain, the fallback ranges and special values."""
+    fn, ref = {"log": (np.log, math.log),
+               "expm1": (np.expm1, math.expm1), "log1p": (np.log1p, math.log1p),
+               "cbrt": (np.cbrt, lambda v: math.copysign(abs(v) ** (1 / 3), v))}[op]
+    rng = np.random.default_rng(6)
+    mags = (rng.uniform(1, 2, 40000) * 2.0 ** rng.integers(-149, 128, 40000))
+    x = (mags * rng.choice([-1, 1], 40000)).astype(np.float32)
+    if op == "expm1":
+        x = np.concatenate([x[np.abs(x) < 100], np.float32([88.0, 88.5, 88.72, 89.0])])
+    if op == "log1p":
+        x = np.concatenate([x[x > -1], np.float32([-1.0, -2.0, -0.99999994])])
+    x = np.concatenate([x, np.float32([0.0, -0.0, np.inf, -np.inf, np.nan,
+                                       1e-45, -1e-45, 1e-38, 0.5, -0.5])])
+    got = run(tmp_path, fn, x)
+    with np.errstate(all="ignore"):
+        want = np.array([_safe(ref, float(v)) for v in x]).astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    g, w = got[ok], want[ok]
+    exact = ~np.isfinite(w) | (w == 0)
+    np.testing.assert_array_equal(g[exact], w[exact])
+    np.testing.assert_array_equal(np.signbit(g[exact]), np.signbit(w[exact]))
+    diff = np.abs(ordered32(g) - ordered32(w))
+    assert diff.max() <= 1, (x[ok][diff > 1][:5], g[diff > 1][:5])
