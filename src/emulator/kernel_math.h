@@ -247,16 +247,18 @@ kmath_exp_f16(float x)
     return x != x ? x : y;
 }
 
+/* The bits of the float32 nearest sqrt(1/2), below it. */
+#define KMATH_SQRT_HALF_BITS 0x3f3504f3u
+
 static inline float
 kmath_log_f16(float x)
 {
-    /* float16 values are normal floats (or zero): no scaling. */
-    uint32_t u = kmath_bits(x);
+    /* float16 values are normal floats (or zero): no scaling.  x = 2^e m,
+     * m in [sqrt(1/2), sqrt 2), by integer arithmetic on the bits (a
+     * select on m > sqrt 2 makes GCC compute both arms). */
+    uint32_t u = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
     int32_t e = (int32_t)(u >> 23) - 127;
-    float m = kmath_float((u & 0x7fffffu) | 0x3f800000u); /* [1, 2) */
-    int big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
+    float m = kmath_float((u & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
     /* log(m) = 2 atanh(s), s = f / (2 + f), |s| < 0.172: to s^7. */
     float f = m - 1.0f;
     float s = f / (2.0f + f);

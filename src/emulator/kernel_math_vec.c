@@ -225,12 +225,10 @@ log1p_f32(float x)
 {
     float u = 1.0f + x;
     float c = (u - 1.0f) - x;
-    uint32_t b = kmath_bits(u);
+    /* u = 2^e m as in log_f32() */
+    uint32_t b = kmath_bits(u) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
     int32_t e = (int32_t)(b >> 23) - 127;
-    float m = kmath_float((b & 0x7fffffu) | 0x3f800000u); /* [1, 2) */
-    int big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
+    float m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
     float f = e == 0 ? x : m - 1.0f;
     /* One division for s and c / u: s feeds only the correction terms,
      * which the extra roundings leave within 2^-26 of the result. */
@@ -289,12 +287,11 @@ cbrt_f32(float x)
 NRTEMU_INLINE float
 log_f32(float x)
 {
-    uint32_t b = kmath_bits(x);
+    /* x = 2^e m, m in [sqrt(1/2), sqrt 2), by integer arithmetic on the
+     * bits (a select on m > sqrt 2 makes GCC compute both arms). */
+    uint32_t b = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
     int32_t e = (int32_t)(b >> 23) - 127;
-    float m = kmath_float((b & 0x7fffffu) | 0x3f800000u); /* [1, 2) */
-    int big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
+    float m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
     float f = m - 1.0f;
     float s = f / (2.0f + f);
     float z = s * s;
@@ -531,15 +528,13 @@ recip_f64(double d)
 NRTEMU_INLINE double
 log_f64(double u)
 {
-    uint64_t b = kmath_bits64(u);
-    /* The exponent field as a float64, without an int64 conversion
-     * (which baseline and AVX2 lack): 2^52 + field, minus 2^52. */
+    /* u = 2^e m, m in [sqrt(1/2), sqrt 2), as in log_f32(); e as a
+     * float64 without an int64 conversion (which baseline and AVX2 lack):
+     * 2^52 + the biased exponent, minus 2^52. */
+    uint64_t b = kmath_bits64(u) + (0x3ff0000000000000u - 0x3fe6a09e667f3bcdu);
     double e =
         kmath_double(0x4330000000000000u | (b >> 52)) - (0x1p52 + 1023.0);
-    double m = kmath_double((b & 0x000fffffffffffffu) | 0x3ff0000000000000u);
-    int big = m > 1.4142135623730951;
-    m = big ? m * 0.5 : m;
-    e = big ? e + 1.0 : e;
+    double m = kmath_double((b & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu);
     double f = m - 1.0;
     double s = f * recip_f64(2.0 + f);
     double z = s * s;
