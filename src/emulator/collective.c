@@ -1165,7 +1165,9 @@ done:
  * reaches once done with it.
  * - Small arrays (collective s uses half s % 2): each rank copies its
  *   operand into its area, and after one rendezvous reduces the whole
- *   from the areas.
+ *   from the areas; a second one ends the collective.  (Without it, a
+ *   rank could pass the next collective with a group that leaves out a
+ *   reader still reading, and overwrite the half in the one after.)
  * - Large ones, in windows (window w uses half (s + w) % 2: not the
  *   half of a small collective s - 1 that others may still read): each
  *   rank copies part j of the window's operand into slot j of its half;
@@ -1211,6 +1213,11 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
             }
             nrtemu__kernel_combine(x->a->reduce, c->out->dtype, out, src, x->g,
                                    count);
+            /* Every member has read this rank's area before any leaves:
+             * the next collective may not include them all (other groups,
+             * or not on the board), and may write this half again. */
+            st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, 1,
+                                  c->deadline_ns, what);
         }
         free(areas);
         return st;
