@@ -100,8 +100,9 @@ bench: install
 	$(PY) bench/bench_elementwise.py
 	$(PY) bench/bench_reduce.py
 	$(PY) bench/bench_fusion.py
-	$(PY) bench/bench_ops.py --report
 	$(PY) bench/bench_collectives.py
+	@# last: it exits non-zero when an op is below its floor (issue 10)
+	$(PY) bench/bench_ops.py
 
 format:
 	clang-format -i include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] tests/stub/*.c

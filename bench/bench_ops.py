@@ -27,6 +27,7 @@ Usage: python bench/bench_ops.py [--quick] [--report] [--ops add,exp]
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
@@ -39,11 +40,15 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
-import nrtpy
-import nrtpy.neff
-from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax
+# A machine of its own (unless one is named): another process holding the
+# default emulated cores would make every row n/a.
+os.environ.setdefault("NRTPY_EMU_NAMESPACE", f"bench-ops-{os.getpid()}")
 
-from _bench import compiled, per_call
+import nrtpy  # noqa: E402
+import nrtpy.neff  # noqa: E402
+from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax  # noqa: E402
+
+from _bench import compiled, per_call  # noqa: E402
 
 # The op names of NRTEMU_OP_LIST, for when the source tree is not there.
 OPS = """neg abs exp log sqrt rsqrt reciprocal square tanh sigmoid relu gelu
@@ -388,7 +393,9 @@ def main() -> int:
           "| of memcpy | note |")
     print("|---|---|---|---|---:|---:|---:|---:|---|")
     below: list[str] = []
-    work = Path(tempfile.mkdtemp(prefix="nrtpy-bench-ops-"))
+    # (removed when the run ends: each row's NEFF is written there)
+    tmp = tempfile.TemporaryDirectory(prefix="nrtpy-bench-ops-")
+    work = Path(tmp.name)
     idx = 0
     with np.errstate(all="ignore"):
         for case in cases:
