@@ -344,23 +344,44 @@ kmath_pow2_shifted64(double t)
     return kmath_double((kmath_bits64(t) + 1023u) << 52);
 }
 
-/* e^r - 1 for |r| <= ln2 / 2 (+ a little): Taylor to r^12, whose first
- * omitted term is below 2^-52 relative. */
+/* 1/n! for n = 0..15: the Taylor terms of e^r - 1. */
+static const double kmath_inv_factorial[16] = {
+    1.0,
+    1.0,
+    1.0 / 2.0,
+    1.0 / 6.0,
+    1.0 / 24.0,
+    1.0 / 120.0,
+    1.0 / 720.0,
+    1.0 / 5040.0,
+    1.0 / 40320.0,
+    1.0 / 362880.0,
+    1.0 / 3628800.0,
+    1.0 / 39916800.0,
+    1.0 / 479001600.0,
+    1.0 / 6227020800.0,
+    1.0 / 87178291200.0,
+    1.0 / 1307674368000.0,
+};
+
+/* e^r - 1 for |r| <= ln2 / 2 (+ a little): Taylor to r^top (2 < top <
+ * 16), by Horner.  `top` is a constant at every call, so the loop
+ * unrolls.  To r^12 the first omitted term is below 2^-52 relative (a
+ * float64 that is rounded again); to r^15, below 2^-63. */
+static inline double
+kmath_expm1_taylor(double r, int top)
+{
+    double q = kmath_inv_factorial[top];
+    for (int n = top - 1; n >= 2; n--) {
+        q = q * r + kmath_inv_factorial[n];
+    }
+    return q * r * r + r; /* tiny r comes out exactly */
+}
+
 static inline double
 kmath_expm1_reduced64(double r)
 {
-    double q = 1.0 / 479001600.0; /* 1/12! */
-    q = q * r + 1.0 / 39916800.0;
-    q = q * r + 1.0 / 3628800.0;
-    q = q * r + 1.0 / 362880.0;
-    q = q * r + 1.0 / 40320.0;
-    q = q * r + 1.0 / 5040.0;
-    q = q * r + 1.0 / 720.0;
-    q = q * r + 1.0 / 120.0;
-    q = q * r + 1.0 / 24.0;
-    q = q * r + 1.0 / 6.0;
-    q = q * r + 0.5;
-    return q * r * r + r; /* tiny r comes out exactly */
+    return kmath_expm1_taylor(r, 12);
 }
 
 /* e^x - 1 for float64 x in [-60, 89] (callers clamp): 2^k (e^r - 1) +

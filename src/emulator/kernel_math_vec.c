@@ -459,25 +459,11 @@ vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * libm for the rest of the domain (NaN, infinities, subnormal results).
  */
 
-/* e^r - 1 for |r| <= ln2 / 2 (+ a little). */
+/* e^r - 1 for |r| <= ln2 / 2 (+ a little), to r^15. */
 NRTEMU_INLINE double
 expm1_reduced_f64(double r)
 {
-    double q = 1.0 / 1307674368000.0; /* 1/15! */
-    q = q * r + 1.0 / 87178291200.0;
-    q = q * r + 1.0 / 6227020800.0;
-    q = q * r + 1.0 / 479001600.0;
-    q = q * r + 1.0 / 39916800.0;
-    q = q * r + 1.0 / 3628800.0;
-    q = q * r + 1.0 / 362880.0;
-    q = q * r + 1.0 / 40320.0;
-    q = q * r + 1.0 / 5040.0;
-    q = q * r + 1.0 / 720.0;
-    q = q * r + 1.0 / 120.0;
-    q = q * r + 1.0 / 24.0;
-    q = q * r + 1.0 / 6.0;
-    q = q * r + 0.5;
-    return q * r * r + r; /* tiny r comes out exactly */
+    return kmath_expm1_taylor(r, 15);
 }
 
 /* r = x - k ln2 and t = k + 1.5 * 2^52 (kmath_pow2_shifted64). */
