@@ -79,6 +79,39 @@ kmath_exp(float x)
     return x != x ? x : y;
 }
 
+/* 2 / (2k + 1) for k = 0..10: log((1 + s) / (1 - s)) = 2 atanh(s) = 2s +
+ * s z (2/3 + 2/5 z + 2/7 z^2 + ...), z = s^2. */
+static const float kmath_atanh_terms32[11] = {
+    2.0f / 1.0f,  2.0f / 3.0f,  2.0f / 5.0f,  2.0f / 7.0f,
+    2.0f / 9.0f,  2.0f / 11.0f, 2.0f / 13.0f, 2.0f / 15.0f,
+    2.0f / 17.0f, 2.0f / 19.0f, 2.0f / 21.0f,
+};
+static const double kmath_atanh_terms64[11] = {
+    2.0 / 1.0,  2.0 / 3.0,  2.0 / 5.0,  2.0 / 7.0,  2.0 / 9.0,  2.0 / 11.0,
+    2.0 / 13.0, 2.0 / 15.0, 2.0 / 17.0, 2.0 / 19.0, 2.0 / 21.0,
+};
+
+/* 2/3 + 2/5 z + ... + 2/(2 top + 1) z^(top - 1), by Horner (0 < top <
+ * 11).  `top` is a constant at every call, so the loop unrolls. */
+static inline float
+kmath_atanh_tail32(float z, int top)
+{
+    float w = kmath_atanh_terms32[top];
+    for (int k = top - 1; k >= 1; k--) {
+        w = w * z + kmath_atanh_terms32[k];
+    }
+    return w;
+}
+
+static inline double
+kmath_atanh_tail64(double z, int top)
+{
+    double w = kmath_atanh_terms64[top];
+    for (int k = top - 1; k >= 1; k--) {
+        w = w * z + kmath_atanh_terms64[k];
+    }
+    return w;
+}
 /* e^x - 1 for x in [0, 19], accurate for small x too (used by tanh). */
 static inline float
 kmath_expm1_pos(float x)
@@ -126,10 +159,7 @@ kmath_log(float x)
     float f = m - 1.0f;
     float s = f / (2.0f + f);
     float z = s * s;
-    float w = 2.0f / 9.0f;
-    w = w * z + 2.0f / 7.0f;
-    w = w * z + 2.0f / 5.0f;
-    w = w * z + 2.0f / 3.0f;
+    float w = kmath_atanh_tail32(z, 4);
     float lm = 2.0f * s + s * z * w;
     float ef = (float)e;
     float y = ef * KMATH_LN2_HI + (lm + ef * KMATH_LN2_LO);
@@ -263,9 +293,7 @@ kmath_log_f16(float x)
     float f = m - 1.0f;
     float s = f / (2.0f + f);
     float z = s * s;
-    float w = 2.0f / 7.0f;
-    w = w * z + 2.0f / 5.0f;
-    w = w * z + 2.0f / 3.0f;
+    float w = kmath_atanh_tail32(z, 3);
     float lm = 2.0f * s + s * z * w;
     float ef = (float)e;
     float y = ef * KMATH_LN2_HI + (lm + ef * KMATH_LN2_LO);
@@ -440,14 +468,7 @@ kmath_log64(double u)
     double f = m - 1.0;
     double s = f / (2.0 + f);
     double z = s * s;
-    double w = 2.0 / 17.0;
-    w = w * z + 2.0 / 15.0;
-    w = w * z + 2.0 / 13.0;
-    w = w * z + 2.0 / 11.0;
-    w = w * z + 2.0 / 9.0;
-    w = w * z + 2.0 / 7.0;
-    w = w * z + 2.0 / 5.0;
-    w = w * z + 2.0 / 3.0;
+    double w = kmath_atanh_tail64(z, 8);
     double lm = 2.0 * s + s * z * w;
     return e * KMATH_LN2_HI64 + (lm + e * KMATH_LN2_LO64);
 }
