@@ -22,4 +22,15 @@ bool nrtemu__kernel_table_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                               const struct nrtemu_array *in, int n_in,
                               struct nrtemu_scratch *s);
 
+/*
+ * Whether the binary `op` of two operands of the 1-byte dtype `dt` (and
+ * an out of `dt`) is computed rather than looked up in its table: fp8
+ * arithmetic with AVX-512 VBMI, when it gives the table's results for
+ * every pair (kernel_table.c).  Builds the table if need be; for tests.
+ * Thread-safe.
+ */
+bool nrtemu__kernel_table_computed(enum nrtemu_op op,
+                                   enum nrtemu_dtype compute,
+                                   enum nrtemu_dtype dt);
+
 #endif /* NRTEMU_KERNEL_TABLE_H */

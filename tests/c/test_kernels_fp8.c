@@ -1,0 +1,154 @@
+/*
+ * test_kernels_fp8.c - fp8 arithmetic of two operands (add, sub, mul,
+ * div, rem, mod, floor_divide, and pow, which stays looked up), computed
+ * with AVX-512 VBMI where the CPU has it (kernel_table.c), else looked up
+ * in a table of pairs: every pair of codes of every format, against the
+ * plain kernel computing the same op in pieces too small for a table.
+ * (Its own program: the process's table slots are few.)
+ */
+#include "test.h"
+
+#include "convert.h"
+#include "kernel.h"
+#include "kernel_table.h"
+#include "simd.h"
+
+static const enum nrtemu_op ops[] = {
+    NRTEMU_OP_ADD, NRTEMU_OP_SUB,          NRTEMU_OP_MUL, NRTEMU_OP_DIV,
+    NRTEMU_OP_REM, NRTEMU_OP_FLOOR_DIVIDE, NRTEMU_OP_MOD, NRTEMU_OP_POW};
+
+/*
+ * op(a, b) over `n` elements at offset `off` of a and b, big enough for
+ * the table path, against the kernel in pieces of `piece` (too small for
+ * it): bit for bit, and nothing written outside the out.
+ */
+static void
+check_run(enum nrtemu_op op, enum nrtemu_dtype compute, enum nrtemu_dtype dt,
+          const uint8_t *a, const uint8_t *b, size_t n, size_t piece)
+{
+    static uint8_t got[(1 << 17) + 128], want[1 << 17];
+    struct nrtemu_scratch s = {0};
+    struct nrtemu_array in[2] = {{(void *)a, dt, 1, {n}},
+                                 {(void *)b, dt, 1, {n}}};
+    struct nrtemu_array out = {got + 64, dt, 1, {n}};
+
+    ASSERT_TRUE(n <= sizeof want);
+    memset(got, 0xee, sizeof got);
+    ASSERT_TRUE(nrtemu__kernel_table_run(op, compute, &out, in, 2, &s));
+    for (size_t p = 0; p < n; p += piece) {
+        size_t len = n - p < piece ? n - p : piece;
+        struct nrtemu_array pin[2] = {{(void *)(a + p), dt, 1, {len}},
+                                      {(void *)(b + p), dt, 1, {len}}};
+        struct nrtemu_array pout = {want + p, dt, 1, {len}};
+        ASSERT_TRUE(!nrtemu__kernel_table_run(op, compute, &pout, pin, 2, &s));
+        ASSERT_EQ(nrtemu__kernel_elementwise(op, compute, &pout, pin, 2, &s),
+                  NRT_SUCCESS);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (got[64 + i] != want[i]) {
+            TEST_FAIL_("op %d of %s (compute %s) of 0x%02x, 0x%02x: 0x%02x "
+                       "by the table path, 0x%02x by the kernel",
+                       (int)op, nrtemu__dtype_name(dt),
+                       nrtemu__dtype_name(compute), a[i], b[i], got[64 + i],
+                       want[i]);
+        }
+    }
+    for (size_t i = 0; i < 64; i++) {
+        ASSERT_EQ(got[i], 0xee);
+        ASSERT_EQ(got[64 + n + i], 0xee);
+    }
+    nrtemu__scratch_free(&s);
+}
+
+/* Every pair of codes, twice over (pieces of 1024: the kernel's vector
+ * loops, as the table was built). */
+static void
+check_pairs(enum nrtemu_op op, enum nrtemu_dtype compute, enum nrtemu_dtype dt)
+{
+    static uint8_t a[1 << 17], b[1 << 17];
+
+    for (size_t i = 0; i < sizeof a; i++) {
+        a[i] = (uint8_t)(i >> 8);
+        b[i] = (uint8_t)i;
+    }
+    check_run(op, compute, dt, a, b, sizeof a, 1024);
+}
+
+/* Random codes at an odd offset and of an odd count: the computed path's
+ * masked tail, special codes among the others.  No two NaNs in a pair:
+ * which one the kernel keeps differs between its vector and scalar
+ * steps, and odd pieces take both. */
+static void
+check_tail(enum nrtemu_op op, enum nrtemu_dtype dt)
+{
+    enum { N = 65536 + 4096 - 37, OFF = 5 };
+    static uint8_t a[N + OFF], b[N + OFF];
+    uint8_t codes[256];
+    float v[256];
+    uint32_t x = 12345;
+
+    for (int c = 0; c < 256; c++) {
+        codes[c] = (uint8_t)c;
+    }
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, v, dt, codes, 1, 256);
+    for (size_t i = 0; i < N + OFF; i++) {
+        x = x * 1103515245u + 12345u;
+        a[i] = (uint8_t)(x >> 24);
+        b[i] = (uint8_t)(x >> 16);
+        if (v[a[i]] != v[a[i]] && v[b[i]] != v[b[i]]) {
+            b[i] = 0;
+        }
+    }
+    check_run(op, dt, dt, a + OFF, b + OFF, N, 1000);
+}
+
+static void
+test_fp8_pairs(void)
+{
+    for (int t = 0; t < 4; t++) {
+        enum nrtemu_dtype f =
+            (enum nrtemu_dtype)(NRTEMU_DTYPE_FLOAT8_E4M3 + t);
+        for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+            check_pairs(ops[k], f, f);
+            check_tail(ops[k], f);
+        }
+    }
+    /* float32 as the compute dtype: rounded once, as the fp8 one */
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        check_pairs(ops[k], NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT8_E4M3);
+    }
+}
+
+/* Computed indeed, on a CPU with AVX-512 VBMI (the path would otherwise
+ * go untested): float8_e4m3's arithmetic but pow; int8 never. */
+static void
+test_fp8_computed(void)
+{
+    const enum nrtemu_dtype f = NRTEMU_DTYPE_FLOAT8_E4M3;
+    bool vbmi = false;
+
+#if NRTEMU_X86_CLONES
+    __builtin_cpu_init();
+    vbmi = __builtin_cpu_supports("avx512vbmi") &&
+           __builtin_cpu_supports("avx512dq");
+#endif
+    printf("   (AVX-512 VBMI: %s)\n", vbmi ? "yes" : "no");
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        bool want = vbmi && ops[k] != NRTEMU_OP_POW;
+        ASSERT_EQ(nrtemu__kernel_table_computed(ops[k], f, f), want);
+        ASSERT_EQ(
+            nrtemu__kernel_table_computed(ops[k], NRTEMU_DTYPE_FLOAT32, f),
+            want);
+    }
+    ASSERT_TRUE(!nrtemu__kernel_table_computed(
+        NRTEMU_OP_MUL, NRTEMU_DTYPE_INT8, NRTEMU_DTYPE_INT8));
+}
+
+int
+main(void)
+{
+    test_begin("test_kernels_fp8");
+    RUN_TEST(test_fp8_pairs);
+    RUN_TEST(test_fp8_computed);
+    return 0;
+}
