@@ -666,6 +666,106 @@ transpose_2d_avx2_2(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
 
 DEFINE_TRANSPOSE_8X8(4)
 DEFINE_TRANSPOSE_2D(avx2_8, 8, uint64_t, ATTR_AVX2, block_avx2, 2, 4)
+
+/*
+ * 1-byte items with AVX-512, by squares of 64 x 64: four blocks of 16
+ * whole 64-byte lines of src each (the rounds of block_sse2 in the four
+ * 16-byte lanes at once: 16 x 16 bytes per lane), their 16-byte pieces
+ * of dst rows stored into a 4 KiB square, whose 64-byte rows then go to
+ * dst as whole lines.  With rows of src and dst whole lines apart, each
+ * line of src is read once and each line of dst written once, where the
+ * 16- and 32-byte pieces of transpose_2d_avx2_1 come back to a line
+ * several times: with rows 2048 bytes apart (2048 x 2048 fp8) all fall
+ * into two sets of the L1 cache, and are evicted in between.  Measured
+ * at 2048 x 2048 (nrtemu__kernel_transpose, two threads): 0.29-0.31
+ * against 0.64-0.80 ms; rows that are not whole lines apart were slower
+ * than by transpose_2d_avx2_1 (3001 x 3001: 2.7-3.0 against 1.5-2.0 ms)
+ * and stay with it, as do the edges of the plane.
+ */
+#define ATTR_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+static inline __attribute__((always_inline)) ATTR_AVX512 __m512i
+unpack_512(__m512i a, __m512i b, size_t w, bool hi)
+{
+    switch (w) {
+    case 1:
+        return hi ? _mm512_unpackhi_epi8(a, b) : _mm512_unpacklo_epi8(a, b);
+    case 2:
+        return hi ? _mm512_unpackhi_epi16(a, b) : _mm512_unpacklo_epi16(a, b);
+    case 4:
+        return hi ? _mm512_unpackhi_epi32(a, b) : _mm512_unpacklo_epi32(a, b);
+    default:
+        return hi ? _mm512_unpackhi_epi64(a, b) : _mm512_unpacklo_epi64(a, b);
+    }
+}
+
+/* dst rows [0, 64) x columns [0, 64) from src rows [0, 64) x columns
+ * [0, 64) (dst[r][c] = src[c][r]), through `sq` (64 x 64 bytes). */
+static inline __attribute__((always_inline)) ATTR_AVX512 void
+square_64_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs, char *sq)
+{
+    const size_t size = 1;
+    const int n = 16;
+
+    for (int g = 0; g < 4; g++) {
+        __m512i x[16];
+        int bits = 0;
+#pragma GCC unroll 16
+        for (int i = 0; i < n; i++) {
+            x[i] = _mm512_loadu_si512(src + (16 * g + i) * srs);
+        }
+        BLOCK_ROUNDS(__m512i, unpack_512)
+        /* x[k], lane j: dst row 16 j + bitreverse(k), columns 16 g on */
+#pragma GCC unroll 16
+        for (int k = 0; k < n; k++) {
+            char *row = sq + bit_reverse(k, bits) * 64 + 16 * g;
+            _mm_storeu_si128((__m128i *)row, _mm512_castsi512_si128(x[k]));
+            _mm_storeu_si128((__m128i *)(row + 16 * 64),
+                             _mm512_extracti32x4_epi32(x[k], 1));
+            _mm_storeu_si128((__m128i *)(row + 32 * 64),
+                             _mm512_extracti32x4_epi32(x[k], 2));
+            _mm_storeu_si128((__m128i *)(row + 48 * 64),
+                             _mm512_extracti32x4_epi32(x[k], 3));
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 64; r++) {
+        _mm512_storeu_si512(dst + r * drs, _mm512_load_si512(sq + r * 64));
+    }
+}
+
+static ATTR_AVX512 void
+transpose_2d_avx512_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
+                      uint64_t R, uint64_t C)
+{
+    _Alignas(64) char sq[64 * 64];
+    uint64_t R64 = R / 64 * 64, C64 = C / 64 * 64;
+
+    for (uint64_t r = 0; r < R64; r += 64) {
+        for (uint64_t c = 0; c < C64; c += 64) {
+            /* the next square's lines of src, one a row: a page each
+             * when rows are 4 KiB apart, which no prefetcher crosses */
+            uint64_t nr = c + 64 < C64 ? r : r + 64;
+            uint64_t nc = c + 64 < C64 ? c + 64 : 0;
+            if (nr < R64) {
+                const char *next = src + (ptrdiff_t)nc * srs + (ptrdiff_t)nr;
+                for (int k = 0; k < 64; k++) {
+                    __builtin_prefetch(next + k * srs);
+                }
+            }
+            square_64_1(dst + (ptrdiff_t)r * drs + (ptrdiff_t)c, drs,
+                        src + (ptrdiff_t)c * srs + (ptrdiff_t)r, srs, sq);
+        }
+    }
+    if (C64 < C) {
+        transpose_2d_avx2_1(dst + (ptrdiff_t)C64, drs,
+                            src + (ptrdiff_t)C64 * srs, srs, R64, C - C64);
+    }
+    if (R64 < R) {
+        transpose_2d_avx2_1(dst + (ptrdiff_t)R64 * drs, drs,
+                            src + (ptrdiff_t)R64, srs, R - R64, C);
+    }
+}
 #endif
 
 static void
@@ -677,7 +777,12 @@ transpose_2d_part(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
     if (__builtin_cpu_supports("avx2")) {
         switch (size) {
         case 1:
-            transpose_2d_avx2_1(dst, drs, src, srs, R, C);
+            if (__builtin_cpu_supports("avx512bw") && srs % 64 == 0 &&
+                drs % 64 == 0) {
+                transpose_2d_avx512_1(dst, drs, src, srs, R, C);
+            } else {
+                transpose_2d_avx2_1(dst, drs, src, srs, R, C);
+            }
             return;
         case 2:
             transpose_2d_avx2_2(dst, drs, src, srs, R, C);
