@@ -489,12 +489,23 @@ arith_vbmi(const struct fp8_arith *c, const uint8_t *table, const uint8_t *a,
 }
 #endif
 
+/* MXCSR: flush to zero, denormals are zero, the rounding mode. */
+#define ARITH_CSR_MODES 0xe040u
+
 static void
 fp8_arith_run(const struct fp8_arith *c, const uint8_t *table,
               const uint8_t *a, const uint8_t *b, uint8_t *o, size_t n)
 {
 #if NRTEMU_X86_CLONES
+    /* The scaled results of arith_round are float32 subnormals, and the
+     * results must round as when the table was built: with the default
+     * modes, whatever the calling thread's (the kernel's own fp8 steps
+     * see no subnormal float32, and the table holds its results). */
+    unsigned csr = _mm_getcsr();
+
+    _mm_setcsr(csr & ~ARITH_CSR_MODES);
     arith_vbmi(c, table, a, b, o, n); /* c exists only with VBMI */
+    _mm_setcsr(csr);
 #else
     (void)c;
     lookup2(table, a, b, o, n);
