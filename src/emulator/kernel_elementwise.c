@@ -241,67 +241,12 @@ f32_pow_scalar(size_t n, const float *a, float e, float *o)
     return true;
 }
 
-/*
- * float32 pow(x, y) for any x and y, vectorised: for x finite and nonzero
- * and y finite (x < 0 only with an integer y, which sets the sign), it is
- * exp(y log |x|) in float64 (kmath_log64, kmath_exp64: relative error
- * below 2^-45 where the float32 result is finite and nonzero), rounded
- * once to float32: within 1 ulp of the exact power, and the correctly
- * rounded float32 but for results within 2^-20 ulp of a rounding
- * boundary (powf of glibc is within 0.82 ulp).  Zeros, infinities, NaNs
- * and negative x with a non-integer y take powf, for C pow's special
- * cases exactly.
- */
-/* The lanes that f32_pow_block leaves to powf. */
-#define F32_POW_SPECIAL(x, y)                             \
-    (((fabsf(x) < __builtin_inff()) & (fabsf(x) > 0.0f) & \
-      (fabsf(y) < __builtin_inff()) &                     \
-      !(((x) < 0.0f) & ((y) != truncf(y)))) == 0)
-
+/* float32 pow(x, y) for any x and y: kernel_math_vec.c. */
 NRTEMU_INLINE void
 f32_pow_block(size_t n, const float *a, bool sa, const float *b, bool sb,
               float *o)
 {
-    for (size_t j = 0; j < n; j += CHUNK) {
-        size_t c = n - j < CHUNK ? n - j : CHUNK;
-        float t[CHUNK], xs[CHUNK], ys[CHUNK];
-        const float *x = a + j, *y = b + j;
-        int special = 0;
-        /* A scalar operand is spread over a block: the loop below then
-         * has no conditions and vectorises. */
-        if (sa) {
-            for (size_t i = 0; i < c; i++) {
-                xs[i] = a[0];
-            }
-            x = xs;
-        }
-        if (sb) {
-            for (size_t i = 0; i < c; i++) {
-                ys[i] = b[0];
-            }
-            y = ys;
-        }
-        for (size_t i = 0; i < c; i++) {
-            float xv = x[i], yv = y[i];
-            int sp = F32_POW_SPECIAL(xv, yv);
-            float half = 0.5f * yv;
-            double p = (double)yv * kmath_log64(sp ? 1.0 : (double)fabsf(xv));
-            p = p < 700.0 ? p : 700.0;
-            p = p > -700.0 ? p : -700.0;
-            float r = (float)kmath_exp64(p);
-            special |= sp;
-            /* x < 0 with an odd y: y is an integer and y / 2 is not. */
-            t[i] = ((xv < 0.0f) & (half != truncf(half))) ? -r : r;
-        }
-        if (special) {
-            for (size_t i = 0; i < c; i++) {
-                if (F32_POW_SPECIAL(x[i], y[i])) {
-                    t[i] = powf(x[i], y[i]);
-                }
-            }
-        }
-        memcpy(o + j, t, c * sizeof *o);
-    }
+    nrtemu__vmath_f32_pow(n, a, sa, b, sb, o);
 }
 
 /* float64 keeps libm's pow. */

@@ -28,6 +28,11 @@ void nrtemu__vmath_f32_sincos(size_t n, const float *a, float *o,
 bool nrtemu__vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a,
                              float *o);
 
+/* float32 pow(a, b), C powf's special cases exactly, either operand maybe
+ * a scalar (sa, sb). */
+void nrtemu__vmath_f32_pow(size_t n, const float *a, bool sa, const float *b,
+                           bool sb, float *o);
+
 /* float32 mod, floor_divide and rem (NumPy's remainder and floor
  * division, C's fmod) with either operand maybe a scalar (sa, sb): true
  * when `op` is one of them. */

@@ -4,7 +4,8 @@ The emulator turns `x ** e` for one exponent e into multiplications,
 sqrt and a division when e is an integer or half-integer (|e| <= 1024):
 bit for bit NumPy's results for e = 2, 0.5, -1, 1, 0 (NumPy's own fast
 paths), within 1 ulp of the exact power for the others.  Other exponents,
-and exponents that vary, go through C pow with all its special cases.
+and exponents that vary, take a float32 formula (at most one float from
+the correctly rounded power) and C pow for its special cases.
 float32 sin and cos are within 1 ulp of the exact value (float64 NumPy
 rounded once) everywhere, the huge arguments included: in float32 below
 400 (checked there exhaustively when written, about 97% correctly
@@ -161,6 +162,30 @@ def test_pow_special_cases_float32(tmp_path):
     with np.errstate(all="ignore"):
         want64 = np.power(x.astype(np.float64), y.astype(np.float64))
     assert_within_ulp(got, want64)
+
+
+def test_pow_varying_exponents_float32(tmp_path):
+    """The float32 formula for x > 0 with |y log2 x| up to 150 (past
+    overflow and into the subnormals, which take powf), x near 1 with huge
+    y, and negative x with integer y (powf)."""
+    rng = np.random.default_rng(7)
+    n = 40000
+    x = np.ldexp(rng.uniform(0.5, 1.0, n), rng.integers(-125, 128, n))
+    y = rng.uniform(-150, 150, n) / np.abs(np.log2(x))
+    near = 1 + rng.uniform(-1e-3, 1e-3, n)
+    big = rng.uniform(-1e5, 1e5, n)
+    neg = -np.ldexp(rng.uniform(0.5, 1.0, 2000), rng.integers(-8, 8, 2000))
+    ints = rng.integers(-40, 40, 2000).astype(np.float64)
+    x = np.concatenate([x, near, rng.uniform(0.5, 2.0, n), neg]).astype(np.float32)
+    y = np.concatenate([y, big, rng.uniform(0.5, 2.0, n), ints]).astype(np.float32)
+    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    with np.errstate(all="ignore"):
+        want64 = np.power(x.astype(np.float64), y.astype(np.float64))
+    assert_within_ulp(got, want64)
+    assert np.isinf(got).any() and (got == 0).any()  # both ends were reached
+    # Nearly always the correctly rounded power.
+    with np.errstate(all="ignore"):
+        assert np.mean(got == want64.astype(np.float32)) > 0.9
 
 
 def test_pow_other_scalar_exponents(tmp_path):
