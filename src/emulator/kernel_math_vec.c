@@ -50,6 +50,40 @@
         }                                                \
     } while (0)
 
+/*
+ * The same loop for a FAST(v) that takes any v without undefined
+ * behaviour (no conversion of an unbounded float to an integer): no
+ * select on its argument, which GCC would otherwise push through the
+ * formula as blends of constants.  And the results go straight to the
+ * output unless it is the operand (the only overlap allowed), whose
+ * elements the slow path may still need.
+ */
+#define VEC_ANY_WITH_FALLBACK(T, n, a, o, OK, FAST, SLOW) \
+    do {                                                  \
+        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {      \
+            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK;  \
+            const T *x_ = (a) + j_;                       \
+            T t_[CHUNK];                                  \
+            T *d_ = (o) == (a) ? t_ : (o) + j_;           \
+            int bad_ = 0;                                 \
+            for (size_t i_ = 0; i_ < c_; i_++) {          \
+                T v_ = x_[i_];                            \
+                bad_ |= !OK(v_);                          \
+                d_[i_] = FAST(v_);                        \
+            }                                             \
+            if (bad_) {                                   \
+                for (size_t i_ = 0; i_ < c_; i_++) {      \
+                    if (!OK(x_[i_])) {                    \
+                        d_[i_] = SLOW(x_[i_]);            \
+                    }                                     \
+                }                                         \
+            }                                             \
+            if (d_ == t_) {                               \
+                memcpy((o) + j_, t_, c_ * sizeof(T));     \
+            }                                             \
+        }                                                 \
+    } while (0)
+
 /* ---------------------------------------------------------------------
  * float32 sin and cos
  *
@@ -163,14 +197,15 @@ vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
         const float *x = a + j;
         float t[CHUNK];
         int bad = 0;
+        /* sincos_f32() takes any v (no conversion to an integer), so
+         * that the lanes beyond SC_MAX, recomputed below, need no
+         * select (which GCC would push through the formula). */
         for (size_t i = 0; i < c; i++) {
             float v = x[i];
-            int far = !(fabsf(v) < SC_MAX);
-            v = far ? 0.0f : v;
             t[i] = sincos_f32(v, shift);
             /* (two statements: GCC 12 does not vectorise the or of
              * the two flags in one) */
-            bad |= far;
+            bad |= !(fabsf(v) < SC_MAX);
             bad |= sincos_f32_cancels(v);
         }
         if (bad) {
@@ -183,11 +218,12 @@ vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
 /* ---------------------------------------------------------------------
  * float32 log, expm1, log1p and cbrt
  *
- * In float32 arithmetic (cbrt's last step in float64), within 1 ulp of the
- * exact value for every float32 argument of their domains (checked
- * exhaustively, FMA or not); the rest (expm1 above 88, log1p at or below -1,
- * cbrt of subnormals and beyond 2^126, infinities, NaN) takes the float64
- * formulas of kernel_math.h.
+ * In float32 arithmetic, within 1 ulp of the exact value for every
+ * float32 argument of their domains (checked exhaustively, FMA or not; cbrt
+ * with FMA, which it needs for y^3 - a: libm's fmaf in the baseline
+ * clone); the rest (expm1 above 88, log1p at or below -1, cbrt below
+ * 2^-100 and beyond 2^126, infinities, NaN) takes the float64 formulas of
+ * kernel_math.h.
  */
 
 /* 2^n (e^r - 1) + (2^n - 1), r = x - n ln2, for x in [-18, 88]: no
@@ -233,7 +269,11 @@ log1p_f32(float x)
     /* One division for s and c / u: s feeds only the correction terms,
      * which the extra roundings leave within 2^-26 of the result. */
     float den = 2.0f + f;
-    float mm = e == 0 ? 1.0f : m;
+    /* mm = e == 0 ? 1 : m, in bits: a select that GCC cannot push below
+     * the division (it then divided for each arm) */
+    uint32_t e0 = 0u - (uint32_t)(e == 0);
+    float mm =
+        kmath_float(kmath_bits(m) ^ ((kmath_bits(m) ^ 0x3f800000u) & e0));
     float dd = 1.0f / (den * mm);
     /* c / u = c 2^-e / m (beyond 2^126 it is far below the result) */
     float corr = c * den * dd * kmath_pow2(-(e < 126 ? e : 126));
@@ -250,30 +290,43 @@ log1p_f32(float x)
 #define F32_LOG1P_OK(v) (((v) > -1.0f) & ((v) < __builtin_inff()))
 
 /*
- * cbrt without a division: the inverse cube root w = a^(-1/3) from the
- * exponent trick (a few percent) and three Newton steps in float32
- * (w (4/3 - a w^3 / 3): -> 1e-3 -> 1e-6 -> float32's rounding), then
- * y = a w^2 and one Newton step for y in float64, y - (y^3 - a) w^2 / 3
- * (1/(3 y^2) = w^2 / 3): about 1e-13, rounded once.  For |x| in [2^-126,
- * 2^126] and zeros; the rest takes kmath_cbrt().
+ * cbrt without a division, in float32: the inverse cube root w =
+ * a^(-1/3) from the exponent trick (a third of the bits of a, taken
+ * through a float: 3%) and two Newton steps (w (4/3 - a w^3 / 3): -> 2e-3
+ * -> 7e-6), then y = a w^2 and one Newton step for y, y - (y^3 - a) w^2 /
+ * 3 (1/(3 y^2) = w^2 / 3), with y^3 - a in one rounding (FMA): the step
+ * leaves about 2^-34, and the rounding of y^2 and of the step about 0.3
+ * ulp: at most 0.77 ulp, checked on every float32 (with FMA).  For |x| in
+ * [2^-100, 2^126] (y^3 - a stays normal) and zeros; the rest takes
+ * kmath_cbrt().
  */
 NRTEMU_INLINE float
 cbrt_f32(float x)
 {
     float a = fabsf(x);
-    float w = kmath_float(0x54a2fa8cu - kmath_bits(a) / 3u);
-    float a3 = a * (1.0f / 3.0f);
+    /* w from a nonzero g (for a = 0, w^3 would overflow); y = a w^2
+     * below is then 0. */
+    float g = a > 0x1p-100f ? a : 0x1p-100f;
+    /* (a third of the bits through a float: a vector integer division
+     * by 3 takes 5 instructions, and the 7 bits that the float drops
+     * move the guess by less than 2^-17) */
+    float third = (float)(int32_t)kmath_bits(g) * (1.0f / 3.0f);
+    float w = kmath_float(0x54a2fa8cu - (uint32_t)(int32_t)third);
+    float a3 = g * (1.0f / 3.0f);
     w = w * (4.0f / 3.0f - a3 * (w * w * w));
     w = w * (4.0f / 3.0f - a3 * (w * w * w));
-    w = w * (4.0f / 3.0f - a3 * (w * w * w));
-    double ad = (double)a, w2 = (double)w * (double)w;
-    double y = ad * w2;
-    y = y - (y * y * y - ad) * (w2 * (1.0 / 3.0));
-    float r = __builtin_copysignf((float)y, x);
-    return a == 0.0f ? x : r; /* -0 stays -0 */
+    float w2 = w * w;
+    float y = a * w2;
+    float r = y - __builtin_fmaf(y * y, y, -a) * (w2 * (1.0f / 3.0f));
+    /* the sign of x, zeros included (a = 0 gives y = r = 0) */
+    return kmath_float(kmath_bits(r) | (kmath_bits(x) & 0x80000000u));
 }
-#define F32_CBRT_OK(v) \
-    ((fabsf(v) == 0.0f) | ((fabsf(v) >= 0x1p-126f) & (fabsf(v) <= 0x1p126f)))
+/* |v| zero or in [2^-100, 2^126], on the bits without the sign (false for
+ * NaN and infinities); cbrt_f32() takes any v. */
+#define F32_CBRT_OK(v)                             \
+    (((kmath_bits(v) << 1) - (0x0d800000u << 1) <= \
+      ((0x7e800000u - 0x0d800000u) << 1)) |        \
+     (fabsf(v) == 0.0f))
 
 /*
  * log of a positive normal float32: log_f64()'s form in float32 (the
@@ -312,11 +365,12 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
                           kmath_expm1);
         return true;
     case NRTEMU_OP_LOG1P:
-        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32,
-                          kmath_log1p);
+        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32,
+                              kmath_log1p);
         return true;
     case NRTEMU_OP_CBRT:
-        VEC_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32, kmath_cbrt);
+        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32,
+                              kmath_cbrt);
         return true;
     default:
         return false;
