@@ -196,22 +196,25 @@ vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         const float *x = a + j;
         float t[CHUNK];
+        float *d = o == a ? t : o + j; /* as VEC_ANY_WITH_FALLBACK */
         int bad = 0;
         /* sincos_f32() takes any v (no conversion to an integer), so
          * that the lanes beyond SC_MAX, recomputed below, need no
          * select (which GCC would push through the formula). */
         for (size_t i = 0; i < c; i++) {
             float v = x[i];
-            t[i] = sincos_f32(v, shift);
+            d[i] = sincos_f32(v, shift);
             /* (two statements: GCC 12 does not vectorise the or of
              * the two flags in one) */
             bad |= !(fabsf(v) < SC_MAX);
             bad |= sincos_f32_cancels(v);
         }
         if (bad) {
-            sincos_f32_wide(c, x, t, shift);
+            sincos_f32_wide(c, x, d, shift);
         }
-        memcpy(o + j, t, c * sizeof *o);
+        if (d == t) {
+            memcpy(o + j, t, c * sizeof *o);
+        }
     }
 }
 
