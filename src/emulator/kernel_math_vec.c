@@ -229,6 +229,14 @@ vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
  * kernel_math.h.
  */
 
+/* 2^n for an integer n in [-126, 127] held in a float, without a
+ * conversion to an integer (undefined beyond int32). */
+NRTEMU_INLINE float
+pow2_of_float(float n)
+{
+    return kmath_float(kmath_bits(n + (12582912.0f + 127.0f)) << 23);
+}
+
 /* 2^n (e^r - 1) + (2^n - 1), r = x - n ln2, for x in [-18, 88]: no
  * cancellation for small |x| (n = 0); below -18 the result rounds to -1. */
 NRTEMU_INLINE float
@@ -246,10 +254,11 @@ expm1_f32(float x)
     q = q * r + 1.0f / 6.0f;
     q = q * r + 0.5f;
     q = q * r * r + r; /* e^r - 1: tiny r comes out exactly */
-    float s = kmath_pow2((int32_t)n);
+    float s = pow2_of_float(n);
     float y = s * q + (s - 1.0f);
     return x == 0.0f ? x : y; /* -0 stays -0 */
 }
+/* (expm1_f32() takes any x: no conversion to an integer) */
 #define F32_EXPM1_OK(v) ((v) <= 88.0f) /* false for NaN */
 
 /*
@@ -364,8 +373,8 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
         VEC_WITH_FALLBACK(float, n, a, o, F32_LOG_OK, log_f32, kmath_log);
         return true;
     case NRTEMU_OP_EXPM1:
-        VEC_WITH_FALLBACK(float, n, a, o, F32_EXPM1_OK, expm1_f32,
-                          kmath_expm1);
+        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_EXPM1_OK, expm1_f32,
+                              kmath_expm1);
         return true;
     case NRTEMU_OP_LOG1P:
         VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32,
@@ -408,13 +417,6 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
 #define POW_K_LO 0x1.4ae0cp-25f
 #define POW_K3_HI 0x1.ec709ep-1f /* K / 3 = K3_HI + K3_LO */
 #define POW_K3_LO -0x1.e2fe02p-28f
-
-/* 2^n for an integer n in [-126, 127] held in a float. */
-NRTEMU_INLINE float
-pow2_of_float(float n)
-{
-    return kmath_float(kmath_bits(n + (12582912.0f + 127.0f)) << 23);
-}
 
 /* pow(x, y) for the x, y of F32_POW_OK; *ph gets p_hi for that test. */
 NRTEMU_INLINE float
