@@ -140,6 +140,29 @@ struct gemm_args {
     size_t ldc;
 };
 
+/* Products of depth at most KC, up to this many multiply-adds, with A
+ * and B together in at most SMALL_BYTES, skip packing (DEFINE_GEMM's
+ * gemm_small).  bfloat16 operands, decoded as they are read, only up to
+ * a quarter of that: an element of A decoded once per sliver of B costs
+ * more than packing it once (128^3 lost 7%, 64^3 gained 7%); float16 ones
+ * never (decoding a scalar costs more again: 64^3 lost 20%). */
+#define SMALL_WORK ((uint64_t)1 << 21)
+#define SMALL_BYTES ((size_t)256 << 10)
+
+static bool
+gemm_is_small(const struct gemm_args *g, size_t esize)
+{
+    uint64_t work = (uint64_t)g->M * g->N * g->K;
+
+    if (g->src == SRC_F16 || g->K > KC ||
+        work > (g->src == SRC_BF16 ? SMALL_WORK / 4 : SMALL_WORK)) {
+        return false;
+    }
+    return (g->M * g->lda + g->K * g->ldb) *
+               (g->src == SRC_NATIVE ? esize : 2) <=
+           SMALL_BYTES;
+}
+
 /*
  * The MR x (NV * VL) micro-kernel of DEFINE_GEMM: C[0:m, 0:n] (+)= the
  * tile of the packed sliver `ap` (MR rows interleaved) times the packed
@@ -210,6 +233,81 @@ struct gemm_args {
                         T *cl = row + (size_t)j * VL + l;                     \
                         *cl = first ? lane[l] : *cl + lane[l];                \
                     }                                                         \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }
+
+/*
+ * The micro-kernel of a small product, which packs nothing (DEFINE_GEMM's
+ * gemm_small): C[0:m, 0:n] = MR rows of A, `lda` elements apart, each
+ * read along the depth an element at a time, times kc rows of B, `ldb`
+ * elements apart, each NV * VL columns wide (B itself, or its last sliver
+ * copied out with zeros past the edge), both of element kind `sk`,
+ * decoded exactly to T as they are read.  Rows past m repeat row m - 1
+ * (never stored).  The depth runs from 0 to kc in one pass, as in the
+ * packed micro-kernel, so the sums are the same, bit for bit.
+ */
+#define DEFINE_MICRO_DIRECT(NAME, ATTR, T, VL, MR, NV)                        \
+    ATTR static inline __attribute__((always_inline)) void NAME##_direct##MR( \
+        size_t kc, const char *a, size_t lda, const char *b, size_t ldb,      \
+        T *restrict c, size_t ldc, size_t m, size_t n, enum src_kind sk)      \
+    {                                                                         \
+        const size_t es = sk == SRC_NATIVE ? sizeof(T) : 2;                   \
+        NAME##_vec acc[MR][NV];                                               \
+        const char *ar[MR];                                                   \
+        _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                 \
+        {                                                                     \
+            ar[i] = a + ((size_t)i < m ? (size_t)i : m - 1) * lda * es;       \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
+            {                                                                 \
+                acc[i][j] = (NAME##_vec){0};                                  \
+            }                                                                 \
+        }                                                                     \
+        for (size_t p = 0; p < kc; p++) {                                     \
+            NAME##_vec bv[NV];                                                \
+            const char *brow = b + p * ldb * es;                              \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
+            {                                                                 \
+                if (sk == SRC_NATIVE) {                                       \
+                    bv[j] = *(const NAME##_uvec *)(brow + j * VL * es);       \
+                } else {                                                      \
+                    NAME##_loadv16(                                           \
+                        &bv[j], (const uint16_t *)brow + (size_t)j * VL, sk); \
+                }                                                             \
+            }                                                                 \
+            _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)             \
+            {                                                                 \
+                T x;                                                          \
+                if (sk == SRC_NATIVE) {                                       \
+                    x = ((const T *)ar[i])[p];                                \
+                } else if (sk == SRC_BF16) {                                  \
+                    x = bf16_f(((const uint16_t *)ar[i])[p]);                 \
+                } else {                                                      \
+                    x = f16_f(((const uint16_t *)ar[i])[p]);                  \
+                }                                                             \
+                NAME##_vec av = x - (NAME##_vec){0};                          \
+                _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)          \
+                {                                                             \
+                    acc[i][j] += av * bv[j];                                  \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+        _Pragma("GCC unroll 32") for (int i = 0; i < MR; i++)                 \
+        {                                                                     \
+            T *row = c + i * ldc;                                             \
+            if ((size_t)i >= m) {                                             \
+                break;                                                        \
+            }                                                                 \
+            _Pragma("GCC unroll 8") for (int j = 0; j < NV; j++)              \
+            {                                                                 \
+                if ((size_t)(j + 1) * VL <= n) {                              \
+                    *(NAME##_uvec *)(row + (size_t)j * VL) = acc[i][j];       \
+                } else if ((size_t)j * VL < n) {                              \
+                    T lane[VL];                                               \
+                    memcpy(lane, &acc[i][j], sizeof lane);                    \
+                    memcpy(row + (size_t)j * VL, lane,                        \
+                           (n - (size_t)j * VL) * sizeof(T));                 \
                 }                                                             \
             }                                                                 \
         }                                                                     \
@@ -371,6 +469,63 @@ struct gemm_args {
         }                                                                     \
     }                                                                         \
                                                                               \
+    DEFINE_MICRO_DIRECT(NAME, ATTR, T, VL, MR, NV)                            \
+    DEFINE_MICRO_DIRECT(NAME, ATTR, T, VL, MR2, NV)                           \
+    DEFINE_MICRO_DIRECT(NAME, ATTR, T, VL, MR3, NV)                           \
+                                                                              \
+    /* gemm_small for operands of kind sk (a constant once inlined). */       \
+    ATTR static inline __attribute__((always_inline)) void NAME##_small_run(  \
+        const struct gemm_args *g, T *bp, enum src_kind sk)                   \
+    {                                                                         \
+        const size_t nr = (size_t)VL * NV;                                    \
+        const size_t es = sk == SRC_NATIVE ? sizeof(T) : 2;                   \
+        const char *A = g->A, *B = g->B;                                      \
+        T *C = g->C;                                                          \
+        for (size_t jr = 0; jr < g->N; jr += nr) {                            \
+            size_t n = g->N - jr < nr ? g->N - jr : nr;                       \
+            const char *b = B + jr * es;                                      \
+            size_t ldb = g->ldb;                                              \
+            if (n < nr) {                                                     \
+                /* The last sliver, as it is stored, zeros past n. */         \
+                char *dst = (char *)bp;                                       \
+                for (size_t p = 0; p < g->K; p++) {                           \
+                    memcpy(dst + p * nr * es, b + p * g->ldb * es, n * es);   \
+                    memset(dst + (p * nr + n) * es, 0, (nr - n) * es);        \
+                }                                                             \
+                b = dst;                                                      \
+                ldb = nr;                                                     \
+            }                                                                 \
+            for (size_t ir = 0; ir < g->M; ir += MR) {                        \
+                size_t m = g->M - ir < MR ? g->M - ir : MR;                   \
+                const char *a = A + ir * g->lda * es;                         \
+                T *c = C + ir * g->ldc + jr;                                  \
+                if (m > MR2) {                                                \
+                    NAME##_direct##MR(g->K, a, g->lda, b, ldb, c, g->ldc, m,  \
+                                      n, sk);                                 \
+                } else if (m > MR3) {                                         \
+                    NAME##_direct##MR2(g->K, a, g->lda, b, ldb, c, g->ldc, m, \
+                                       n, sk);                                \
+                } else {                                                      \
+                    NAME##_direct##MR3(g->K, a, g->lda, b, ldb, c, g->ldc, m, \
+                                       n, sk);                                \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* A product small enough to stay in L1 and L2 (gemm_is_small): A and     \
+     * B read where they are, unpacked (packing them cost a sixth of a 64 x   \
+     * 64 x 64 product), bfloat16 decoded as it is read (it comes only        \
+     * with float32). */                                                      \
+    ATTR static void NAME##_gemm_small(const struct gemm_args *g, T *bp)      \
+    {                                                                         \
+        if (g->src == SRC_NATIVE) {                                           \
+            NAME##_small_run(g, bp, SRC_NATIVE);                              \
+        } else if (sizeof(T) == 4 && g->src == SRC_BF16) {                    \
+            NAME##_small_run(g, bp, SRC_BF16);                                \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
     ATTR static void NAME##_gemm(const struct gemm_args *g, T *ap, T *bp)     \
     {                                                                         \
         const size_t nr = (size_t)VL * NV;                                    \
@@ -381,6 +536,10 @@ struct gemm_args {
             for (size_t i = 0; i < g->M; i++) {                               \
                 memset(C + i * g->ldc, 0, g->N * sizeof(T));                  \
             }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        if (gemm_is_small(g, sizeof(T))) {                                    \
+            NAME##_gemm_small(g, bp);                                         \
             return;                                                           \
         }                                                                     \
         for (size_t jc = 0; jc < g->N; jc += NC) {                            \
