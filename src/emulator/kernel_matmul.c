@@ -679,9 +679,17 @@ gv_load_sh(gv_s *v, const uint16_t *p)
             const T s3 = LD(a[p + 3]);                                     \
             const ST *r0 = B + p * ldb, *r1 = r0 + ldb, *r2 = r1 + ldb;    \
             const ST *r3 = r2 + ldb;                                       \
+            /* The next four rows start coming from memory now: a pass     \
+             * over a part of each row (columns split between threads)     \
+             * leaves the hardware's prefetcher too little to learn. */    \
+            const size_t ahead = p + 8 <= K ? 4 * ldb : 0;                 \
             size_t j = 0;                                                  \
             for (; j + VN <= N; j += VN) {                                 \
                 gv_##SFX cv, x0, x1, x2, x3;                               \
+                __builtin_prefetch(r0 + j + ahead);                        \
+                __builtin_prefetch(r1 + j + ahead);                        \
+                __builtin_prefetch(r2 + j + ahead);                        \
+                __builtin_prefetch(r3 + j + ahead);                        \
                 memcpy(&cv, c + j, sizeof cv);                             \
                 gv_load_##SFX(&x0, r0 + j);                                \
                 gv_load_##SFX(&x1, r1 + j);                                \
@@ -926,6 +934,96 @@ task_run(void *arg, uint32_t index)
     }
 }
 
+/*
+ * A large vector x matrix product (M == 1, one of a batch) split by depth
+ * into two halves, each split by columns between threads: each thread
+ * then streams whole rows of B, contiguous memory, where a split by
+ * columns alone has every thread read part of each row (half the memory
+ * bandwidth on 1 x 4096 x 4096 float32, two threads on Zen 4).  The
+ * halves' sums are added once both are done, so the result depends on
+ * the shape only, not on the threads.
+ */
+#define SPLIT_MIN_K 512
+#define SPLIT_MIN_N 64
+#define SPLIT_COLUMNS 16 /* a piece's columns: a multiple of this */
+
+struct vm_piece {
+    struct gemm_args g;
+    size_t esize;
+};
+
+static void
+vm_piece_run(void *arg, uint32_t index)
+{
+    const struct vm_piece *p = (const struct vm_piece *)arg + index;
+
+    gemv(&p->g, p->esize);
+}
+
+static bool
+vecmat_split_wanted(uint64_t batch, size_t M, size_t N, size_t K,
+                    uint64_t work)
+{
+    return batch == 1 && M == 1 && N >= SPLIT_MIN_N && K >= SPLIT_MIN_K &&
+           work >= 2 * THREAD_MIN_WORK;
+}
+
+/* c[0:N] = a[0:K] x B (K x N), of src kind `src`, into c and `part`
+ * (N elements of scratch), on up to `cpus` threads. */
+static void
+vecmat_split(enum src_kind src, size_t esize, size_t in_esize, size_t N,
+             size_t K, const char *a, const char *b, char *c, char *part,
+             int cpus)
+{
+    struct vm_piece pieces[MAX_THREADS];
+    size_t k0 = K / 2 / 4 * 4; /* rows of the first half, whole groups */
+    size_t units = (N + SPLIT_COLUMNS - 1) / SPLIT_COLUMNS;
+    size_t cols = cpus / 2 > 1 ? (size_t)cpus / 2 : 1, count = 0;
+
+    cols = cols > MAX_THREADS / 2 ? MAX_THREADS / 2 : cols;
+    cols = cols > units ? units : cols;
+    for (size_t h = 0; h < 2; h++) {
+        size_t kb = h == 0 ? 0 : k0, ke = h == 0 ? k0 : K;
+        for (size_t t = 0; t < cols; t++) {
+            size_t n0 = units * t / cols * SPLIT_COLUMNS;
+            size_t n1 = units * (t + 1) / cols * SPLIT_COLUMNS;
+            struct vm_piece *pc = &pieces[count++];
+            n1 = n1 < N ? n1 : N;
+            pc->esize = esize;
+            pc->g.src = src;
+            pc->g.M = 1;
+            pc->g.N = n1 - n0;
+            pc->g.K = ke - kb;
+            pc->g.A = a + kb * in_esize;
+            pc->g.lda = K;
+            pc->g.B = b + (kb * N + n0) * in_esize;
+            pc->g.ldb = N;
+            pc->g.C = (h == 0 ? c : part) + n0 * esize;
+            pc->g.ldc = N;
+        }
+    }
+    if (cpus > 1) {
+        nrtemu__pool_run(vm_piece_run, pieces, (uint32_t)count);
+    } else {
+        for (size_t i = 0; i < count; i++) {
+            vm_piece_run(pieces, (uint32_t)i);
+        }
+    }
+    if (esize == 8) {
+        double *cd = (double *)c;
+        const double *pd = (const double *)part;
+        for (size_t j = 0; j < N; j++) {
+            cd[j] += pd[j];
+        }
+    } else {
+        float *cf = (float *)c;
+        const float *pf = (const float *)part;
+        for (size_t j = 0; j < N; j++) {
+            cf[j] += pf[j];
+        }
+    }
+}
+
 static size_t
 align64(size_t n)
 {
@@ -948,7 +1046,8 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     uint32_t nb = out->ndim - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
     uint64_t batch = 1, work;
     size_t a_bytes, b_bytes, c_bytes, off_bytes, ap_elems, bp_elems, total;
-    size_t per_thread;
+    size_t per_thread, part_bytes;
+    bool split;
     bool a_direct, b_direct, c_direct;
     struct task tasks[MAX_THREADS];
     enum src_kind src = SRC_NATIVE;
@@ -986,6 +1085,7 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     /* How many threads, splitting what. */
     cpus = (int)nrtemu__pool_threads();
     work = batch * M * N * (uint64_t)(K == 0 ? 1 : K);
+    split = impl != NULL && vecmat_split_wanted(batch, M, N, K, work);
     if (impl != NULL && cpus > 1 && work >= 2 * THREAD_MIN_WORK) {
         uint64_t by_work = work / THREAD_MIN_WORK;
         nthreads = cpus < MAX_THREADS ? cpus : MAX_THREADS;
@@ -1048,7 +1148,8 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
         bp_elems = (size_t)KC * widest;
     }
     per_thread = align64(ap_elems * esize) + align64(bp_elems * esize);
-    total = a_bytes + b_bytes + c_bytes + off_bytes +
+    part_bytes = split ? align64(N * esize) : 0;
+    total = a_bytes + b_bytes + c_bytes + off_bytes + part_bytes +
             (size_t)nthreads * per_thread;
     scratch = nrtemu__scratch_get(s, total);
     if (scratch == NULL) {
@@ -1064,6 +1165,13 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     a_off = (uint64_t *)p;
     b_off = a_off + batch;
     p += off_bytes;
+    if (split) {
+        vecmat_split(src, esize, in_esize, N, K, A, B, C, p, cpus);
+        if (!c_direct) {
+            nrtemu__kernel_store(out, compute, kt, C);
+        }
+        return NRT_SUCCESS;
+    }
 
     /* Where each product of the batch reads its operands: the batch
      * dimensions of a and b broadcast to those of out. */

@@ -1303,6 +1303,12 @@ test_matmul(void)
                  SHAPE(200, 300), 2, SHAPE(300, 260));
     check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
                  SHAPE(520, 300), 2, SHAPE(300, 20));
+    /* Vector x matrix large enough to split by depth (and by columns
+     * whose count is no multiple of 16), 1-D or 2-D vector. */
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(2054), 2,
+                 SHAPE(2054, 4101));
+    check_matmul(NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_FLOAT64, 2, SHAPE(1, 2054),
+                 2, SHAPE(2054, 4101));
     /* 1-D operands. */
     check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(5), 2,
                  SHAPE(5, 3));
@@ -1420,9 +1426,9 @@ test_matmul_16bit(void)
      * unpacked (the small products' path), bfloat16 packs them (too much
      * work for its small path): the two must still agree, bit for bit. */
     static const uint64_t sizes[][3] = {
-        {1, 70, 260},    {1, 300, 1000}, {37, 300, 1},
-        {600, 200, 1},   {13, 33, 17},   {67, 129, 33},
-        {200, 300, 260}, {100, 90, 100}, {130, 120, 97},
+        {1, 70, 260},   {1, 300, 1000},  {37, 300, 1},    {600, 200, 1},
+        {13, 33, 17},   {67, 129, 33},   {200, 300, 260}, {100, 90, 100},
+        {130, 120, 97}, {1, 2054, 4101},
     };
     /* Every 16-bit encoding through each decoder: the GEMM's packing of
      * A and of B, vector x matrix, matrix x vector. */
