@@ -83,7 +83,8 @@ bool nrtemu__op_is_collective(const char *op);
  * outputs written), each of neff->io[i].size bytes; entries of other
  * subgraphs may be NULL.  Executions of one program must not overlap (the
  * model serialises executions per core).  `deadline_ns` (CLOCK_MONOTONIC,
- * 0 = none) is checked between ops: past it, NRT_TIMEOUT.
+ * 0 = none) is checked between ops, on nrtemu__deadline_clock_ns (a few
+ * milliseconds late at most): past it, NRT_TIMEOUT.
  * @return NRT_SUCCESS; NRT_EXEC_OOB for a take/gather index out of bounds
  *         (detail names the op, the index and the bound); NRT_TIMEOUT;
  *         NRT_RESOURCE if scratch memory cannot be had.

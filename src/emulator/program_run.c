@@ -401,7 +401,8 @@ nrtemu__op_run_while(const struct op_call *c)
     NRT_STATUS st;
 
     for (uint64_t iteration = 0;; iteration++) {
-        if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
+        if (c->deadline_ns != 0 &&
+            nrtemu__deadline_clock_ns() > c->deadline_ns) {
             char when[256];
             snprintf(when, sizeof when,
                      "in %sop %zu (while), after %llu iterations", op->where,
@@ -512,7 +513,7 @@ run_step(const struct op_call *c, const struct op_list *list, size_t first,
 {
     const struct op *op = &list->ops[first];
 
-    if (c->deadline_ns != 0 && nrtemu__monotonic_ns() > c->deadline_ns) {
+    if (c->deadline_ns != 0 && nrtemu__deadline_clock_ns() > c->deadline_ns) {
         char when[256];
         snprintf(when, sizeof when, "before %sop %zu (%s)", op->where,
                  op->index, nrtemu__op_name(op->op));
