@@ -16,9 +16,14 @@
  * (vdpbf16ps) is not used: it flushes subnormals and rounds differently
  * from a float32 FMA, and the results must be those of the float32
  * product of the decoded operands, bit for bit.
+ * Small products (gemm_is_small) pack nothing: their operands stay in
+ * L1 and L2 anyway, and packing cost a sixth of 64 x 64 x 64.
  * Large products are split over the shared worker pool (pool.h) by
  * columns of C (or rows, or whole matrices of a batch); each task packs
- * its own panels.  Integers use a plain loop (wrapping arithmetic).
+ * its own panels.  A product with a single row or column streams its
+ * matrix operand instead (DEFINE_GEMV); a large vector x matrix is split
+ * by depth as well (vecmat_split), so that each thread reads whole rows.
+ * Integers use a plain loop (wrapping arithmetic).
  */
 #include <stdbool.h>
 #include <stdlib.h>
