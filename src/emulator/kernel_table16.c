@@ -26,6 +26,12 @@
 #include "kernel_stream.h"
 #include "kernel_table.h"
 
+#if defined(__x86_64__) && defined(__SSE__)
+#include <xmmintrin.h>
+/* MXCSR: flush to zero, denormals are zero, the rounding mode. */
+#define TABLE16_CSR_MODES 0xe040u
+#endif
+
 /* Elements of the out, at least, for a lookup: building the table runs
  * the kernel over 65536 codes once (0.17-0.27 ms measured), which the
  * calls of this size pay back when a model runs repeatedly (a float16 exp
@@ -76,9 +82,19 @@ table16_build(enum nrtemu_op op, enum nrtemu_dtype compute,
         for (size_t i = 0; i < TABLE16_CODES; i++) {
             codes[i] = (uint16_t)i;
         }
+#ifdef TABLE16_CSR_MODES
+        /* The table holds the results of the default modes, whatever the
+         * building thread's (flush to zero would flush the subnormal
+         * codes' results for every thread after it). */
+        unsigned csr = _mm_getcsr();
+        _mm_setcsr(csr & ~TABLE16_CSR_MODES);
+#endif
         building16 = true;
         st = nrtemu__kernel_elementwise(op, compute, &out, &in, 1, s);
         building16 = false;
+#ifdef TABLE16_CSR_MODES
+        _mm_setcsr(csr);
+#endif
     }
     free(codes);
     if (st != NRT_SUCCESS) {

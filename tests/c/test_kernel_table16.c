@@ -121,11 +121,51 @@ test_not_taken(void)
     nrtemu__scratch_free(&s);
 }
 
+#if defined(__x86_64__) && defined(__SSE__)
+#include <xmmintrin.h>
+
+/* A table first built by a thread that flushes subnormals (FTZ, DAZ)
+ * holds the results of the default modes: bfloat16 sqrt of its subnormal
+ * codes is normal, not zero. */
+static void
+test_built_in_default_modes(void)
+{
+    struct nrtemu_scratch s = {0};
+    struct nrtemu_array in = {codes, NRTEMU_DTYPE_BFLOAT16, 1, {CODES}};
+    struct nrtemu_array out = {by_table, NRTEMU_DTYPE_BFLOAT16, 1, {CODES}};
+    unsigned csr = _mm_getcsr();
+
+    for (size_t i = 0; i < CODES; i++) {
+        codes[i] = (uint16_t)i;
+    }
+    _mm_setcsr(csr | 0x8040u);
+    ASSERT_TRUE(nrtemu__kernel_table16_run(
+        NRTEMU_OP_SQRT, NRTEMU_DTYPE_FLOAT32, &out, &in, 1, &s, 0));
+    _mm_setcsr(csr);
+    for (size_t p = 0; p < CODES; p += PIECE) {
+        struct nrtemu_array pin = {
+            codes + p, NRTEMU_DTYPE_BFLOAT16, 1, {PIECE}};
+        struct nrtemu_array pout = {
+            computed + p, NRTEMU_DTYPE_BFLOAT16, 1, {PIECE}};
+        ASSERT_EQ(nrtemu__kernel_elementwise(NRTEMU_OP_SQRT,
+                                             NRTEMU_DTYPE_FLOAT32, &pout, &pin,
+                                             1, &s),
+                  NRT_SUCCESS);
+    }
+    ASSERT_TRUE(memcmp(by_table, computed, sizeof by_table) == 0);
+    ASSERT_TRUE(by_table[1] != 0); /* sqrt of the smallest subnormal */
+    nrtemu__scratch_free(&s);
+}
+#endif
+
 int
 main(void)
 {
     test_begin("test_kernel_table16");
     RUN_TEST(test_every_code);
     RUN_TEST(test_not_taken);
+#if defined(__x86_64__) && defined(__SSE__)
+    RUN_TEST(test_built_in_default_modes);
+#endif
     return 0;
 }
