@@ -1,6 +1,7 @@
 /*
- * kernel_table.h - elementwise ops on 1-byte operands as table lookups
- * (internal; kernel_table.c).
+ * kernel_table.h - elementwise ops on 1-byte operands (kernel_table.c) and
+ * unary ops on 2-byte float operands (kernel_table16.c) as table lookups
+ * (internal).
  */
 #ifndef NRTEMU_KERNEL_TABLE_H
 #define NRTEMU_KERNEL_TABLE_H
@@ -8,6 +9,22 @@
 #include <stdbool.h>
 
 #include "kernel.h"
+
+/*
+ * Run unary `op` (arguments as nrtemu__kernel_elementwise) on a bfloat16
+ * or float16 operand of the out's shape, with a 2-byte result and enough
+ * elements, by lookup in a table of its 65536 results (kernel_table16.c).
+ * `stream`: the results go past the cache (what
+ * nrtemu__kernel_elementwise_part was asked).  The operand may be the out
+ * itself.  Returns false, having written nothing, when it does not apply
+ * (or a table cannot be had): the caller computes.  The results are the
+ * kernel's, bit for bit.  Thread-safe: the tables are built under a lock,
+ * then only read.
+ */
+bool nrtemu__kernel_table16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
+                                const struct nrtemu_array *out,
+                                const struct nrtemu_array *in, int n_in,
+                                struct nrtemu_scratch *s, bool stream);
 
 /*
  * Run elementwise `op` (arguments as nrtemu__kernel_elementwise) by table
