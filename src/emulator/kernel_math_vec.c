@@ -522,7 +522,7 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
 /* ---------------------------------------------------------------------
  * float32 mod, floor_divide and rem
  *
- * For a, b finite, b != 0 and |a / b| < 2^22 (computed in float64), the
+ * For a, b finite, b != 0 and |a| < 2^22 |b| (so |a / b| < 2^22), the
  * quotient q = trunc or floor of fl(a / b) is exact (a non-integer a / b
  * is at least 2^-24 from an integer, far above the rounding), q b is exact
  * in float64 (22 + 24 bits), and so is a - q b, fmod's exact result.  From
@@ -531,14 +531,17 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
  */
 DEFINE_FLOAT_DIVMOD(f32, float, fmodf, floorf, copysignf)
 
-/* Whether the float64 formulas hold for a, b (false for NaN and zero b). */
+/* Whether the float64 formulas hold for a, b (false for NaN and zero b).
+ * |a| < 2^22 |b| (2^22 |b| exact) is |fl(a / b)| < 2^22 for float32 a and
+ * b (a / b is never within 2^-46 of 2^22 but at it), without a division:
+ * the loops' one float64 division is then the formula's. */
 NRTEMU_INLINE int
 divmod_f32_ok(float x, float y)
 {
     /* (all in float64: GCC 12 vectorises no mix of float and double
      * comparisons) */
     double xd = (double)x, yd = (double)y;
-    return (fabs(xd / yd) < 0x1p22) & (fabs(yd) > 0.0) &
+    return (fabs(xd) < 0x1p22 * fabs(yd)) & (fabs(yd) > 0.0) &
            (fabs(yd) < __builtin_inf()) & (fabs(xd) < __builtin_inf());
 }
 
@@ -559,14 +562,15 @@ rem_f32(float x, float y)
 }
 
 /* NumPy's remainder: the sign of y, a zero too; r + y rounds as in
- * float32 (f32_mod). */
+ * float32 (f32_mod).  r and y differ in sign when r y < 0 (exact enough
+ * in float64 for any float32 r, y): GCC 12 vectorises that select, not
+ * one on (r < 0) != (y < 0) (the loop ran scalar, 8x slower). */
 NRTEMU_INLINE float
 mod_f32(float x, float y)
 {
     double yd = (double)y;
     double r = rem_f64_of_f32(x, y);
-    double t = (double)((float)r + y);
-    t = (r < 0.0) != (yd < 0.0) ? t : r;
+    double t = r * yd < 0.0 ? (double)((float)r + y) : r;
     return (float)(r == 0.0 ? __builtin_copysign(0.0, yd) : t);
 }
 
