@@ -298,17 +298,17 @@ f32_cos(size_t n, const float *a, float *o)
     nrtemu__vmath_f32_sincos(n, a, o, 1);
 }
 
-/* float64 sin and cos stay with libm. */
+/* float64 sin and cos: kernel_math_vec.c. */
 NRTEMU_INLINE void
 f64_sin(size_t n, const double *a, double *o)
 {
-    UN_LOOP(double, sin(x));
+    nrtemu__vmath_f64_sincos(n, a, o, 0);
 }
 
 NRTEMU_INLINE void
 f64_cos(size_t n, const double *a, double *o)
 {
-    UN_LOOP(double, cos(x));
+    nrtemu__vmath_f64_sincos(n, a, o, 1);
 }
 
 /* The tanh approximation of GELU. */

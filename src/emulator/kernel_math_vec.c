@@ -870,6 +870,140 @@ vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a, double *o)
 }
 
 /* ---------------------------------------------------------------------
+ * float64 sin and cos
+ *
+ * For |x| <= 2^31 (every int32, the integers' compute dtype being
+ * float64), k = round(x 2/pi) < 2^31 and r = x - k pi/2 as a
+ * double-double s + t, pi/2 split (Cody-Waite) into three parts of 21
+ * significant bits, whose products with k are exact, and a float64 rest
+ * P4: x - k P1 is exact (Sterbenz), the next two subtractions are made
+ * exact with two-sums, and k P4 (below 2^-34) is rounded, then added by
+ * a fast two-sum.  The error of s + t is below 2^-84 absolute (pi/2 is
+ * known here to 2^-116), so for |s| >= 2^-27 it is below 2^-57 of r.
+ * Closer to a multiple of pi/2 (about 1 int32 in 10^7) and for |x| > 2^31,
+ * infinities and NaN, the element takes libm.
+ *
+ * On |r| <= pi/4 (+ a hair) the Taylor series, sin to r^17 and cos to
+ * r^18 (the first omitted terms below 2^-62 of the results), with t to
+ * first order: sin(s + t) = sin s + t cos s, cos(s + t) = cos s - t s.
+ * The parts are pi/2 truncated to 21 bits, the next 21 bits, the next
+ * 21, and the rest rounded (Python's fractions, 110 digits of pi).
+ */
+#define SC64_MAX 0x1p31
+#define SC64_CANCEL 0x1p-27
+#define SC64_P1 0x1.921fbp+0
+#define SC64_P2 0x1.5110bp-22
+#define SC64_P3 0x1.18469p-44
+#define SC64_P4 0x1.13198a2e03707p-65
+
+/* s + e == a + b exactly (Knuth's two-sum, any order of magnitude). */
+NRTEMU_INLINE double
+two_sum_f64(double a, double b, double *e)
+{
+    double s = a + b;
+    double bv = s - a;
+    *e = (a - (s - bv)) + (b - bv);
+    return s;
+}
+
+/* The reduction of sincos_f64(): k, and r = s + t (the same expressions,
+ * which the compiler computes once). */
+NRTEMU_INLINE double
+sincos_f64_k(double x)
+{
+    return (x * KMATH_2_OVER_PI + KMATH_SHIFTER64) - KMATH_SHIFTER64;
+}
+
+NRTEMU_INLINE double
+sincos_f64_reduce(double x, double k, double *t)
+{
+    double r1 = x - k * SC64_P1; /* exact */
+    double e2, e3;
+    double s2 = two_sum_f64(r1, -(k * SC64_P2), &e2);
+    double s3 = two_sum_f64(s2, -(k * SC64_P3), &e3);
+    double p4 = k * SC64_P4;
+    double s = s3 - p4; /* |s3| > |p4| wherever s is used */
+    *t = e2 + e3 + ((s3 - s) - p4);
+    return s;
+}
+
+/* Whether sincos_f64(x) does not hold (x was already within SC64_MAX):
+ * r nearly cancels. */
+NRTEMU_INLINE int
+sincos_f64_cancels(double x)
+{
+    double k = sincos_f64_k(x), t;
+    return (k != 0.0) & (fabs(sincos_f64_reduce(x, k, &t)) < SC64_CANCEL);
+}
+
+/* sin (shift 0) or cos (shift 1) of x, |x| <= SC64_MAX. */
+NRTEMU_INLINE double
+sincos_f64(double x, uint64_t shift)
+{
+    double tk = x * KMATH_2_OVER_PI + KMATH_SHIFTER64;
+    uint64_t q = (kmath_bits64(tk) + shift) & 3u;
+    double k = sincos_f64_k(x), t;
+    double s = sincos_f64_reduce(x, k, &t);
+    double z = s * s;
+    /* sin s = s - s z S(z) */
+    double ps = -kmath_inv_factorial[17];
+    ps = ps * z + kmath_inv_factorial[15];
+    ps = ps * z - kmath_inv_factorial[13];
+    ps = ps * z + kmath_inv_factorial[11];
+    ps = ps * z - kmath_inv_factorial[9];
+    ps = ps * z + kmath_inv_factorial[7];
+    ps = ps * z - kmath_inv_factorial[5];
+    ps = ps * z + kmath_inv_factorial[3];
+    double sn = s - (s * z * ps - t * (1.0 - 0.5 * z));
+    sn = s == 0.0 ? s : sn; /* -0 stays -0 */
+    /* cos s = 1 - z/2 + z^2 C(z); w = 1 - z/2 rounds, and its error
+     * (1 - w) - z/2 is exact. */
+    double pc = kmath_inv_factorial[18];
+    pc = pc * z - kmath_inv_factorial[16];
+    pc = pc * z + kmath_inv_factorial[14];
+    pc = pc * z - kmath_inv_factorial[12];
+    pc = pc * z + kmath_inv_factorial[10];
+    pc = pc * z - kmath_inv_factorial[8];
+    pc = pc * z + kmath_inv_factorial[6];
+    pc = pc * z - kmath_inv_factorial[4];
+    double hz = 0.5 * z;
+    double w = 1.0 - hz;
+    double cs = w + (((1.0 - w) - hz) + (z * z * -pc - s * t));
+    /* Quadrant q: sin r, cos r, -sin r, -cos r. */
+    double v = (q & 1u) ? cs : sn;
+    return kmath_double(kmath_bits64(v) ^ ((q & 2u) << 62));
+}
+
+NRTEMU_MULTIVERSION
+static void
+vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
+{
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        const double *x = a + j;
+        double t[CHUNK];
+        int bad = 0;
+        for (size_t i = 0; i < c; i++) {
+            double v = x[i];
+            int far = !(fabs(v) <= SC64_MAX);
+            v = far ? 0.0 : v;
+            t[i] = sincos_f64(v, shift);
+            bad |= far;
+            bad |= sincos_f64_cancels(v);
+        }
+        if (bad) {
+            for (size_t i = 0; i < c; i++) {
+                double v = x[i];
+                if (!(fabs(v) <= SC64_MAX) || sincos_f64_cancels(v)) {
+                    t[i] = shift != 0 ? cos(v) : sin(v);
+                }
+            }
+        }
+        memcpy(o + j, t, c * sizeof *o);
+    }
+}
+
+/* ---------------------------------------------------------------------
  * int32 floor division, remainder, truncated division and power
  *
  * The results of the int64 loops of kernel_elementwise.c wrapped to
@@ -1068,6 +1202,12 @@ nrtemu__vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a,
                         double *o)
 {
     return vmath_f64_unary(op, n, a, o);
+}
+
+void
+nrtemu__vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
+{
+    vmath_f64_sincos(n, a, o, shift);
 }
 
 bool

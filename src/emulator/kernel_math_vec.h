@@ -40,6 +40,14 @@ bool nrtemu__vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a,
                               bool sa, const float *b, bool sb, float *o);
 
 /*
+ * float64 sin (shift 0) or cos (shift 1), the compute dtype of these ops
+ * on integers: within 1 ulp (a double-double reduction for |x| <= 2^31,
+ * libm beyond and where it nearly cancels).
+ */
+void nrtemu__vmath_f64_sincos(size_t n, const double *a, double *o,
+                              uint32_t shift);
+
+/*
  * float64 exp, log, expm1, log1p, cbrt, tanh, sigmoid and gelu (the
  * compute dtype of these ops on integers, as NumPy's): true when `op` is
  * one of them and o holds the results, false (nothing written) otherwise.

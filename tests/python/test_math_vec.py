@@ -10,6 +10,9 @@ NumPy and float64 references.
   dtype of these ops on integers): within the ulp bounds of
   docs/neff-emulator-format.md against glibc (Python's math), special
   values exactly.
+- float64 sin and cos (and of int32, which compute in float64): within 1
+  ulp of long double NumPy (x87, 64-bit mantissa) over every int32
+  magnitude, near multiples of pi/2 and beyond 2^31.
 - float32 log, expm1, log1p, cbrt: within 1 ulp of the float64 value.
 """
 
@@ -206,6 +209,54 @@ def test_float64_math_within_ulps(tmp_path, op):
     assert got_i.dtype == np.float64
     want_i = np.array([_safe(ref, float(v)) for v in i])
     assert np.abs(ordered64(got_i) - ordered64(want_i)).max() <= ulps
+
+
+def ulps64(got: np.ndarray, x: np.ndarray, fn) -> np.ndarray:
+    """|got - fn(x)| in ulps of the float64 result, fn in long double."""
+    want = fn(x.astype(np.longdouble))
+    w = want.astype(np.float64)
+    ulp = np.spacing(np.abs(w)).astype(np.longdouble)
+    return np.abs(got.astype(np.longdouble) - want) / ulp
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_float64_sin_cos_within_1ulp(tmp_path, name):
+    fn = {"sin": np.sin, "cos": np.cos}[name]
+    rng = np.random.default_rng(9)
+    mags = rng.uniform(1, 2, 30000) * 2.0 ** rng.integers(-40, 32, 30000)
+    x = mags * rng.choice([-1, 1], 30000)
+    x = x[np.abs(x) <= 2.0**31]
+    # Integers closest to multiples of pi/2 below 2^31 (the numerators of
+    # the convergents of pi/2, and multiples), their neighbours, and float64s a few ulps
+    # from k pi/2: the reduction's cancellations.
+    near = np.array([11, 344, 355, 51819, 52174, 260515, 573204, 4846147,
+                     5419351, 37362253, 42781604, 122925461, 411557987,
+                     534483448, 2 * 534483448, 4 * 534483448], np.float64)
+    k = np.arange(1, 2000, dtype=np.float64) * 104729.0
+    halfpi = (k * (np.pi / 2)).astype(np.float64)
+    x = np.concatenate([x, near, near + 1, -near, halfpi, np.nextafter(halfpi, 0),
+                        np.arange(-3000, 3001, dtype=np.float64),
+                        [2.0**31, -2.0**31, 2.0**31 + 1, 1e22, -1e300, 5e-324,
+                         1e-300, np.pi / 4, np.pi / 2, np.pi]])
+    got = run(tmp_path, fn, x)
+    err = ulps64(got, x, fn)
+    assert err.max() <= 1.0, (x[err > 1][:5], got[err > 1][:5])
+    # Special values: as C's sin and cos.
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
+    g = run(tmp_path, fn, special)
+    with np.errstate(invalid="ignore"):
+        w = fn(special)
+    np.testing.assert_array_equal(g[:2], w[:2])
+    np.testing.assert_array_equal(np.signbit(g[:2]), np.signbit(w[:2]))
+    assert np.isnan(g[2:]).all()
+    # int32 operands compute in float64 (NumPy's result dtype), every
+    # magnitude up to INT32_MIN.
+    i = np.concatenate([rng.integers(-2**31, 2**31, 50000, dtype=np.int64),
+                        near.astype(np.int64), [-2**31, 2**31 - 1, 0, 1, -1]])
+    i = i.astype(np.int32)
+    got_i = run(tmp_path, fn, i)
+    assert got_i.dtype == np.float64
+    assert ulps64(got_i, i.astype(np.float64), fn).max() <= 1.0
 
 
 def _safe(ref, v):
