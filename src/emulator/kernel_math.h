@@ -372,9 +372,8 @@ kmath_pow2_shifted64(double t)
     return kmath_double((kmath_bits64(t) + 1023u) << 52);
 }
 
-/* 1/n! for n = 0..18: the Taylor terms of e^r - 1 (to 15), and of the
- * float64 sin and cos of kernel_math_vec.c (to 18). */
-static const double kmath_inv_factorial[19] = {
+/* 1/n! for n = 0..15: the Taylor terms of e^r - 1. */
+static const double kmath_inv_factorial[16] = {
     1.0,
     1.0,
     1.0 / 2.0,
@@ -391,9 +390,6 @@ static const double kmath_inv_factorial[19] = {
     1.0 / 6227020800.0,
     1.0 / 87178291200.0,
     1.0 / 1307674368000.0,
-    1.0 / 20922789888000.0,
-    1.0 / 355687428096000.0,
-    1.0 / 6402373705728000.0,
 };
 
 /* e^r - 1 for |r| <= ln2 / 2 (+ a little): Taylor to r^top (2 < top <

@@ -646,17 +646,54 @@ vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * float64 exp, log, expm1, log1p, cbrt, tanh, sigmoid, gelu
  *
  * kernel_math.h's reductions with longer series, for float64 results:
- * e^r - 1 to r^14 on |r| <= ln2 / 2 (first omitted term 2^-63 relative),
- * the atanh series of log to s^21 (2^-62).  Bounds against glibc,
+ * e^r - 1 to r^13 on |r| <= ln2 / 2 (first omitted term 2^-57 relative),
+ * the atanh series of log to s^21 (2^-62).  Divisions are plain: on the
+ * CPUs with AVX-512 a vector division costs less than a float32
+ * reciprocal and Newton steps.  Bounds against glibc,
  * measured (tests/python/test_math_vec.py): docs/neff-emulator-format.md.
  * libm for the rest of the domain (NaN, infinities, subnormal results).
  */
 
-/* e^r - 1 for |r| <= ln2 / 2 (+ a little), to r^15. */
+/*
+ * VEC_WITH_FALLBACK for the float64 loops, written straight into the
+ * output where it does not overlap the operand (then the fallback can
+ * reread the operand; copying a chunk out costs about 0.08 ns an element,
+ * a tenth of a fast formula).
+ */
+#define VEC64_WITH_FALLBACK(n, a, o, OK, FAST, SLOW)         \
+    do {                                                     \
+        bool direct_ = (o) + (n) <= (a) || (a) + (n) <= (o); \
+        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {         \
+            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK;     \
+            const double *x_ = (a) + j_;                     \
+            double blk_[CHUNK];                              \
+            double *t_ = direct_ ? (o) + j_ : blk_;          \
+            int bad_ = 0;                                    \
+            for (size_t i_ = 0; i_ < c_; i_++) {             \
+                double v_ = x_[i_];                          \
+                int ok_ = OK(v_);                            \
+                bad_ |= !ok_;                                \
+                t_[i_] = FAST(ok_ ? v_ : 1.0);               \
+            }                                                \
+            if (bad_) {                                      \
+                for (size_t i_ = 0; i_ < c_; i_++) {         \
+                    if (!OK(x_[i_])) {                       \
+                        t_[i_] = SLOW(x_[i_]);               \
+                    }                                        \
+                }                                            \
+            }                                                \
+            if (!direct_) {                                  \
+                memcpy((o) + j_, t_, c_ * sizeof *(o));      \
+            }                                                \
+        }                                                    \
+    } while (0)
+
+/* e^r - 1 for |r| <= ln2 / 2 (+ a little), to r^13: the first omitted
+ * term is below 2^-57 relative. */
 NRTEMU_INLINE double
 expm1_reduced_f64(double r)
 {
-    return kmath_expm1_taylor(r, 15);
+    return kmath_expm1_taylor(r, 13);
 }
 
 /* r = x - k ln2 and t = k + 1.5 * 2^52 (kmath_pow2_shifted64). */
@@ -690,15 +727,28 @@ expm1_core_f64(double x)
     return s * expm1_reduced_f64(r) + (s - 1.0);
 }
 
-/* 1 / d for d in [2^-100, 2^100]: a float32 division (twice the lanes
- * of float64's, and quicker) and two Newton steps, 2^-23 -> 2^-46 ->
- * rounding. */
+/*
+ * (2 atanh(s) - 2s) / (s z), z = s^2, |s| <= 3 - 2 sqrt 2 (so z <=
+ * 0.0295): 2/3 + 2/5 z + ... to degree 6, interpolated at the Chebyshev
+ * nodes of [0, 0.0295] (exact rational arithmetic on 60-digit values,
+ * rounded once).  Its error is below 2^-51 absolute where the Taylor
+ * series needs degree 9; in log it is multiplied by s z, below 0.015 of
+ * the result: 2^-57 relative.
+ */
+static const double log_tail_f64_terms[7] = {
+    0x1.5555555555558p-1, 0x1.99999999952d7p-2, 0x1.2492492df281ap-2,
+    0x1.c71c62e3f11e6p-3, 0x1.7462b51cb66b1p-3, 0x1.39fe51a7c18f9p-3,
+    0x1.2b5900de53b32p-3,
+};
+
 NRTEMU_INLINE double
-recip_f64(double d)
+log_tail_f64(double z)
 {
-    double y = (double)(1.0f / (float)d);
-    y = y * (2.0 - d * y);
-    return y * (2.0 - d * y);
+    double w = log_tail_f64_terms[6];
+    for (int k = 5; k >= 0; k--) {
+        w = w * z + log_tail_f64_terms[k];
+    }
+    return w;
 }
 
 /* log u for positive normal finite u: u = m 2^e, m in [sqrt(1/2),
@@ -715,9 +765,9 @@ log_f64(double u)
         kmath_double(0x4330000000000000u | (b >> 52)) - (0x1p52 + 1023.0);
     double m = kmath_double((b & 0x000fffffffffffffu) + 0x3fe6a09e667f3bcdu);
     double f = m - 1.0;
-    double s = f * recip_f64(2.0 + f);
+    double s = f / (2.0 + f);
     double z = s * s;
-    double w = kmath_atanh_tail64(z, 10);
+    double w = log_tail_f64(z);
     double hfsq = 0.5 * f * f;
     double lm = f - (hfsq - s * (hfsq + z * w));
     return e * KMATH_LN2_HI64 + (lm + e * KMATH_LN2_LO64);
@@ -744,29 +794,35 @@ log1p_f64(double x)
 {
     double u = 1.0 + x;
     double ur = u < 0x1p100 ? u : 0x1p100; /* beyond, the term is 0 */
-    double y = log_f64(u) + (x - (u - 1.0)) * recip_f64(ur);
+    double y = log_f64(u) + (x - (u - 1.0)) / ur;
     return x == 0.0 ? x : y;
 }
 #define F64_LOG1P_OK(v) (((v) > -0x1.fffffffffffffp-1) & ((v) < 0x1p1000))
 
 /*
- * cbrt: a first guess from the float32 exponent trick (kmath_cbrt), one
- * Halley step in float32 (3% -> 1e-5) and two in float64 (-> 1e-15 ->
- * rounding).  |x| in [2^-120, 2^120] keeps the float32 steps normal.
+ * cbrt without a division: the inverse cube root w = a^(-1/3) from the
+ * float32 exponent trick (a few percent) and three Newton steps in
+ * float32 (w (4/3 - a w^3 / 3): -> 1e-3 -> 1e-6 -> float32's rounding,
+ * twice the lanes of float64), one in float64 (-> 2^-44), then y = a w^2
+ * and one Newton step for y, y - (y^3 - a) w^2 / 3 (1/(3 y^2) = w^2 / 3),
+ * whose error is the rounding of y^3 - a.  |x| in [2^-120, 2^120] keeps
+ * the float32 steps normal.
  */
 NRTEMU_INLINE double
 cbrt_f64(double x)
 {
     double a = fabs(x);
     float af = (float)a;
-    float g = kmath_float(kmath_bits(af) / 3u + 709958130u);
-    float g3 = g * g * g;
-    g = g * ((g3 + 2.0f * af) / (2.0f * g3 + af));
-    double y = (double)g;
-    double y3 = y * y * y;
-    y = y * ((y3 + 2.0 * a) / (2.0 * y3 + a));
-    y3 = y * y * y;
-    y = y - y * ((y3 - a) / (2.0 * y3 + a));
+    float wf = kmath_float(0x54a2fa8cu - kmath_bits(af) / 3u);
+    float a3f = af * (1.0f / 3.0f);
+    wf = wf * (4.0f / 3.0f - a3f * (wf * wf * wf));
+    wf = wf * (4.0f / 3.0f - a3f * (wf * wf * wf));
+    wf = wf * (4.0f / 3.0f - a3f * (wf * wf * wf));
+    double w = (double)wf;
+    w = w * (4.0 / 3.0 - (a * (1.0 / 3.0)) * (w * w * w));
+    double w2 = w * w;
+    double y = a * w2;
+    y = y - (y * y * y - a) * (w2 * (1.0 / 3.0));
     y = __builtin_copysign(y, x);
     return a == 0.0 ? x : y;
 }
@@ -804,12 +860,19 @@ sigmoid_f64_slow(double x)
 
 /*
  * The tanh approximation of GELU, 0.5 x (1 + tanh u), u = sqrt(2/pi) (x +
- * 0.044715 x^3), written x / (1 + e^(-2u)) (the same function, and no
- * cancellation in 1 + tanh u where u is very negative).  Where -2u > 708
- * the result is x e^(2u) to float64's precision (libm, for the subnormal
- * results), and NaN takes that path too.
+ * 0.044715 x^3), written x / (1 + e^m), m = -2u (the same function, and
+ * no cancellation in 1 + tanh u where u is very negative).  With w =
+ * e^-|m| (at most 1, so it never overflows): x / (1 + w) for m <= 0, and
+ * x w / (1 + w) for m > 0, where x w is scaled in two steps for the
+ * subnormal results, for m up to
+ * GELU_M_ZERO; beyond, 0 with the sign of x (e^-790 |x| underflows for
+ * every x that gives such an m).  No lane computes a subnormal that is
+ * not its result (they cost a microcode assist each): 1 + w takes w no
+ * smaller than 2^-1000, far below half an ulp of 1.  Infinities and NaN
+ * take libm.
  */
 #define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
+#define GELU_M_ZERO 790.0
 
 NRTEMU_INLINE double
 gelu_u2_f64(double x)
@@ -821,10 +884,26 @@ NRTEMU_INLINE double
 gelu_f64(double x)
 {
     double m = gelu_u2_f64(x);
-    m = m > -708.0 ? m : -708.0; /* e^-708: far below half an ulp of 1 */
-    return x / (1.0 + exp_f64(m));
+    double am = fabs(m);
+    /* Beyond GELU_M_ZERO (and for |x| > 5e102, m infinite): w = 0, and
+     * e^0 computed for nothing. */
+    int zero = !(am <= GELU_M_ZERO);
+    am = zero ? 0.0 : am;
+    double t;
+    double r = exp_reduce_f64(-am, &t);
+    double p = 1.0 + expm1_reduced_f64(r);
+    /* w = p 2^kd, kd = max(k, -1000): normal (and x w too, as |x| > 20
+     * where k < -1000), then 2^(k - kd) >= 2^-140 rounds x w once more
+     * into the subnormals. */
+    double k = t - KMATH_SHIFTER64;
+    double kd = k > -1000.0 ? k : -1000.0;
+    double w = p * kmath_pow2_shifted64(kd + KMATH_SHIFTER64);
+    double xw = (x * w) * kmath_pow2_shifted64((k - kd) + KMATH_SHIFTER64);
+    xw = zero ? x * 0.0 : xw;
+    w = zero ? 0.0 : w;
+    return (m > 0.0 ? xw : x) / (1.0 + w);
 }
-#define F64_GELU_OK(v) (gelu_u2_f64(v) <= 708.0) /* false for NaN */
+#define F64_GELU_OK(v) (fabs(v) < __builtin_inf()) /* false for NaN */
 
 static double
 gelu_f64_slow(double x)
@@ -839,30 +918,29 @@ vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a, double *o)
 {
     switch (op) {
     case NRTEMU_OP_EXP:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_EXP_OK, exp_f64, exp);
+        VEC64_WITH_FALLBACK(n, a, o, F64_EXP_OK, exp_f64, exp);
         return true;
     case NRTEMU_OP_LOG:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG_OK, log_f64, log);
+        VEC64_WITH_FALLBACK(n, a, o, F64_LOG_OK, log_f64, log);
         return true;
     case NRTEMU_OP_EXPM1:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_EXPM1_OK, expm1_f64, expm1);
+        VEC64_WITH_FALLBACK(n, a, o, F64_EXPM1_OK, expm1_f64, expm1);
         return true;
     case NRTEMU_OP_LOG1P:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG1P_OK, log1p_f64, log1p);
+        VEC64_WITH_FALLBACK(n, a, o, F64_LOG1P_OK, log1p_f64, log1p);
         return true;
     case NRTEMU_OP_CBRT:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_CBRT_OK, cbrt_f64, cbrt);
+        VEC64_WITH_FALLBACK(n, a, o, F64_CBRT_OK, cbrt_f64, cbrt);
         return true;
     case NRTEMU_OP_TANH:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_NOT_NAN, tanh_f64, tanh);
+        VEC64_WITH_FALLBACK(n, a, o, F64_NOT_NAN, tanh_f64, tanh);
         return true;
     case NRTEMU_OP_SIGMOID:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_SIGMOID_OK, sigmoid_f64,
-                          sigmoid_f64_slow);
+        VEC64_WITH_FALLBACK(n, a, o, F64_SIGMOID_OK, sigmoid_f64,
+                            sigmoid_f64_slow);
         return true;
     case NRTEMU_OP_GELU:
-        VEC_WITH_FALLBACK(double, n, a, o, F64_GELU_OK, gelu_f64,
-                          gelu_f64_slow);
+        VEC64_WITH_FALLBACK(n, a, o, F64_GELU_OK, gelu_f64, gelu_f64_slow);
         return true;
     default:
         return false;
@@ -936,70 +1014,135 @@ sincos_f64_cancels(double x)
     return (k != 0.0) & (fabs(sincos_f64_reduce(x, k, &t)) < SC64_CANCEL);
 }
 
-/* sin (shift 0) or cos (shift 1) of x, |x| <= SC64_MAX. */
+/*
+ * The series of sin and cos on |s| <= pi/4 (+ 0.1%), z = s^2: S(z) =
+ * (s - sin s) / s^3 = 1/3! - z/5! + ... to degree 6 and C(z) = (cos s -
+ * 1 + z/2) / z^2 = 1/4! - z/6! + ... to degree 5, interpolated at the
+ * Chebyshev nodes of z (exact rational arithmetic on 60-digit values,
+ * rounded once): within 2^-56 and 2^-58 absolute, which z and z^2 scale
+ * down to below 2^-57 of the results (the Taylor series would need
+ * degrees 7 and 7).
+ */
+static const double sincos_f64_sin_terms[7] = {
+    0x1.5555555555555p-3,   -0x1.1111111111110p-7, 0x1.a01a01a019926p-13,
+    -0x1.71de3a545e700p-19, 0x1.ae64540f0ba18p-26, -0x1.61217c1864fa1p-33,
+    0x1.ab161757f0c63p-41,
+};
+static const double sincos_f64_cos_terms[6] = {
+    0x1.5555555555555p-5,   -0x1.6c16c16c16960p-10, 0x1.a01a019f4d0edp-16,
+    -0x1.27e4fa15bd814p-22, 0x1.1eeb66b683028p-29,  -0x1.907c0e63adbb6p-37,
+};
+
+/*
+ * The reduction for a chunk whose |x| are all at most SC64_SMALL (k <
+ * 2^12): pi/2 in a part of 41 bits, whose product with k is exact, and
+ * the rest rounded, subtracted by a fast two-sum.  Its error is below
+ * 2^-81, so it holds for |s| >= SC64_SMALL_CANCEL.
+ */
+#define SC64_SMALL 0x1p12
+#define SC64_SMALL_CANCEL 0x1p-22
+#define SC64_Q1 0x1.921fb54442p+0
+#define SC64_Q2 0x1.a308d313198a3p-41
+
 NRTEMU_INLINE double
-sincos_f64(double x, uint64_t shift)
+sincos_f64_reduce_small(double x, double k, double *t)
+{
+    double r1 = x - k * SC64_Q1; /* exact */
+    double p2 = k * SC64_Q2;
+    double s = r1 - p2; /* |r1| > |p2| wherever s is used */
+    *t = (r1 - s) - p2;
+    return s;
+}
+
+NRTEMU_INLINE int
+sincos_f64_small_cancels(double x)
+{
+    double k = sincos_f64_k(x), t;
+    return (k != 0.0) &
+           (fabs(sincos_f64_reduce_small(x, k, &t)) < SC64_SMALL_CANCEL);
+}
+
+/* sin (shift 0) or cos (shift 1) of x, |x| <= SC64_MAX (small: |x| <=
+ * SC64_SMALL, the cheaper reduction). */
+NRTEMU_INLINE double
+sincos_f64(double x, uint64_t shift, int small)
 {
     double tk = x * KMATH_2_OVER_PI + KMATH_SHIFTER64;
     uint64_t q = (kmath_bits64(tk) + shift) & 3u;
     double k = sincos_f64_k(x), t;
-    double s = sincos_f64_reduce(x, k, &t);
+    double s = small ? sincos_f64_reduce_small(x, k, &t)
+                     : sincos_f64_reduce(x, k, &t);
     double z = s * s;
-    /* sin s = s - s z S(z) */
-    double ps = -kmath_inv_factorial[17];
-    ps = ps * z + kmath_inv_factorial[15];
-    ps = ps * z - kmath_inv_factorial[13];
-    ps = ps * z + kmath_inv_factorial[11];
-    ps = ps * z - kmath_inv_factorial[9];
-    ps = ps * z + kmath_inv_factorial[7];
-    ps = ps * z - kmath_inv_factorial[5];
-    ps = ps * z + kmath_inv_factorial[3];
+    /* sin s = s - s z S(z), cos s = 1 - z/2 + z^2 C(z); w = 1 - z/2
+     * rounds, and its error (1 - w) - z/2 is exact. */
+    double ps = sincos_f64_sin_terms[6];
+    for (int j = 5; j >= 0; j--) {
+        ps = ps * z + sincos_f64_sin_terms[j];
+    }
     double sn = s - (s * z * ps - t * (1.0 - 0.5 * z));
     sn = s == 0.0 ? s : sn; /* -0 stays -0 */
-    /* cos s = 1 - z/2 + z^2 C(z); w = 1 - z/2 rounds, and its error
-     * (1 - w) - z/2 is exact. */
-    double pc = kmath_inv_factorial[18];
-    pc = pc * z - kmath_inv_factorial[16];
-    pc = pc * z + kmath_inv_factorial[14];
-    pc = pc * z - kmath_inv_factorial[12];
-    pc = pc * z + kmath_inv_factorial[10];
-    pc = pc * z - kmath_inv_factorial[8];
-    pc = pc * z + kmath_inv_factorial[6];
-    pc = pc * z - kmath_inv_factorial[4];
+    double pc = sincos_f64_cos_terms[5];
+    for (int j = 4; j >= 0; j--) {
+        pc = pc * z + sincos_f64_cos_terms[j];
+    }
     double hz = 0.5 * z;
     double w = 1.0 - hz;
-    double cs = w + (((1.0 - w) - hz) + (z * z * -pc - s * t));
+    double cs = w + (((1.0 - w) - hz) + (z * z * pc - s * t));
     /* Quadrant q: sin r, cos r, -sin r, -cos r. */
     double v = (q & 1u) ? cs : sn;
     return kmath_double(kmath_bits64(v) ^ ((q & 2u) << 62));
+}
+
+/* One chunk of c elements of vmath_f64_sincos(): `small` is a constant
+ * at each call, so each gets its own loop. */
+NRTEMU_INLINE void
+sincos_f64_chunk(size_t c, const double *x, double *t, uint32_t shift,
+                 int small)
+{
+    int bad = 0;
+    for (size_t i = 0; i < c; i++) {
+        double v = x[i];
+        int far = !(fabs(v) <= SC64_MAX);
+        v = far ? 0.0 : v;
+        t[i] = sincos_f64(v, shift, small);
+        bad |= far;
+        bad |= small ? sincos_f64_small_cancels(v) : sincos_f64_cancels(v);
+    }
+    if (bad) {
+        for (size_t i = 0; i < c; i++) {
+            double v = x[i];
+            if (!(fabs(v) <= SC64_MAX) || (small ? sincos_f64_small_cancels(v)
+                                                 : sincos_f64_cancels(v))) {
+                t[i] = shift != 0 ? cos(v) : sin(v);
+            }
+        }
+    }
 }
 
 NRTEMU_MULTIVERSION
 static void
 vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
 {
+    /* Straight into o unless it overlaps a (the fallback rereads a). */
+    bool direct = o + n <= a || a + n <= o;
+
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         const double *x = a + j;
-        double t[CHUNK];
-        int bad = 0;
+        double blk[CHUNK];
+        double *t = direct ? o + j : blk;
+        int large = 0;
         for (size_t i = 0; i < c; i++) {
-            double v = x[i];
-            int far = !(fabs(v) <= SC64_MAX);
-            v = far ? 0.0 : v;
-            t[i] = sincos_f64(v, shift);
-            bad |= far;
-            bad |= sincos_f64_cancels(v);
+            large |= !(fabs(x[i]) <= SC64_SMALL);
         }
-        if (bad) {
-            for (size_t i = 0; i < c; i++) {
-                double v = x[i];
-                if (!(fabs(v) <= SC64_MAX) || sincos_f64_cancels(v)) {
-                    t[i] = shift != 0 ? cos(v) : sin(v);
-                }
-            }
+        if (large) {
+            sincos_f64_chunk(c, x, t, shift, 0);
+        } else {
+            sincos_f64_chunk(c, x, t, shift, 1);
         }
-        memcpy(o + j, t, c * sizeof *o);
+        if (!direct) {
+            memcpy(o + j, t, c * sizeof *o);
+        }
     }
 }
 

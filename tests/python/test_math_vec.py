@@ -163,15 +163,43 @@ F64_CASES = {
 }
 
 
+def _gelu_wide(v):
+    """_gelu in long double: e^-m stays normal where the result is
+    subnormal (m up to 745 and beyond), so only the last rounding is."""
+    if abs(v) > 1e30:
+        return v if v > 0 else -0.0  # e^-|m| is 0
+    m = -2 * 0.7978845608028654 * (v + 0.044715 * v ** 3)
+    if m <= 700:
+        return _gelu(v)
+    e = np.exp(np.longdouble(-m))
+    return float(np.longdouble(v) * e / (1 + e))
+
+
 def test_float64_gelu_wide(tmp_path):
-    x = np.random.default_rng(8).uniform(-40, 40, 20000)
-    x = np.concatenate([x, [np.nan, np.inf, -np.inf, 0.0, -0.0]])
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(-40, 40, 20000),
+                        rng.uniform(-22.5, -20.5, 5000),  # subnormal results
+                        -(10.0 ** rng.uniform(1, 308, 2000)),
+                        10.0 ** rng.uniform(1, 308, 2000),
+                        [np.nan, np.inf, -np.inf, 0.0, -0.0]])
     got = run(tmp_path, nrtpy.neff.gelu, x)
     # gelu(-inf) is the formula's NaN (-inf * 0), as it always was.
-    want = np.array([_gelu(v) if np.isfinite(v) else
+    want = np.array([_gelu_wide(v) if np.isfinite(v) else
                      (v if v > 0 or np.isnan(v) else np.nan) for v in x])
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    # (beyond |x| = 1 the rounding of m itself moves the result by about
+    # |m| ulps, in any evaluation: rtol; subnormal results: 1 ulp of them)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=2 * 5e-324)
+    sub = (want != 0) & (np.abs(want) < 2.0**-1022)
+    assert sub.sum() > 100
     np.testing.assert_array_equal(np.signbit(got[-2:]), [False, True])
+    neg = (x < -30) & np.isfinite(x)
+    assert (np.signbit(got[neg]) & (got[neg] == 0)).all()  # -0
+    # int32 operands compute the same float64 function.
+    i = np.arange(-60, 61, dtype=np.int32)
+    got_i = run(tmp_path, nrtpy.neff.gelu, i)
+    assert got_i.dtype == np.float64
+    want_i = np.array([_gelu_wide(float(v)) for v in i])
+    np.testing.assert_allclose(got_i, want_i, rtol=1e-12, atol=2 * 5e-324)
 
 
 @pytest.mark.parametrize("op", F64_CASES)
@@ -257,6 +285,15 @@ def test_float64_sin_cos_within_1ulp(tmp_path, name):
     got_i = run(tmp_path, fn, i)
     assert got_i.dtype == np.float64
     assert ulps64(got_i, i.astype(np.float64), fn).max() <= 1.0
+
+
+def test_float64_cbrt_within_1ulp(tmp_path):
+    """From 2^-120 to 2^120 (the Newton steps' range; libm beyond)."""
+    rng = np.random.default_rng(10)
+    x = rng.uniform(1, 2, 40000) * 2.0 ** rng.integers(-120, 120, 40000)
+    x = np.concatenate([x * rng.choice([-1, 1], 40000), np.arange(-1000.0, 1001.0)])
+    err = ulps64(run(tmp_path, np.cbrt, x), x, np.cbrt)
+    assert err.max() <= 1.0, (x[err > 1][:5], err.max())
 
 
 def _safe(ref, v):
