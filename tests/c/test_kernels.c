@@ -1918,6 +1918,81 @@ test_pow_sin_cos_float32(void)
 }
 
 /*
+ * float64 sin and cos, the compute dtype of int32 operands: int32 inputs
+ * of every magnitude (INT32_MIN, INT32_MAX, the integers nearest
+ * multiples of pi/2, random ones) straight from int32 to a float64 out,
+ * and float64 ones in place (out is the operand: the fallback rereads
+ * it), within 1 ulp of long double sinl/cosl.
+ */
+static bool
+f64_within_1ulp(double got, long double want)
+{
+    double w = (double)want;
+
+    if (isnan(w) || isnan(got)) {
+        return isnan(w) && isnan(got);
+    }
+    return fabsl((long double)got - want) <=
+           (long double)(nextafter(fabs(w), INFINITY) - fabs(w));
+}
+
+static void
+test_sin_cos_float64_of_int32(void)
+{
+    enum { N = 1 << 16 };
+    static const int32_t edge[] = {
+        INT32_MIN, INT32_MAX, INT32_MIN + 1, 0,          1,
+        -1,        11,        355,           52174,      5419351,
+        411557987, 534483448, 1068966896,    2137933792, -2137933792};
+    enum { NE = sizeof edge / sizeof edge[0] };
+    int32_t *xi = malloc(N * sizeof *xi);
+    double *xd = malloc(N * sizeof *xd), *o = malloc(N * sizeof *o);
+    uint64_t st = 0x9e3779b97f4a7c15u;
+
+    ASSERT_NOT_NULL(xi);
+    ASSERT_NOT_NULL(xd);
+    ASSERT_NOT_NULL(o);
+    for (int i = 0; i < N; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        /* every magnitude: shift a random int32 right by 0..31 */
+        xi[i] = i < NE ? edge[i] : (int32_t)(uint32_t)st >> (st >> 59);
+    }
+    for (int op = 0; op < 2; op++) {
+        enum nrtemu_op o_ = op == 0 ? NRTEMU_OP_SIN : NRTEMU_OP_COS;
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, xi, N);
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT64, o, N);
+        ASSERT_OK(nrtemu__kernel_elementwise(o_, NRTEMU_DTYPE_FLOAT64, &out,
+                                             &in, 1, &scratch));
+        for (int i = 0; i < N; i++) {
+            long double v = (long double)xi[i];
+            if (!f64_within_1ulp(o[i], op == 0 ? sinl(v) : cosl(v))) {
+                TEST_FAIL_("%s(%d) = %a", op_names[o_], (int)xi[i], o[i]);
+            }
+        }
+        /* float64 in place, with non-integers and the special values */
+        for (int i = 0; i < N; i++) {
+            xd[i] = (double)xi[i] * (i % 3 == 0 ? 1.0 : 0x1p-20 * (i % 5));
+        }
+        xd[NE] = NAN, xd[NE + 1] = INFINITY, xd[NE + 2] = -0.0;
+        xd[NE + 3] = 1e300, xd[NE + 4] = 0x1p31 + 1.0;
+        memcpy(o, xd, N * sizeof *o);
+        out = ARRAY(NRTEMU_DTYPE_FLOAT64, o, N);
+        ASSERT_OK(nrtemu__kernel_elementwise(o_, NRTEMU_DTYPE_FLOAT64, &out,
+                                             &out, 1, &scratch));
+        for (int i = 0; i < N; i++) {
+            long double v = (long double)xd[i];
+            if (!f64_within_1ulp(o[i], op == 0 ? sinl(v) : cosl(v))) {
+                TEST_FAIL_("%s(%a) = %a", op_names[o_], xd[i], o[i]);
+            }
+        }
+        ASSERT_TRUE(op == 1 || signbit(o[NE + 2])); /* sin(-0) = -0 */
+    }
+    free(xi);
+    free(xd);
+    free(o);
+}
+
+/*
  * pow with an exponent per element (the vectorised exp(y log x) path):
  * float32 bit patterns of every exponent as x, exponents of every kind as
  * y (integers, odd and even, half-integers, fractions, large, zero,
@@ -2216,6 +2291,7 @@ main(void)
     RUN_TEST(test_iota_full);
     RUN_TEST(test_in_place);
     RUN_TEST(test_pow_sin_cos_float32);
+    RUN_TEST(test_sin_cos_float64_of_int32);
     RUN_TEST(test_pow_general_float32);
     nrtemu__scratch_free(&scratch);
     return 0;
