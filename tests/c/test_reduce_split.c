@@ -13,7 +13,9 @@
  *    at INT32_MIN/INT32_MAX;
  *  - argmax/argmin against a reference: the first extreme, the first NaN,
  *    all-NaN rows, ties, INT32_MIN/INT32_MAX, rows shorter and longer
- *    than the vector loops, on both sides of the split;
+ *    than the vector loops, on both sides of the split (by columns, or by
+ *    rows whose tasks' extremes merge), and every code of the four fp8
+ *    formats down the columns;
  *  - argsort (merge sort, radix sort), split by lines or not, against a
  *    stable sort in XLA's total order.
  */
@@ -260,7 +262,8 @@ test_split_reduce(void)
 /* Element i of line (a, b) at row r of [A, R, B], for `pattern` 0: random
  * values (int32 over its range with its extremes), NaN now and then;
  * 1: three values only, ties everywhere (-0 and +0 among them, equal);
- * 2: NaNs at random places, and every 7th line all NaN. */
+ * 2: NaNs at random places, and every 7th line all NaN (pattern 3:
+ * check_arg). */
 static double
 arg_value(enum nrtemu_dtype dt, int pattern, uint64_t line, uint64_t r)
 {
@@ -298,8 +301,14 @@ check_arg(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
 
     for (uint64_t i = 0; i < count; i++) {
         uint64_t a = i / (R * B), r = i / B % R, b = i % B;
-        double v = arg_value(dt, pattern, a * B + b, r);
-        nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        if (pattern == 3) {
+            /* every code of a 1-byte dt down each line of 256 rows or
+             * more, NaNs and both zeros included, in an order of its own */
+            data[i] = (char)(uint8_t)((r * 7 + (a * B + b) * 13) % 256);
+        } else {
+            double v = arg_value(dt, pattern, a * B + b, r);
+            nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        }
         /* What the input holds, rounded to dt. */
         nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &vals[i], dt, data + i * es, 1,
                         1);
@@ -365,6 +374,23 @@ test_split_arg(void)
                           pattern);
             }
         }
+    }
+}
+
+/* Every code of each fp8 format down the columns, split by rows (the rows
+ * of each task start at a code of their own) or not, at widths that leave
+ * a tail of a vector. */
+static void
+test_arg_every_fp8_code(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        check_arg(dts[t], 1, 1001, 1201, 3);
+        check_arg(dts[t], 1, 256, 300, 3);
+        check_arg(dts[t], 3, 4099, 101, 3);
     }
 }
 
@@ -495,6 +521,7 @@ main(void)
     RUN_TEST(test_widen_every_code);
     RUN_TEST(test_split_reduce);
     RUN_TEST(test_split_arg);
+    RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_split_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
