@@ -10,7 +10,8 @@
  *    bits of the general walk (the same reduction written with a trailing
  *    axis of 1 reduced too, which takes kernel_reduce.c's iterator path),
  *    for random floats (whose sums depend on the order), NaNs, and int32
- *    at INT32_MIN/INT32_MAX;
+ *    at INT32_MIN/INT32_MAX; sums and products down the columns against
+ *    a plain loop in NumPy's order;
  *  - argmax/argmin against a reference: the first extreme, the first NaN,
  *    all-NaN rows, ties, INT32_MIN/INT32_MAX, rows shorter and longer
  *    than the vector loops, on both sides of the split (by columns, or by
@@ -254,6 +255,83 @@ test_split_reduce(void)
                                    cases[c].axes, nans);
             }
         }
+    }
+}
+
+/* Sums and products down the columns in the order of NumPy, against a
+ * plain loop: float32 accumulators, each column row after row, the input
+ * widened to float32 (the 16- and 8-bit floats exactly), over a width
+ * with a tail of a vector, split by columns or not. */
+static void
+check_column_order(enum nrtemu_dtype dt, uint64_t R, uint64_t B)
+{
+    size_t es = nrtemu__dtype_size(dt);
+    char *data = alloc_bytes(R * B * es);
+    float *wide = alloc_bytes(R * B * sizeof(float));
+    float *got = alloc_bytes(B * sizeof(float));
+    float *want = alloc_bytes(B * sizeof(float));
+    const uint64_t shape[2] = {R, B};
+    struct nrtemu_array in = array(dt, data, 2, shape);
+    struct nrtemu_array out = array(NRTEMU_DTYPE_FLOAT32, got, 1, &B);
+
+    fill_random(dt, data, R * B, false);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, wide, dt, data, 1, R * B);
+    for (int k = 0; k < 2; k++) {
+        enum nrtemu_op op = k ? NRTEMU_OP_PROD : NRTEMU_OP_SUM;
+        if (!k) {
+            for (uint64_t b = 0; b < B; b++) {
+                float a = 0.0f;
+                for (uint64_t r = 0; r < R; r++) {
+                    a += wide[r * B + b];
+                }
+                want[b] = a;
+            }
+        }
+        if (k) {
+            /* values near 1, so that products are neither 0 nor infinite */
+            for (uint64_t i = 0; i < R * B; i++) {
+                float v = 1.0f + wide[i] / 64;
+                nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT32, &v, 1,
+                                1);
+                nrtemu__convert(NRTEMU_DTYPE_FLOAT32, &wide[i], dt,
+                                data + i * es, 1, 1);
+            }
+            for (uint64_t b = 0; b < B; b++) {
+                float a = 1.0f;
+                for (uint64_t r = 0; r < R; r++) {
+                    a *= wide[r * B + b];
+                }
+                want[b] = a;
+            }
+        }
+        ASSERT_OK(nrtemu__kernel_reduce(op, NRTEMU_DTYPE_FLOAT32, &out, &in,
+                                        1u, &scratch));
+        for (uint64_t b = 0; b < B; b++) {
+            if (memcmp(&got[b], &want[b], 4) != 0) {
+                TEST_FAIL_("%s %s [%llu, %llu] column %llu: %.9g, expected "
+                           "%.9g",
+                           k ? "prod" : "sum", nrtemu__dtype_name(dt),
+                           (unsigned long long)R, (unsigned long long)B,
+                           (unsigned long long)b, got[b], want[b]);
+            }
+        }
+    }
+    free(data);
+    free(wide);
+    free(got);
+    free(want);
+}
+
+static void
+test_column_order(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E5M2};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        check_column_order(dts[t], 37, 1001);
+        check_column_order(dts[t], 1201, 1001);
     }
 }
 
@@ -520,6 +598,7 @@ main(void)
     printf("# pool threads: %u\n", nrtemu__pool_threads());
     RUN_TEST(test_widen_every_code);
     RUN_TEST(test_split_reduce);
+    RUN_TEST(test_column_order);
     RUN_TEST(test_split_arg);
     RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_split_argsort);
