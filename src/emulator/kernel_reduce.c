@@ -713,6 +713,30 @@ wide_ctx_fp8(enum nrtemu_dtype dt)
     return NULL;
 }
 
+/* The tables in registers, held by value in each loop (the bytes of a
+ * wide_ctx could alias any store of the loop, so its loads would stay in
+ * the loop). */
+struct wide_tab {
+    __m512i perm, hi0, hi1, lo0, lo1;
+};
+
+WIDE static inline struct wide_tab
+wide_tab_of(const struct wide_ctx *c)
+{
+    struct wide_tab t;
+
+    if (c == NULL) {
+        t.perm = t.hi0 = t.hi1 = t.lo0 = t.lo1 = _mm512_setzero_si512();
+        return t;
+    }
+    t.perm = _mm512_loadu_si512(c->perm);
+    t.hi0 = _mm512_loadu_si512(c->hi);
+    t.hi1 = _mm512_loadu_si512(c->hi + 64);
+    t.lo0 = _mm512_loadu_si512(c->lo);
+    t.lo1 = _mm512_loadu_si512(c->lo + 64);
+    return t;
+}
+
 WIDE static inline __mmask64
 wide_mask(uint64_t left)
 {
@@ -721,7 +745,7 @@ wide_mask(uint64_t left)
 
 /* Elements [i, i + 64) of x (those of mask m) as four float32 vectors. */
 WIDE static inline void
-wide_load_f32(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
+wide_load_f32(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
               __m512 *v)
 {
     (void)c;
@@ -733,7 +757,7 @@ wide_load_f32(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
 
 WIDE static inline void
 wide_load_bf16(const void *x, uint64_t i, __mmask64 m,
-               const struct wide_ctx *c, __m512 *v)
+               const struct wide_tab *c, __m512 *v)
 {
     (void)c;
     for (int q = 0; q < 4; q++) {
@@ -745,7 +769,7 @@ wide_load_bf16(const void *x, uint64_t i, __mmask64 m,
 }
 
 WIDE static inline void
-wide_load_f16(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
+wide_load_f16(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
               __m512 *v)
 {
     (void)c;
@@ -756,17 +780,14 @@ wide_load_f16(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
 }
 
 WIDE static inline void
-wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
+wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
               __m512 *v)
 {
     const __m512i codes = _mm512_permutexvar_epi8(
-        _mm512_loadu_si512(c->perm),
-        _mm512_maskz_loadu_epi8(m, (const uint8_t *)x + i));
+        c->perm, _mm512_maskz_loadu_epi8(m, (const uint8_t *)x + i));
     /* vpermi2b reads the low 7 bits of each code: its magnitude */
-    __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(c->hi), codes,
-                                          _mm512_loadu_si512(c->hi + 64));
-    const __m512i lo = _mm512_permutex2var_epi8(
-        _mm512_loadu_si512(c->lo), codes, _mm512_loadu_si512(c->lo + 64));
+    __m512i hi = _mm512_permutex2var_epi8(c->hi0, codes, c->hi1);
+    const __m512i lo = _mm512_permutex2var_epi8(c->lo0, codes, c->lo1);
     const __m512i zero = _mm512_setzero_si512();
     __m512i w0, w1;
 
@@ -792,8 +813,10 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_ctx *c,
 #define WIDE_FOLD_SWEEP(NAME, LOAD, ES)                                       \
     WIDE static void NAME(enum nrtemu_op op, uint64_t n, uint64_t g,          \
                           uint64_t stride, const void *x, float *acc,         \
-                          const struct wide_ctx *c)                           \
+                          const struct wide_ctx *ctx)                         \
     {                                                                         \
+        const struct wide_tab tab = wide_tab_of(ctx);                         \
+        const struct wide_tab *c = &tab;                                      \
         __m512 v[4];                                                          \
         for (uint64_t r = 0; r < g; r += WIDE_SWEEP) {                        \
             uint64_t gg = g - r < WIDE_SWEEP ? g - r : WIDE_SWEEP;            \
@@ -885,13 +908,15 @@ wide_fold_i32(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
 
 /* fp8 codes to float32, 64 at a time (the rows of load_run). */
 WIDE static void
-wide_widen_fp8(float *d, const uint8_t *s, size_t n, const struct wide_ctx *c)
+wide_widen_fp8(float *d, const uint8_t *s, size_t n,
+               const struct wide_ctx *ctx)
 {
+    const struct wide_tab tab = wide_tab_of(ctx);
     __m512 v[4];
 
     for (size_t i = 0; i < n; i += 64) {
         const __mmask64 m = wide_mask(n - i);
-        wide_load_fp8(s, i, m, c, v);
+        wide_load_fp8(s, i, m, &tab, v);
         for (int q = 0; q < 4; q++) {
             _mm512_mask_storeu_ps(d + i + 16 * q, (__mmask16)(m >> (16 * q)),
                                   v[q]);
@@ -1549,8 +1574,10 @@ struct arg_job {
     WIDE static void NAME(bool ismax, bool init, uint32_t r0, uint64_t g,     \
                           uint64_t n, uint64_t stride, const void *x,         \
                           uint32_t *at, float *best,                          \
-                          const struct wide_ctx *c)                           \
+                          const struct wide_ctx *ctx)                         \
     {                                                                         \
+        const struct wide_tab tab = wide_tab_of(ctx);                         \
+        const struct wide_tab *c = &tab;                                      \
         uint64_t r = 0;                                                       \
         __m512 v[4];                                                          \
         if (init) {                                                           \
