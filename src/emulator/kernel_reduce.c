@@ -208,18 +208,21 @@ bits_of_float(float f)
 
 /*
  * How a narrow float widens exactly to float32 in registers (fp8 and
- * float16, narrow_widen): its magnitude bits, moved to the top of a
- * float32's exponent and mantissa (shift `sh`), read as a float32 of
- * exponent bias 127 (a subnormal one when the narrow value is subnormal),
- * and multiplied by `scale` = 2^(127 - bias), which rebiases it exactly.
- * Magnitudes from `special_at` up are infinity or NaN: the float32
- * infinity with the mantissa bits that `payload` keeps, and `quiet` set
- * on a NaN (magnitudes above `special_at`, or from `quiet_above`).  Passed
- * by value, so that no store of a loop can alias it.
+ * float16, narrow_widen), with no float32 subnormal on the way (so that
+ * flush-to-zero and denormals-are-zero modes change nothing), as
+ * convert.c's FP8_DECODE: a normal magnitude's bits, moved to the top of
+ * a float32's exponent and mantissa (shift `sh`), rebiased by adding
+ * `rebias` (127 - bias, in the exponent field); a subnormal one (below
+ * `sub_below`) converted as an integer and scaled by `step`, 2^(1 - bias
+ * - mantissa bits).  Magnitudes from `special_at` up are infinity or NaN:
+ * the float32 infinity with the mantissa bits that `payload` keeps, and
+ * `quiet` set on a NaN (magnitudes above `quiet_above`).  Passed by value,
+ * so that no store of a loop can alias it.
  */
 struct narrow {
-    uint32_t mag_mask, sign_shift, sh, special_at, payload, quiet, quiet_above;
-    float scale;
+    uint32_t mag_mask, sign_shift, sh, rebias, sub_below, special_at, payload,
+        quiet, quiet_above;
+    float step;
 };
 
 NRTEMU_INLINE float
@@ -228,7 +231,9 @@ narrow_widen(uint32_t c, struct narrow p)
     const uint32_t mag = c & p.mag_mask;
     const uint32_t sign = (c & ~p.mag_mask) << p.sign_shift;
     const uint32_t is_special = 0u - (uint32_t)(mag >= p.special_at);
-    const uint32_t num = bits_of_float(float_of_bits(mag << p.sh) * p.scale);
+    const uint32_t normal = (mag << p.sh) + p.rebias;
+    const uint32_t sub = bits_of_float((float)mag * p.step);
+    const uint32_t num = mag < p.sub_below ? sub : normal;
     const uint32_t special = 0x7f800000u | ((mag << p.sh) & p.payload) |
                              (mag > p.quiet_above ? p.quiet : 0);
     const uint32_t b = (num & ~is_special) | (special & is_special);
@@ -259,11 +264,13 @@ narrow_fp8(enum nrtemu_dtype dt)
         .mag_mask = 0x7f,
         .sign_shift = 24,
         .sh = (uint32_t)(23 - m),
+        .rebias = (uint32_t)(127 - bias) << 23,
+        .sub_below = 1u << m,
         .special_at = finite ? 0x7fu : (0x7fu >> m) << m,
         .payload = finite ? 0 : 0x7fffffu,
         .quiet = finite ? 0x400000u : 0,
         .quiet_above = 0,
-        .scale = ldexpf(1.0f, 127 - bias),
+        .step = ldexpf(1.0f, 1 - bias - m),
     };
 }
 
@@ -273,11 +280,13 @@ static const struct narrow narrow_f16 = {
     .mag_mask = 0x7fff,
     .sign_shift = 16,
     .sh = 13,
+    .rebias = 112u << 23,
+    .sub_below = 0x400,
     .special_at = 0x7c00,
     .payload = 0x7fffffu,
     .quiet = 0x400000u,
     .quiet_above = 0x7c00,
-    .scale = 0x1p112f,
+    .step = 0x1p-24f,
 };
 
 /* bfloat16 to float32, in registers (the fused column folds). */

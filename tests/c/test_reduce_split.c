@@ -4,7 +4,8 @@
  * threads, and their widening of narrow types in registers:
  *  - every code of bfloat16, float16 and the four fp8 formats widens to
  *    the float32 that nrtemu__convert gives, bit for bit, NaN included,
- *    along a row and along a column;
+ *    along a row and along a column, also under flush-to-zero and
+ *    denormals-are-zero;
  *  - sum, mean, max, min and prod over consecutive axes ([A, R, B]: rows,
  *    columns, a middle axis, split by A or by B at odd sizes) give the
  *    bits of the general walk (the same reduction written with a trailing
@@ -21,6 +22,9 @@
  *    stable sort in XLA's total order.
  */
 #include <math.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "test.h"
 
@@ -115,6 +119,20 @@ check_widen(enum nrtemu_dtype dt, uint32_t codes)
 static void
 test_widen_every_code(void)
 {
+#if defined(__x86_64__)
+    /* First under flush-to-zero and denormals-are-zero, which the
+     * widenings must not depend on (their tables are built on first use:
+     * here). */
+    unsigned csr = _mm_getcsr();
+
+    _mm_setcsr(csr | 0x8040u);
+    check_widen(NRTEMU_DTYPE_FLOAT16, 65536);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3FN, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E5M2, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E3M4, 256);
+    _mm_setcsr(csr);
+#endif
     check_widen(NRTEMU_DTYPE_BFLOAT16, 65536);
     check_widen(NRTEMU_DTYPE_FLOAT16, 65536);
     check_widen(NRTEMU_DTYPE_FLOAT8_E4M3, 256);
