@@ -23,11 +23,18 @@
  * input as [A, R, B] (reduce_block, nrtemu__kernel_argreduce): R reduced
  * rows of B kept columns, A times.  Each output element is folded by one
  * task, in the order above, so splitting the work among the pool's
- * threads (inputs of at least PARALLEL_BYTES) changes no result.  Column
- * folds of bfloat16 and int32 widen their rows in registers; other
- * conversions use an L1-sized window per task.
+ * threads (inputs of at least PARALLEL_BYTES) changes no result.  The
+ * exception: columns of max/min and of argmax/argmin, whose result no
+ * order of the rows changes, are split by rows (split_r), so that each
+ * task reads consecutive rows, in the order of memory, rather than short
+ * runs of every row; the tasks' extremes then fold in task order, which
+ * keeps the first NaN and the first extreme.  Column folds of bfloat16,
+ * float16, fp8 and int32 widen their rows in registers (with AVX-512, 64
+ * at a time: the WIDE paths); other conversions use an L1-sized window
+ * per task.
  */
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "convert.h"
@@ -121,6 +128,26 @@
 #define MUL_WRAP(a, b) ((uint64_t)(a) * (uint64_t)(b))
 
 /*
+ * Rows of a column fold are runs of `bytes` bytes, `pitch` bytes apart:
+ * when the pool splits the columns among tasks, short runs far apart,
+ * which the hardware prefetchers do not follow from one to the next.  So
+ * the run PREFETCH_ROWS rows ahead of row r (of g) is prefetched, when it
+ * is short (a long run streams on its own).
+ */
+#define PREFETCH_ROWS 8
+#define PREFETCH_MAX_BYTES 2048
+NRTEMU_INLINE void
+prefetch_ahead(const void *x, size_t r, size_t g, size_t pitch, size_t bytes)
+{
+    if (bytes <= PREFETCH_MAX_BYTES && r + PREFETCH_ROWS < g) {
+        const char *c = (const char *)x + (r + PREFETCH_ROWS) * pitch;
+        for (size_t k = 0; k < bytes; k += 64) {
+            __builtin_prefetch(c + k);
+        }
+    }
+}
+
+/*
  * Fold g rows of n elements, `stride` elements apart (x[r * stride + i]),
  * into acc[i], row after row: the order of a reduction over a
  * non-contiguous axis, as in NumPy, so results do not depend on how the
@@ -130,34 +157,38 @@
  * those go one row at a time, in DEFINE_COLUMNS).  The rows hold S,
  * widened exactly to T by LOAD in registers.
  */
-#define COLUMNS_FOLD(T, S, LOAD, COMBINE)          \
-    do {                                           \
-        size_t r = 0;                              \
-        for (; r + 4 <= g; r += 4) {               \
-            const S *restrict x0 = x + r * stride; \
-            const S *restrict x1 = x0 + stride;    \
-            const S *restrict x2 = x1 + stride;    \
-            const S *restrict x3 = x2 + stride;    \
-            for (size_t i = 0; i < n; i++) {       \
-                T a = acc[i];                      \
-                a = COMBINE(a, LOAD(x0[i]));       \
-                a = COMBINE(a, LOAD(x1[i]));       \
-                a = COMBINE(a, LOAD(x2[i]));       \
-                a = COMBINE(a, LOAD(x3[i]));       \
-                acc[i] = a;                        \
-            }                                      \
-        }                                          \
-        for (; r < g; r++) {                       \
-            const S *restrict x0 = x + r * stride; \
-            for (size_t i = 0; i < n; i++) {       \
-                T a = acc[i];                      \
-                a = COMBINE(a, LOAD(x0[i]));       \
-                acc[i] = a;                        \
-            }                                      \
-        }                                          \
+#define COLUMNS_FOLD(T, S, LOAD, COMBINE)                       \
+    do {                                                        \
+        size_t r = 0;                                           \
+        for (; r + 4 <= g; r += 4) {                            \
+            const S *restrict x0 = x + r * stride;              \
+            const S *restrict x1 = x0 + stride;                 \
+            const S *restrict x2 = x1 + stride;                 \
+            const S *restrict x3 = x2 + stride;                 \
+            for (size_t k = 0; k < 4; k++) {                    \
+                prefetch_ahead(x, r + k, g, stride * sizeof(S), \
+                               n * sizeof(S));                  \
+            }                                                   \
+            for (size_t i = 0; i < n; i++) {                    \
+                T a = acc[i];                                   \
+                a = COMBINE(a, LOAD(x0[i], p));                 \
+                a = COMBINE(a, LOAD(x1[i], p));                 \
+                a = COMBINE(a, LOAD(x2[i], p));                 \
+                a = COMBINE(a, LOAD(x3[i], p));                 \
+                acc[i] = a;                                     \
+            }                                                   \
+        }                                                       \
+        for (; r < g; r++) {                                    \
+            const S *restrict x0 = x + r * stride;              \
+            for (size_t i = 0; i < n; i++) {                    \
+                T a = acc[i];                                   \
+                a = COMBINE(a, LOAD(x0[i], p));                 \
+                acc[i] = a;                                     \
+            }                                                   \
+        }                                                       \
     } while (0)
 
-#define LOAD_SAME(v) (v)
+#define LOAD_SAME(v, p) (v)
 
 NRTEMU_INLINE float
 float_of_bits(uint32_t u)
@@ -175,6 +206,89 @@ bits_of_float(float f)
     return u;
 }
 
+/*
+ * How a narrow float widens exactly to float32 in registers (fp8 and
+ * float16, narrow_widen), with no float32 subnormal on the way (so that
+ * flush-to-zero and denormals-are-zero modes change nothing), as
+ * convert.c's FP8_DECODE: a normal magnitude's bits, moved to the top of
+ * a float32's exponent and mantissa (shift `sh`), rebiased by adding
+ * `rebias` (127 - bias, in the exponent field); a subnormal one (below
+ * `sub_below`) converted as an integer and scaled by `step`, 2^(1 - bias
+ * - mantissa bits).  Magnitudes from `special_at` up are infinity or NaN:
+ * the float32 infinity with the mantissa bits that `payload` keeps, and
+ * `quiet` set on a NaN (magnitudes above `quiet_above`).  Passed by value,
+ * so that no store of a loop can alias it.
+ */
+struct narrow {
+    uint32_t mag_mask, sign_shift, sh, rebias, sub_below, special_at, payload,
+        quiet, quiet_above;
+    float step;
+};
+
+NRTEMU_INLINE float
+narrow_widen(uint32_t c, struct narrow p)
+{
+    const uint32_t mag = c & p.mag_mask;
+    const uint32_t sign = (c & ~p.mag_mask) << p.sign_shift;
+    const uint32_t is_special = 0u - (uint32_t)(mag >= p.special_at);
+    const uint32_t normal = (mag << p.sh) + p.rebias;
+    const uint32_t sub = bits_of_float((float)mag * p.step);
+    const uint32_t num = mag < p.sub_below ? sub : normal;
+    const uint32_t special = 0x7f800000u | ((mag << p.sh) & p.payload) |
+                             (mag > p.quiet_above ? p.quiet : 0);
+    const uint32_t b = (num & ~is_special) | (special & is_special);
+    return float_of_bits(b | sign);
+}
+
+static bool
+is_fp8(enum nrtemu_dtype dt)
+{
+    return dt == NRTEMU_DTYPE_FLOAT8_E4M3 ||
+           dt == NRTEMU_DTYPE_FLOAT8_E4M3FN ||
+           dt == NRTEMU_DTYPE_FLOAT8_E5M2 || dt == NRTEMU_DTYPE_FLOAT8_E3M4;
+}
+
+/*
+ * The widening of an fp8 format: nrtemu__fp8_to_float's values (a finite
+ * format's NaN, magnitude 0x7f, is the quiet NaN; other formats keep the
+ * mantissa in the top bits; test_reduce_split checks every code).
+ */
+static struct narrow
+narrow_fp8(enum nrtemu_dtype dt)
+{
+    int m, bias;
+    bool finite;
+
+    nrtemu__fp8_layout(dt, &m, &bias, &finite);
+    return (struct narrow){
+        .mag_mask = 0x7f,
+        .sign_shift = 24,
+        .sh = (uint32_t)(23 - m),
+        .rebias = (uint32_t)(127 - bias) << 23,
+        .sub_below = 1u << m,
+        .special_at = finite ? 0x7fu : (0x7fu >> m) << m,
+        .payload = finite ? 0 : 0x7fffffu,
+        .quiet = finite ? 0x400000u : 0,
+        .quiet_above = 0,
+        .step = ldexpf(1.0f, 1 - bias - m),
+    };
+}
+
+/* float16: as F16C's vcvtph2ps, which nrtemu__convert uses (a NaN keeps
+ * its payload and comes back quiet). */
+static const struct narrow narrow_f16 = {
+    .mag_mask = 0x7fff,
+    .sign_shift = 16,
+    .sh = 13,
+    .rebias = 112u << 23,
+    .sub_below = 0x400,
+    .special_at = 0x7c00,
+    .payload = 0x7fffffu,
+    .quiet = 0x400000u,
+    .quiet_above = 0x7c00,
+    .step = 0x1p-24f,
+};
+
 /* bfloat16 to float32, in registers (the fused column folds). */
 NRTEMU_INLINE float
 bf16_widen(uint16_t h)
@@ -182,51 +296,66 @@ bf16_widen(uint16_t h)
     return float_of_bits((uint32_t)h << 16);
 }
 
-#define I64_OF(v) ((int64_t)(v))
-#define F64_OF(v) ((double)(v))
+/* The widenings as LOADs of the column folds (p: struct narrow). */
+#define BF16_OF(v, p) bf16_widen(v)
+#define NARROW_OF(v, p) narrow_widen((v), (p))
+#define I64_OF(v, p) ((int64_t)(v))
+#define F64_OF(v, p) ((double)(v))
 
 /* max/min go one row at a time through a function of their own: within
  * SFX##_columns GCC 12 interleaves two rows into masked loads, which
  * halves the speed of a column max over an input from memory.  SFX##_columns
- * folds rows of S into accumulators of T. */
-#define DEFINE_COLUMNS(SFX, T, S, LOAD, MAXF, MINF, ADDF, MULF)               \
-    NRTEMU_MULTIVERSION __attribute__((                                       \
-        noinline)) static void SFX##_column_max(size_t n, const S *x, T *acc) \
-    {                                                                         \
-        for (size_t i = 0; i < n; i++) {                                      \
-            acc[i] = MAXF(acc[i], LOAD(x[i]));                                \
-        }                                                                     \
-    }                                                                         \
-    NRTEMU_MULTIVERSION __attribute__((                                       \
-        noinline)) static void SFX##_column_min(size_t n, const S *x, T *acc) \
-    {                                                                         \
-        for (size_t i = 0; i < n; i++) {                                      \
-            acc[i] = MINF(acc[i], LOAD(x[i]));                                \
-        }                                                                     \
-    }                                                                         \
-    NRTEMU_MULTIVERSION                                                       \
-    static void SFX##_columns(enum nrtemu_op op, size_t n, size_t g,          \
-                              size_t stride, const S *restrict x,             \
-                              T *restrict acc)                                \
-    {                                                                         \
-        switch (op) {                                                         \
-        case NRTEMU_OP_MAX:                                                   \
-            for (size_t r = 0; r < g; r++) {                                  \
-                SFX##_column_max(n, x + r * stride, acc);                     \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_MIN:                                                   \
-            for (size_t r = 0; r < g; r++) {                                  \
-                SFX##_column_min(n, x + r * stride, acc);                     \
-            }                                                                 \
-            break;                                                            \
-        case NRTEMU_OP_PROD:                                                  \
-            COLUMNS_FOLD(T, S, LOAD, MULF);                                   \
-            break;                                                            \
-        default:                                                              \
-            COLUMNS_FOLD(T, S, LOAD, ADDF);                                   \
-            break;                                                            \
-        }                                                                     \
+ * folds rows of S into accumulators of T (LOAD widens with p). */
+#define DEFINE_COLUMNS(SFX, T, S, LOAD, MAXF, MINF, ADDF, MULF)             \
+    NRTEMU_MULTIVERSION                                                     \
+    __attribute__((noinline)) static void SFX##_column_max(                 \
+        size_t n, const S *x, T *acc, struct narrow p)                      \
+    {                                                                       \
+        (void)p;                                                            \
+        for (size_t i = 0; i < n; i++) {                                    \
+            acc[i] = MAXF(acc[i], LOAD(x[i], p));                           \
+        }                                                                   \
+    }                                                                       \
+    NRTEMU_MULTIVERSION                                                     \
+    __attribute__((noinline)) static void SFX##_column_min(                 \
+        size_t n, const S *x, T *acc, struct narrow p)                      \
+    {                                                                       \
+        (void)p;                                                            \
+        for (size_t i = 0; i < n; i++) {                                    \
+            acc[i] = MINF(acc[i], LOAD(x[i], p));                           \
+        }                                                                   \
+    }                                                                       \
+    NRTEMU_MULTIVERSION                                                     \
+    static void SFX##_columns_p(enum nrtemu_op op, size_t n, size_t g,      \
+                                size_t stride, const S *restrict x,         \
+                                T *restrict acc, struct narrow p)           \
+    {                                                                       \
+        (void)p;                                                            \
+        switch (op) {                                                       \
+        case NRTEMU_OP_MAX:                                                 \
+            for (size_t r = 0; r < g; r++) {                                \
+                prefetch_ahead(x, r, g, stride * sizeof(S), n * sizeof(S)); \
+                SFX##_column_max(n, x + r * stride, acc, p);                \
+            }                                                               \
+            break;                                                          \
+        case NRTEMU_OP_MIN:                                                 \
+            for (size_t r = 0; r < g; r++) {                                \
+                prefetch_ahead(x, r, g, stride * sizeof(S), n * sizeof(S)); \
+                SFX##_column_min(n, x + r * stride, acc, p);                \
+            }                                                               \
+            break;                                                          \
+        case NRTEMU_OP_PROD:                                                \
+            COLUMNS_FOLD(T, S, LOAD, MULF);                                 \
+            break;                                                          \
+        default:                                                            \
+            COLUMNS_FOLD(T, S, LOAD, ADDF);                                 \
+            break;                                                          \
+        }                                                                   \
+    }                                                                       \
+    static inline void SFX##_columns(enum nrtemu_op op, size_t n, size_t g, \
+                                     size_t stride, const S *x, T *acc)     \
+    {                                                                       \
+        SFX##_columns_p(op, n, g, stride, x, acc, (struct narrow){0});      \
     }
 
 /* One row of n into acc[0..n), the column step of softmax and fold_row. */
@@ -323,8 +452,12 @@ DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
 DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
 
 /* Column folds that widen their rows in registers (fold_columns_from). */
-DEFINE_COLUMNS(f32_bf16, float, uint16_t, bf16_widen, FLOAT_MAX, FLOAT_MIN,
-               ADD_, MUL_)
+DEFINE_COLUMNS(f32_bf16, float, uint16_t, BF16_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
+               MUL_)
+DEFINE_COLUMNS(f32_fp8, float, uint8_t, NARROW_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
+               MUL_)
+DEFINE_COLUMNS(f32_f16, float, uint16_t, NARROW_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
+               MUL_)
 DEFINE_COLUMNS(i64_i32, int64_t, int32_t, I64_OF, INT_MAX_, INT_MIN_, ADD_WRAP,
                MUL_WRAP)
 DEFINE_COLUMNS(f64_i32, double, int32_t, F64_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
@@ -404,12 +537,19 @@ fold_row(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
     }
 }
 
+static bool wide_fold(enum nrtemu_op op, enum nrtemu_dtype kt,
+                      enum nrtemu_dtype src, size_t n, size_t g, size_t stride,
+                      const void *x, void *acc);
+
 /* Fold g reduced rows of n kept elements, `stride` elements apart, into
  * acc[0..n). */
 static void
 fold_columns(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, size_t g,
              size_t stride, const void *x, void *acc)
 {
+    if (wide_fold(op, kt, kt, n, g, stride, x, acc)) {
+        return;
+    }
     switch (kt) {
     case NRTEMU_DTYPE_FLOAT32:
         f32_columns(op, n, g, stride, x, acc);
@@ -467,36 +607,377 @@ widen_bf16(float *restrict d, const uint16_t *restrict s, size_t n)
     }
 }
 
-/*
- * fp8 with `m` mantissa bits and exponent bias `bias` to float32, in
- * plain arithmetic that vectorises in every clone (nrtemu__convert decodes
- * fp8 through a table, a gather per element): the magnitude bits, moved
- * to the top of a float32's exponent and mantissa, read as a float32 of
- * exponent bias 127 (a subnormal one when the fp8 is subnormal), and a
- * multiplication by 2^(127 - bias) rebiases it exactly.  Infinity and NaN
- * are set apart: a finite format's NaN (magnitude 0x7f) is the quiet NaN,
- * other formats keep the mantissa in the top bits, as nrtemu__fp8_to_float
- * does (test_kernels checks every code of every format).
- */
+/* fp8 to float32 (narrow_fp8), in plain arithmetic that vectorises in
+ * every clone: nrtemu__convert decodes fp8 through a table, a gather per
+ * element. */
 NRTEMU_MULTIVERSION
 static void
-widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n, int m,
-          int bias, bool finite)
+widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n,
+          struct narrow p)
 {
-    const uint32_t sh = (uint32_t)(23 - m);
-    const uint32_t special_at = finite ? 0x7fu : (0x7fu >> m) << m;
-    const uint32_t payload = finite ? 0 : 0x7fffffu;
-    const uint32_t quiet = finite ? 0x400000u : 0;
-    const float scale = ldexpf(1.0f, 127 - bias);
-
     for (size_t i = 0; i < n; i++) {
-        const uint32_t c = s[i], mag = c & 0x7f, sign = (c & 0x80) << 24;
-        const uint32_t is_special = 0u - (uint32_t)(mag >= special_at);
-        const uint32_t num = bits_of_float(float_of_bits(mag << sh) * scale);
-        const uint32_t special = 0x7f800000u | ((mag << sh) & payload) | quiet;
-        const uint32_t b = (num & ~is_special) | (special & is_special);
-        d[i] = float_of_bits(b | sign);
+        d[i] = narrow_widen(s[i], p);
     }
+}
+
+/*
+ * AVX-512 (with VBMI) paths of the column folds and argmax/argmin, and of
+ * fp8 widening, for CPUs that have it (checked once, cpu_has_wide): the
+ * loops above are what GCC makes of plain C, and the ones here read the
+ * narrow types 64 at a time and widen them in registers with fewer
+ * instructions: float16 with F16C's vcvtph2ps (nrtemu__convert's
+ * widening, NaN included), bfloat16 by a shift, and fp8 through a table:
+ * every fp8 value is a bfloat16 (at most 4 mantissa bits, an exponent
+ * within float32's), so vpermi2b looks up the high byte (sign added back)
+ * and the low byte of that bfloat16 for 64 codes at a time, from tables
+ * of narrow_widen's results over the 128 magnitudes; two unpacks make
+ * them float32.  The unpacks work within 128-bit lanes, so the codes are
+ * first permuted (vpermb) so that the results come out in order.
+ */
+#if NRTEMU_X86_CLONES
+#include <immintrin.h>
+
+#define WIDE __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+static bool
+cpu_has_wide(void)
+{
+    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
+                       * idempotent: every thread computes the same) */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+    if (k == 0) {
+        __builtin_cpu_init();
+        k = __builtin_cpu_supports("avx512f") &&
+                    __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512vl") &&
+                    __builtin_cpu_supports("avx512vbmi")
+                ? 2
+                : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 2;
+}
+
+/* The fp8 tables: the high and low bytes of each magnitude's bfloat16,
+ * and the permutation of the codes. */
+struct wide_ctx {
+    uint8_t hi[128], lo[128], perm[64];
+};
+
+/* false if a value of dt were not a bfloat16 (then the plain loops). */
+static bool
+wide_ctx_build(enum nrtemu_dtype dt, struct wide_ctx *c)
+{
+    struct narrow p = narrow_fp8(dt);
+
+    for (uint32_t m = 0; m < 128; m++) {
+        uint32_t u = bits_of_float(narrow_widen(m, p));
+        if ((u & 0xffff) != 0) {
+            return false;
+        }
+        c->hi[m] = (uint8_t)(u >> 24);
+        c->lo[m] = (uint8_t)(u >> 16);
+    }
+    /* Result q's lane L, element i (of 4 in 128-bit lane L) comes from the
+     * permuted code 16L + 4q + i: the code 16q + 4L + i. */
+    for (uint32_t l = 0; l < 4; l++) {
+        for (uint32_t q = 0; q < 4; q++) {
+            for (uint32_t i = 0; i < 4; i++) {
+                c->perm[16 * l + 4 * q + i] = (uint8_t)(16 * q + 4 * l + i);
+            }
+        }
+    }
+    return true;
+}
+
+/* The tables of the four fp8 formats, built once (a row of fp8 is
+ * widened many times a call). */
+static const enum nrtemu_dtype wide_fp8s[4] = {
+    NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+    NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+static struct wide_ctx wide_ctxs[4];
+static bool wide_ctx_ok[4];
+static pthread_once_t wide_once = PTHREAD_ONCE_INIT;
+
+static void
+wide_ctx_init(void)
+{
+    for (int k = 0; k < 4; k++) {
+        wide_ctx_ok[k] = wide_ctx_build(wide_fp8s[k], &wide_ctxs[k]);
+    }
+}
+
+/* dt's tables, or NULL (not an fp8 format, or one that the tables do not
+ * serve). */
+static const struct wide_ctx *
+wide_ctx_fp8(enum nrtemu_dtype dt)
+{
+    pthread_once(&wide_once, wide_ctx_init);
+    for (int k = 0; k < 4; k++) {
+        if (wide_fp8s[k] == dt) {
+            return wide_ctx_ok[k] ? &wide_ctxs[k] : NULL;
+        }
+    }
+    return NULL;
+}
+
+/* The tables in registers, held by value in each loop (the bytes of a
+ * wide_ctx could alias any store of the loop, so its loads would stay in
+ * the loop). */
+struct wide_tab {
+    __m512i perm, hi0, hi1, lo0, lo1;
+};
+
+WIDE static inline struct wide_tab
+wide_tab_of(const struct wide_ctx *c)
+{
+    struct wide_tab t;
+
+    if (c == NULL) {
+        t.perm = t.hi0 = t.hi1 = t.lo0 = t.lo1 = _mm512_setzero_si512();
+        return t;
+    }
+    t.perm = _mm512_loadu_si512(c->perm);
+    t.hi0 = _mm512_loadu_si512(c->hi);
+    t.hi1 = _mm512_loadu_si512(c->hi + 64);
+    t.lo0 = _mm512_loadu_si512(c->lo);
+    t.lo1 = _mm512_loadu_si512(c->lo + 64);
+    return t;
+}
+
+WIDE static inline __mmask64
+wide_mask(uint64_t left)
+{
+    return left >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << left) - 1;
+}
+
+/* Elements [i, i + 64) of x (those of mask m) as four float32 vectors. */
+WIDE static inline void
+wide_load_f32(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
+              __m512 *v)
+{
+    (void)c;
+    for (int q = 0; q < 4; q++) {
+        v[q] = _mm512_maskz_loadu_ps((__mmask16)(m >> (16 * q)),
+                                     (const float *)x + i + 16 * q);
+    }
+}
+
+WIDE static inline void
+wide_load_bf16(const void *x, uint64_t i, __mmask64 m,
+               const struct wide_tab *c, __m512 *v)
+{
+    (void)c;
+    for (int q = 0; q < 4; q++) {
+        __m256i h = _mm256_maskz_loadu_epi16((__mmask16)(m >> (16 * q)),
+                                             (const uint16_t *)x + i + 16 * q);
+        v[q] = _mm512_castsi512_ps(
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+}
+
+WIDE static inline void
+wide_load_f16(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
+              __m512 *v)
+{
+    (void)c;
+    for (int q = 0; q < 4; q++) {
+        v[q] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+            (__mmask16)(m >> (16 * q)), (const uint16_t *)x + i + 16 * q));
+    }
+}
+
+WIDE static inline void
+wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
+              __m512 *v)
+{
+    const __m512i codes = _mm512_permutexvar_epi8(
+        c->perm, _mm512_maskz_loadu_epi8(m, (const uint8_t *)x + i));
+    /* vpermi2b reads the low 7 bits of each code: its magnitude */
+    __m512i hi = _mm512_permutex2var_epi8(c->hi0, codes, c->hi1);
+    const __m512i lo = _mm512_permutex2var_epi8(c->lo0, codes, c->lo1);
+    const __m512i zero = _mm512_setzero_si512();
+    __m512i w0, w1;
+
+    /* hi | (codes & 0x80): the sign */
+    hi = _mm512_ternarylogic_epi32(codes, _mm512_set1_epi8((char)0x80), hi,
+                                   0xea);
+    w0 = _mm512_unpacklo_epi8(lo, hi);
+    w1 = _mm512_unpackhi_epi8(lo, hi);
+    v[0] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w0));
+    v[1] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w0));
+    v[2] = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w1));
+    v[3] = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w1));
+}
+
+/*
+ * Rows [0, g) of n columns, `stride` elements apart, folded into acc[0..n)
+ * by op as SFX##_columns folds them: each column row after row (a sum
+ * acc + x0 + x1 + ..., in that order), max/min as FLOAT_MAX/FLOAT_MIN
+ * (x replaces acc when acc >= x (<= x) is false and acc is no NaN: the
+ * first NaN stays), 64 columns at a time over WIDE_SWEEP rows.
+ */
+#define WIDE_SWEEP 8
+#define WIDE_FOLD_SWEEP(NAME, LOAD, ES)                                       \
+    WIDE static void NAME(enum nrtemu_op op, uint64_t n, uint64_t g,          \
+                          uint64_t stride, const void *x, float *acc,         \
+                          const struct wide_ctx *ctx)                         \
+    {                                                                         \
+        const struct wide_tab tab = wide_tab_of(ctx);                         \
+        const struct wide_tab *c = &tab;                                      \
+        __m512 v[4];                                                          \
+        for (uint64_t r = 0; r < g; r += WIDE_SWEEP) {                        \
+            uint64_t gg = g - r < WIDE_SWEEP ? g - r : WIDE_SWEEP;            \
+            for (uint64_t k = 0; k < gg; k++) {                               \
+                prefetch_ahead(x, r + k, g, stride * ES, n * ES);             \
+            }                                                                 \
+            for (uint64_t j = 0; j < n; j += 64) {                            \
+                const __mmask64 m = wide_mask(n - j);                         \
+                __m512 a[4];                                                  \
+                for (int q = 0; q < 4; q++) {                                 \
+                    a[q] = _mm512_maskz_loadu_ps((__mmask16)(m >> (16 * q)),  \
+                                                 acc + j + 16 * q);           \
+                }                                                             \
+                for (uint64_t k = 0; k < gg; k++) {                           \
+                    LOAD(x, (r + k) * stride + j, m, c, v);                   \
+                    for (int q = 0; q < 4; q++) {                             \
+                        switch (op) {                                         \
+                        case NRTEMU_OP_MAX:                                   \
+                            a[q] = _mm512_mask_mov_ps(                        \
+                                a[q],                                         \
+                                _mm512_cmp_ps_mask(a[q], v[q], _CMP_NGE_UQ) & \
+                                    _mm512_cmp_ps_mask(a[q], a[q],            \
+                                                       _CMP_ORD_Q),           \
+                                v[q]);                                        \
+                            break;                                            \
+                        case NRTEMU_OP_MIN:                                   \
+                            a[q] = _mm512_mask_mov_ps(                        \
+                                a[q],                                         \
+                                _mm512_cmp_ps_mask(a[q], v[q], _CMP_NLE_UQ) & \
+                                    _mm512_cmp_ps_mask(a[q], a[q],            \
+                                                       _CMP_ORD_Q),           \
+                                v[q]);                                        \
+                            break;                                            \
+                        case NRTEMU_OP_PROD:                                  \
+                            a[q] = _mm512_mul_ps(a[q], v[q]);                 \
+                            break;                                            \
+                        default:                                              \
+                            a[q] = _mm512_add_ps(a[q], v[q]);                 \
+                            break;                                            \
+                        }                                                     \
+                    }                                                         \
+                }                                                             \
+                for (int q = 0; q < 4; q++) {                                 \
+                    _mm512_mask_storeu_ps(acc + j + 16 * q,                   \
+                                          (__mmask16)(m >> (16 * q)), a[q]);  \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }
+
+WIDE_FOLD_SWEEP(wide_fold_f32, wide_load_f32, 4)
+WIDE_FOLD_SWEEP(wide_fold_bf16, wide_load_bf16, 2)
+WIDE_FOLD_SWEEP(wide_fold_f16, wide_load_f16, 2)
+WIDE_FOLD_SWEEP(wide_fold_fp8, wide_load_fp8, 1)
+
+/* max/min of int32 columns, as SFX##_columns folds them (any order). */
+WIDE static void
+wide_fold_i32(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
+              const int32_t *x, int32_t *acc)
+{
+    for (uint64_t r = 0; r < g; r += WIDE_SWEEP) {
+        uint64_t gg = g - r < WIDE_SWEEP ? g - r : WIDE_SWEEP;
+        for (uint64_t k = 0; k < gg; k++) {
+            prefetch_ahead(x, r + k, g, stride * 4, n * 4);
+        }
+        for (uint64_t j = 0; j < n; j += 64) {
+            const __mmask64 m = wide_mask(n - j);
+            __m512i a[4];
+            for (int q = 0; q < 4; q++) {
+                a[q] = _mm512_maskz_loadu_epi32((__mmask16)(m >> (16 * q)),
+                                                acc + j + 16 * q);
+            }
+            for (uint64_t k = 0; k < gg; k++) {
+                const int32_t *row = x + (r + k) * stride + j;
+                for (int q = 0; q < 4; q++) {
+                    __m512i v = _mm512_maskz_loadu_epi32(
+                        (__mmask16)(m >> (16 * q)), row + 16 * q);
+                    a[q] = ismax ? _mm512_max_epi32(a[q], v)
+                                 : _mm512_min_epi32(a[q], v);
+                }
+            }
+            for (int q = 0; q < 4; q++) {
+                _mm512_mask_storeu_epi32(acc + j + 16 * q,
+                                         (__mmask16)(m >> (16 * q)), a[q]);
+            }
+        }
+    }
+}
+
+/* fp8 codes to float32, 64 at a time (the rows of load_run). */
+WIDE static void
+wide_widen_fp8(float *d, const uint8_t *s, size_t n,
+               const struct wide_ctx *ctx)
+{
+    const struct wide_tab tab = wide_tab_of(ctx);
+    __m512 v[4];
+
+    for (size_t i = 0; i < n; i += 64) {
+        const __mmask64 m = wide_mask(n - i);
+        wide_load_fp8(s, i, m, &tab, v);
+        for (int q = 0; q < 4; q++) {
+            _mm512_mask_storeu_ps(d + i + 16 * q, (__mmask16)(m >> (16 * q)),
+                                  v[q]);
+        }
+    }
+}
+#endif
+
+/* Fold g rows of n elements of src, `stride` apart, into acc[0..n) of kt
+ * by the WIDE sweeps; false where they do not apply (no AVX-512 VBMI, or
+ * another pair of types). */
+static bool
+wide_fold(enum nrtemu_op op, enum nrtemu_dtype kt, enum nrtemu_dtype src,
+          size_t n, size_t g, size_t stride, const void *x, void *acc)
+{
+#if NRTEMU_X86_CLONES
+    const struct wide_ctx *c;
+
+    if (!cpu_has_wide()) {
+        return false;
+    }
+    if (kt == NRTEMU_DTYPE_INT32 && src == NRTEMU_DTYPE_INT32 &&
+        (op == NRTEMU_OP_MAX || op == NRTEMU_OP_MIN)) {
+        wide_fold_i32(op == NRTEMU_OP_MAX, n, g, stride, x, acc);
+        return true;
+    }
+    if (kt != NRTEMU_DTYPE_FLOAT32) {
+        return false;
+    }
+    switch (src) {
+    case NRTEMU_DTYPE_FLOAT32:
+        wide_fold_f32(op, n, g, stride, x, acc, NULL);
+        return true;
+    case NRTEMU_DTYPE_BFLOAT16:
+        wide_fold_bf16(op, n, g, stride, x, acc, NULL);
+        return true;
+    case NRTEMU_DTYPE_FLOAT16:
+        wide_fold_f16(op, n, g, stride, x, acc, NULL);
+        return true;
+    default:
+        c = wide_ctx_fp8(src);
+        if (c != NULL) {
+            wide_fold_fp8(op, n, g, stride, x, acc, c);
+            return true;
+        }
+        return false;
+    }
+#else
+    (void)op, (void)kt, (void)src, (void)n, (void)g, (void)stride, (void)x;
+    (void)acc;
+    return false;
+#endif
 }
 
 NRTEMU_MULTIVERSION
@@ -534,9 +1015,6 @@ load_run(const struct nrtemu_array *in, enum nrtemu_dtype compute,
         .ndim = 1,
         .shape = {n},
     };
-    int m, bias;
-    bool finite;
-
     if (compute == kt || compute == in->dtype) {
         switch (in->dtype) {
         case NRTEMU_DTYPE_BFLOAT16:
@@ -550,8 +1028,14 @@ load_run(const struct nrtemu_array *in, enum nrtemu_dtype compute,
         case NRTEMU_DTYPE_FLOAT8_E5M2:
         case NRTEMU_DTYPE_FLOAT8_E3M4:
             if (kt == NRTEMU_DTYPE_FLOAT32) {
-                nrtemu__fp8_layout(in->dtype, &m, &bias, &finite);
-                widen_fp8(buf, src, n, m, bias, finite);
+#if NRTEMU_X86_CLONES
+                const struct wide_ctx *c = wide_ctx_fp8(in->dtype);
+                if (c != NULL && cpu_has_wide()) {
+                    wide_widen_fp8(buf, src, n, c);
+                    return;
+                }
+#endif
+                widen_fp8(buf, src, n, narrow_fp8(in->dtype));
                 return;
             }
             break;
@@ -601,6 +1085,11 @@ window_get(struct window *w, uint64_t start, uint64_t count)
  * for smaller ones, waking the workers costs more than it saves. */
 #define PARALLEL_BYTES ((uint64_t)1 << 20)
 #define TASKS_PER_THREAD 4
+/* Rows per task, at least, when argmax/argmin and max/min split the rows
+ * of a column reduction among tasks; and the most bytes of partial
+ * results for it (beyond, the columns are split). */
+#define SPLIT_ROWS_MIN 64
+#define SPLIT_PARTIAL_MAX ((uint64_t)8 << 20)
 
 /* Fold g rows of n elements of `src`, `stride` apart, into acc[0..n) of
  * kt, widening them in registers; false when no such fold exists for the
@@ -610,8 +1099,15 @@ fold_columns_from(enum nrtemu_op op, enum nrtemu_dtype kt,
                   enum nrtemu_dtype src, size_t n, size_t g, size_t stride,
                   const void *x, void *acc)
 {
+    if (x != NULL && wide_fold(op, kt, src, n, g, stride, x, acc)) {
+        return true;
+    }
     if (kt == NRTEMU_DTYPE_FLOAT32 && src == NRTEMU_DTYPE_BFLOAT16) {
         f32_bf16_columns(op, n, g, stride, x, acc);
+    } else if (kt == NRTEMU_DTYPE_FLOAT32 && src == NRTEMU_DTYPE_FLOAT16) {
+        f32_f16_columns_p(op, n, g, stride, x, acc, narrow_f16);
+    } else if (kt == NRTEMU_DTYPE_FLOAT32 && is_fp8(src)) {
+        f32_fp8_columns_p(op, n, g, stride, x, acc, narrow_fp8(src));
     } else if (kt == NRTEMU_DTYPE_INT64 && src == NRTEMU_DTYPE_INT32) {
         i64_i32_columns(op, n, g, stride, x, acc);
     } else if (kt == NRTEMU_DTYPE_FLOAT64 && src == NRTEMU_DTYPE_INT32) {
@@ -670,8 +1166,9 @@ struct reduce_job {
     char *acc;
     char *windows; /* window_bytes for each task */
     size_t window_bytes;
+    char *partial; /* split_r: each task's A * B accumulators */
     uint32_t tasks;
-    bool split_a;
+    bool split_a, split_r;
 };
 
 /*
@@ -713,9 +1210,18 @@ reduce_task(void *arg, uint32_t t)
     const char *data = in->data;
     size_t ks = nrtemu__dtype_size(j->kt), is = nrtemu__dtype_size(in->dtype);
     char *win = j->windows + (size_t)t * j->window_bytes;
-    uint64_t a0 = 0, a1 = j->A, b0 = 0, b1 = j->B;
+    char *acc = j->acc;
+    uint64_t a0 = 0, a1 = j->A, r0 = 0, r1 = j->R, b0 = 0, b1 = j->B;
 
-    if (j->split_a) {
+    if (j->split_r) {
+        union wide init;
+        task_share(j->R, j->tasks, t, 1, &r0, &r1);
+        acc = j->partial + (size_t)t * j->A * j->B * ks;
+        identity(j->fold, j->kt, &init);
+        for (uint64_t i = 0; i < j->A * j->B; i++) {
+            memcpy(acc + i * ks, &init, ks);
+        }
+    } else if (j->split_a) {
         task_share(j->A, j->tasks, t, 1, &a0, &a1);
     } else {
         task_share(j->B, j->tasks, t, 16, &b0, &b1);
@@ -732,22 +1238,22 @@ reduce_task(void *arg, uint32_t t)
         }
         for (uint64_t b = b0; b < b1; b += COLUMN_CHUNK) {
             size_t w = b1 - b < COLUMN_CHUNK ? b1 - b : COLUMN_CHUNK;
-            uint64_t first = a * j->R * j->B + b; /* of row 0 */
-            char *pa = j->acc + (a * j->B + b) * ks;
+            uint64_t first = (a * j->R + r0) * j->B + b; /* of row r0 */
+            char *pa = acc + (a * j->B + b) * ks;
             uint64_t g = WINDOW_ELEMS / w;
 
             if (j->load == LOAD_IN_PLACE) {
-                fold_columns(j->fold, j->kt, w, j->R, j->B, data + first * is,
-                             pa);
+                fold_columns(j->fold, j->kt, w, r1 - r0, j->B,
+                             data + first * is, pa);
                 continue;
             }
             if (j->load == LOAD_FUSED) {
-                fold_columns_from(j->fold, j->kt, in->dtype, w, j->R, j->B,
+                fold_columns_from(j->fold, j->kt, in->dtype, w, r1 - r0, j->B,
                                   data + first * is, pa);
                 continue;
             }
-            for (uint64_t r = 0; r < j->R; r += g) {
-                uint64_t gg = j->R - r < g ? j->R - r : g;
+            for (uint64_t r = 0; r < r1 - r0; r += g) {
+                uint64_t gg = r1 - r0 - r < g ? r1 - r0 - r : g;
                 for (uint64_t k = 0; k < gg; k++) {
                     load_run(in, j->compute, j->kt, first + (r + k) * j->B, w,
                              win + k * w * ks);
@@ -802,6 +1308,7 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
         out->dtype == kt && (compute == kt || compute == out->dtype);
     bool exact = compute == kt || compute == in->dtype;
     size_t acc_bytes = acc_is_out ? 0 : (A * B * ks + 63) & ~(size_t)63;
+    size_t partial_bytes = 0;
     struct reduce_job j = {
         .in = in,
         .fold = op == NRTEMU_OP_MEAN ? NRTEMU_OP_SUM : op,
@@ -824,14 +1331,32 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
         j.window_bytes = ((B == 1 ? R : WINDOW_ELEMS) * ks + 63) & ~(size_t)63;
     }
     j.split_a = B == 1 || A >= threads;
+    /* A split by columns gives each thread one task, the widest runs of
+     * each row: measured on the sum of 2048 x 2048 float32 over axis 0,
+     * 8 tasks of 256 columns took twice the CPU time of 2 of 1024 (runs
+     * of 1 KiB, 8 KiB apart, stream poorly). */
     j.tasks = task_count(threads, j.split_a ? A : (B + 15) / 16);
-    scratch =
-        nrtemu__scratch_get(s, acc_bytes + j.tasks * j.window_bytes + 64);
+    if (!j.split_a && j.tasks > threads) {
+        j.tasks = threads;
+    }
+    if (!j.split_a && (op == NRTEMU_OP_MAX || op == NRTEMU_OP_MIN) &&
+        R >= 2 * SPLIT_ROWS_MIN &&
+        A * B * ks * threads * TASKS_PER_THREAD <= SPLIT_PARTIAL_MAX) {
+        /* Columns of an extreme, which no order of the rows changes (the
+         * first NaN still wins when the tasks' extremes fold in task
+         * order): tasks of consecutive rows read the input in order. */
+        j.split_r = true;
+        j.tasks = task_count(threads, R / SPLIT_ROWS_MIN);
+        partial_bytes = (j.tasks * A * B * ks + 63) & ~(size_t)63;
+    }
+    scratch = nrtemu__scratch_get(s, acc_bytes + partial_bytes +
+                                         j.tasks * j.window_bytes + 64);
     if (scratch == NULL) {
         return NRT_RESOURCE;
     }
     j.acc = acc_is_out ? out->data : scratch;
-    j.windows = scratch + acc_bytes;
+    j.partial = scratch + acc_bytes;
+    j.windows = scratch + acc_bytes + partial_bytes;
     identity(j.fold, kt, &init);
     for (uint64_t i = 0; i < A * B; i++) {
         memcpy(j.acc + i * ks, &init, ks);
@@ -840,6 +1365,10 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
         nrtemu__pool_run(reduce_task, &j, j.tasks);
     } else {
         reduce_task(&j, 0);
+    }
+    for (uint32_t t = 0; j.split_r && t < j.tasks; t++) {
+        fold_columns(j.fold, kt, A * B, 1, 0, j.partial + t * A * B * ks,
+                     j.acc);
     }
     reduce_finish(op, compute, kt, out, R, j.acc, acc_is_out);
     return NRT_SUCCESS;
@@ -1018,17 +1547,189 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
 #define SHORT_ROW 256
 
 /* One argmax/argmin of [A, R, B] into out[A * B], split among tasks as a
- * reduce_job is. */
+ * reduce_job is, or by rows (split_r: each task's extremes of its rows go
+ * to `partial`, merged in task order afterwards). */
 struct arg_job {
     const struct nrtemu_array *in;
     enum nrtemu_dtype kt;
-    bool ismax, in_place, split_a;
+    bool ismax, in_place, split_a, split_r;
     uint64_t A, R, B;
     int64_t *out;
     char *scratch; /* task_bytes for each task: window, best, at */
     size_t window_bytes, task_bytes;
+    char *partial; /* split_r: each task's A * B extremes, then indices */
     uint32_t tasks;
 };
+
+/*
+ * Column argmax/argmin with AVX-512, reading the input as it is stored:
+ * float32, or bfloat16, float16 and fp8 widened exactly in registers
+ * (the widenings of the column folds: F16C's for float16), or int32.
+ * ARG_SWEEP rows at a time sweep the columns, so that the running
+ * extremes and indices (in L1) are loaded and stored once per ARG_SWEEP
+ * rows; within a sweep each column takes a row's value when it is better
+ * by ARG_BETTER_FLOAT's rule (a greater, or smaller, value, or the first
+ * NaN, which then stays): _CMP_NLE_UQ (or NGE_UQ) is "greater (smaller)
+ * or unordered", and the best so far must be ordered.  The same results
+ * as SFX##_arg_columns, which is the path without AVX-512.
+ */
+#define ARG_SWEEP 8
+
+#if NRTEMU_X86_CLONES
+/* Rows [0, g) of n columns, `stride` elements apart, from row index r0 on,
+ * into best[0..n) and at[0..n) (started by row 0 when `init`), 64
+ * columns at a time. */
+#define ARG_FLOAT_SWEEP(NAME, LOAD)                                           \
+    WIDE static void NAME(bool ismax, bool init, uint32_t r0, uint64_t g,     \
+                          uint64_t n, uint64_t stride, const void *x,         \
+                          uint32_t *at, float *best,                          \
+                          const struct wide_ctx *ctx)                         \
+    {                                                                         \
+        const struct wide_tab tab = wide_tab_of(ctx);                         \
+        const struct wide_tab *c = &tab;                                      \
+        uint64_t r = 0;                                                       \
+        __m512 v[4];                                                          \
+        if (init) {                                                           \
+            for (uint64_t j = 0; j < n; j += 64) {                            \
+                const __mmask64 m = wide_mask(n - j);                         \
+                LOAD(x, j, m, c, v);                                          \
+                for (int q = 0; q < 4; q++) {                                 \
+                    const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
+                    _mm512_mask_storeu_ps(best + j + 16 * q, mq, v[q]);       \
+                    _mm512_mask_storeu_epi32(at + j + 16 * q, mq,             \
+                                             _mm512_set1_epi32((int)r0));     \
+                }                                                             \
+            }                                                                 \
+            r = 1;                                                            \
+        }                                                                     \
+        for (; r < g; r += ARG_SWEEP) {                                       \
+            uint64_t gg = g - r < ARG_SWEEP ? g - r : ARG_SWEEP;              \
+            for (uint64_t j = 0; j < n; j += 64) {                            \
+                const __mmask64 m = wide_mask(n - j);                         \
+                __m512 b[4];                                                  \
+                __m512i a[4];                                                 \
+                for (int q = 0; q < 4; q++) {                                 \
+                    const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
+                    b[q] = _mm512_maskz_loadu_ps(mq, best + j + 16 * q);      \
+                    a[q] = _mm512_maskz_loadu_epi32(mq, at + j + 16 * q);     \
+                }                                                             \
+                for (uint64_t k = 0; k < gg; k++) {                           \
+                    const __m512i kk = _mm512_set1_epi32((int)(r0 + r + k));  \
+                    LOAD(x, (r + k) * stride + j, m, c, v);                   \
+                    for (int q = 0; q < 4; q++) {                             \
+                        __mmask16 take =                                      \
+                            ismax                                             \
+                                ? _mm512_cmp_ps_mask(v[q], b[q], _CMP_NLE_UQ) \
+                                : _mm512_cmp_ps_mask(v[q], b[q],              \
+                                                     _CMP_NGE_UQ);            \
+                        take &= _mm512_cmp_ps_mask(b[q], b[q], _CMP_ORD_Q);   \
+                        b[q] = _mm512_mask_mov_ps(b[q], take, v[q]);          \
+                        a[q] = _mm512_mask_mov_epi32(a[q], take, kk);         \
+                    }                                                         \
+                }                                                             \
+                for (int q = 0; q < 4; q++) {                                 \
+                    const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
+                    _mm512_mask_storeu_ps(best + j + 16 * q, mq, b[q]);       \
+                    _mm512_mask_storeu_epi32(at + j + 16 * q, mq, a[q]);      \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }
+
+ARG_FLOAT_SWEEP(arg_sweep_f32, wide_load_f32)
+ARG_FLOAT_SWEEP(arg_sweep_bf16, wide_load_bf16)
+ARG_FLOAT_SWEEP(arg_sweep_f16, wide_load_f16)
+ARG_FLOAT_SWEEP(arg_sweep_fp8, wide_load_fp8)
+
+WIDE static void
+arg_sweep_i32(bool ismax, bool init, uint32_t r0, uint64_t g, uint64_t n,
+              uint64_t stride, const void *x, uint32_t *at, int32_t *best)
+{
+    const int32_t *xi = x;
+    uint64_t r = 0;
+
+    if (init) {
+        for (uint64_t j = 0; j < n; j += 16) {
+            __mmask16 m =
+                n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1);
+            _mm512_mask_storeu_epi32(best + j, m,
+                                     _mm512_maskz_loadu_epi32(m, xi + j));
+            _mm512_mask_storeu_epi32(at + j, m, _mm512_set1_epi32((int)r0));
+        }
+        r = 1;
+    }
+    for (; r < g; r += ARG_SWEEP) {
+        uint64_t gg = g - r < ARG_SWEEP ? g - r : ARG_SWEEP;
+        for (uint64_t j = 0; j < n; j += 16) {
+            __mmask16 m =
+                n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1);
+            __m512i b = _mm512_maskz_loadu_epi32(m, best + j);
+            __m512i a = _mm512_maskz_loadu_epi32(m, at + j);
+            for (uint64_t k = 0; k < gg; k++) {
+                __m512i v =
+                    _mm512_maskz_loadu_epi32(m, xi + (r + k) * stride + j);
+                __mmask16 take = ismax ? _mm512_cmpgt_epi32_mask(v, b)
+                                       : _mm512_cmplt_epi32_mask(v, b);
+                b = _mm512_mask_mov_epi32(b, take, v);
+                a = _mm512_mask_mov_epi32(
+                    a, take, _mm512_set1_epi32((int)(r0 + r + k)));
+            }
+            _mm512_mask_storeu_epi32(best + j, m, b);
+            _mm512_mask_storeu_epi32(at + j, m, a);
+        }
+    }
+}
+#endif
+
+/* Rows [r0, r0 + g) of w columns of j's input, from element `first` on,
+ * into best and at by the sweeps above; false where they do not apply
+ * (no AVX-512, other dtypes, row indices of more than 32 bits). */
+static bool
+arg_fast(const struct arg_job *j, uint64_t r0, uint64_t g, uint64_t w,
+         uint64_t first, void *at, void *best)
+{
+#if NRTEMU_X86_CLONES
+    const void *x =
+        (const char *)j->in->data + first * nrtemu__dtype_size(j->in->dtype);
+
+    const struct wide_ctx *c = wide_ctx_fp8(j->in->dtype);
+
+    if (!cpu_has_wide() || j->R > UINT32_MAX) {
+        return false;
+    }
+    if (j->kt == NRTEMU_DTYPE_INT32 && j->in->dtype == NRTEMU_DTYPE_INT32) {
+        arg_sweep_i32(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at, best);
+        return true;
+    }
+    if (j->kt != NRTEMU_DTYPE_FLOAT32) {
+        return false;
+    }
+    switch (j->in->dtype) {
+    case NRTEMU_DTYPE_FLOAT32:
+        arg_sweep_f32(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at, best,
+                      NULL);
+        return true;
+    case NRTEMU_DTYPE_BFLOAT16:
+        arg_sweep_bf16(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at, best,
+                       NULL);
+        return true;
+    case NRTEMU_DTYPE_FLOAT16:
+        arg_sweep_f16(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at, best,
+                      NULL);
+        return true;
+    default:
+        if (c != NULL) {
+            arg_sweep_fp8(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at,
+                          best, c);
+            return true;
+        }
+        return false;
+    }
+#else
+    (void)j, (void)r0, (void)g, (void)w, (void)first, (void)at, (void)best;
+    return false;
+#endif
+}
 
 #define DEFINE_ARG(SFX, T, BETTER, IT, ONE_PASS)                              \
     NRTEMU_MULTIVERSION                                                       \
@@ -1117,20 +1818,22 @@ struct arg_job {
     }                                                                         \
     /* Rows r0.. r0 + g - 1 of n columns (x[r * stride + j]) into the         \
      * running extremes best[j] and their rows at[j], row after row (the      \
-     * first NaN or the first extreme wins); branch-free so that it           \
-     * vectorises, with indices as wide as T (one vector type). */            \
+     * first NaN or the first extreme wins), row r0 starting them when        \
+     * `init`; branch-free so that it vectorises, with indices as wide as     \
+     * T (one vector type). */                                                \
     NRTEMU_MULTIVERSION                                                       \
-    static void SFX##_arg_columns(                                            \
-        bool ismax, uint64_t r0, uint64_t g, uint64_t n, uint64_t stride,     \
-        const T *restrict x, IT *restrict at, T *restrict best)               \
+    static void SFX##_arg_columns(bool ismax, bool init, uint64_t r0,         \
+                                  uint64_t g, uint64_t n, uint64_t stride,    \
+                                  const T *restrict x, IT *restrict at,       \
+                                  T *restrict best)                           \
     {                                                                         \
         for (uint64_t r = 0; r < g; r++) {                                    \
             const T *restrict row = x + r * stride;                           \
             const IT k = (IT)(r0 + r);                                        \
-            if (k == 0) {                                                     \
+            if (init && r == 0) {                                             \
                 for (uint64_t j = 0; j < n; j++) {                            \
                     best[j] = row[j];                                         \
-                    at[j] = 0;                                                \
+                    at[j] = k;                                                \
                 }                                                             \
             } else if (ismax) {                                               \
                 for (uint64_t j = 0; j < n; j++) {                            \
@@ -1149,12 +1852,36 @@ struct arg_job {
             }                                                                 \
         }                                                                     \
     }                                                                         \
-    /* Slabs [a0, a1) and columns [b0, b1) of j's [A, R, B]: a row at a       \
-     * time when B is 1, else COLUMN_CHUNK columns at a time, their rows      \
-     * converted into `win` first unless the input already is of T. */        \
+    /* The partial results of `tasks` tasks (each over consecutive rows,      \
+     * in order, n values and indices `pitch` apart) into out[0..n): a        \
+     * later task's extreme replaces an earlier one's only when better by     \
+     * the same rule, so the first extreme or NaN still wins. */              \
+    NRTEMU_MULTIVERSION                                                       \
+    static void SFX##_arg_merge(bool ismax, uint32_t tasks, uint64_t n,       \
+                                uint64_t pitch, const T *restrict pbest,      \
+                                const IT *restrict pat,                       \
+                                int64_t *restrict out)                        \
+    {                                                                         \
+        for (uint64_t j = 0; j < n; j++) {                                    \
+            T b = pbest[j];                                                   \
+            IT k = pat[j];                                                    \
+            for (uint32_t t = 1; t < tasks; t++) {                            \
+                const T v = pbest[t * pitch + j];                             \
+                const bool take = BETTER(ismax, v, b);                        \
+                b = take ? v : b;                                             \
+                k = take ? pat[t * pitch + j] : k;                            \
+            }                                                                 \
+            out[j] = (int64_t)k;                                              \
+        }                                                                     \
+    }                                                                         \
+    /* Slabs [a0, a1), rows [r0, r1) and columns [b0, b1) of j's [A, R, B]:   \
+     * a row at a time when B is 1, else COLUMN_CHUNK columns at a time,      \
+     * their rows read by arg_fast, or in place, or converted into `win`      \
+     * first.  The extremes go to out, or when the rows are split among       \
+     * tasks, to this task's partial results (pbest, pat: A * B each). */     \
     static void SFX##_arg(const struct arg_job *j, uint64_t a0, uint64_t a1,  \
-                          uint64_t b0, uint64_t b1, char *win, T *best,       \
-                          IT *at)                                             \
+                          uint64_t r0, uint64_t r1, uint64_t b0, uint64_t b1, \
+                          char *win, T *best, IT *at, T *pbest, IT *pat)      \
     {                                                                         \
         const T *data = j->in->data;                                          \
         const uint64_t R = j->R, B = j->B;                                    \
@@ -1171,25 +1898,31 @@ struct arg_job {
             }                                                                 \
             for (uint64_t b = b0; b < b1; b += COLUMN_CHUNK) {                \
                 uint64_t w = b1 - b < COLUMN_CHUNK ? b1 - b : COLUMN_CHUNK;   \
-                uint64_t first = a * R * B + b, g = WINDOW_ELEMS / w;         \
-                int64_t *o = j->out + a * B + b;                              \
-                if (j->in_place) {                                            \
-                    SFX##_arg_columns(j->ismax, 0, R, w, B, data + first, at, \
-                                      best);                                  \
+                uint64_t first = (a * R + r0) * B + b, g = WINDOW_ELEMS / w;  \
+                if (arg_fast(j, r0, r1 - r0, w, first, at, best)) {           \
+                } else if (j->in_place) {                                     \
+                    SFX##_arg_columns(j->ismax, true, r0, r1 - r0, w, B,      \
+                                      data + first, at, best);                \
                 } else {                                                      \
-                    for (uint64_t r = 0; r < R; r += g) {                     \
-                        uint64_t gg = R - r < g ? R - r : g;                  \
+                    for (uint64_t r = r0; r < r1; r += g) {                   \
+                        uint64_t gg = r1 - r < g ? r1 - r : g;                \
                         for (uint64_t k = 0; k < gg; k++) {                   \
                             load_run(j->in, j->kt, j->kt,                     \
-                                     first + (r + k) * B, w,                  \
+                                     first + (r - r0 + k) * B, w,             \
                                      win + k * w * sizeof(T));                \
                         }                                                     \
-                        SFX##_arg_columns(j->ismax, r, gg, w, w,              \
+                        SFX##_arg_columns(j->ismax, r == r0, r, gg, w, w,     \
                                           (const T *)(void *)win, at, best);  \
                     }                                                         \
                 }                                                             \
-                for (uint64_t k = 0; k < w; k++) {                            \
-                    o[k] = (int64_t)at[k];                                    \
+                if (pbest != NULL) {                                          \
+                    memcpy(pbest + a * B + b, best, w * sizeof(T));           \
+                    memcpy(pat + a * B + b, at, w * sizeof(IT));              \
+                } else {                                                      \
+                    int64_t *o = j->out + a * B + b;                          \
+                    for (uint64_t k = 0; k < w; k++) {                        \
+                        o[k] = (int64_t)at[k];                                \
+                    }                                                         \
                 }                                                             \
             }                                                                 \
         }                                                                     \
@@ -1244,33 +1977,89 @@ arg_task(void *arg, uint32_t t)
     char *win = page_offset_after(base, j->in->data, 2048);
     char *best = page_offset_after(win + j->window_bytes, j->in->data, 1024);
     char *at = page_offset_after(best + COLUMN_CHUNK * ks, j->in->data, 3072);
-    uint64_t a0 = 0, a1 = j->A, b0 = 0, b1 = j->B;
+    uint64_t a0 = 0, a1 = j->A, r0 = 0, r1 = j->R, b0 = 0, b1 = j->B;
+    char *pbest = NULL, *pat = NULL;
 
-    if (j->split_a) {
+    if (j->split_r) {
+        task_share(j->R, j->tasks, t, 1, &r0, &r1);
+        pbest = j->partial + (size_t)t * j->A * j->B * ks;
+        pat = pbest + (size_t)j->tasks * j->A * j->B * ks;
+        if (r0 == r1) {
+            return; /* (no rows: the merge leaves this task out) */
+        }
+    } else if (j->split_a) {
         task_share(j->A, j->tasks, t, 1, &a0, &a1);
     } else {
         task_share(j->B, j->tasks, t, 16, &b0, &b1);
     }
     switch (j->kt) {
     case NRTEMU_DTYPE_FLOAT32:
-        f32_arg(j, a0, a1, b0, b1, win, (float *)(void *)best,
-                (uint32_t *)(void *)at);
+        f32_arg(j, a0, a1, r0, r1, b0, b1, win, (float *)(void *)best,
+                (uint32_t *)(void *)at, (float *)(void *)pbest,
+                (uint32_t *)(void *)pat);
         break;
     case NRTEMU_DTYPE_FLOAT64:
-        f64_arg(j, a0, a1, b0, b1, win, (double *)(void *)best,
-                (uint64_t *)(void *)at);
+        f64_arg(j, a0, a1, r0, r1, b0, b1, win, (double *)(void *)best,
+                (uint64_t *)(void *)at, (double *)(void *)pbest,
+                (uint64_t *)(void *)pat);
         break;
     case NRTEMU_DTYPE_INT64:
-        i64_arg(j, a0, a1, b0, b1, win, (int64_t *)(void *)best,
-                (uint64_t *)(void *)at);
+        i64_arg(j, a0, a1, r0, r1, b0, b1, win, (int64_t *)(void *)best,
+                (uint64_t *)(void *)at, (int64_t *)(void *)pbest,
+                (uint64_t *)(void *)pat);
         break;
     case NRTEMU_DTYPE_INT32:
-        i32_arg(j, a0, a1, b0, b1, win, (int32_t *)(void *)best,
-                (uint32_t *)(void *)at);
+        i32_arg(j, a0, a1, r0, r1, b0, b1, win, (int32_t *)(void *)best,
+                (uint32_t *)(void *)at, (int32_t *)(void *)pbest,
+                (uint32_t *)(void *)pat);
         break;
     default:
-        u64_arg(j, a0, a1, b0, b1, win, (uint64_t *)(void *)best,
-                (uint64_t *)(void *)at);
+        u64_arg(j, a0, a1, r0, r1, b0, b1, win, (uint64_t *)(void *)best,
+                (uint64_t *)(void *)at, (uint64_t *)(void *)pbest,
+                (uint64_t *)(void *)pat);
+        break;
+    }
+}
+
+/* The split_r tasks' extremes into out (tasks with no rows left out). */
+static void
+arg_merge(const struct arg_job *j)
+{
+    size_t ks = nrtemu__dtype_size(j->kt);
+    uint64_t n = j->A * j->B;
+    const char *pbest = j->partial, *pat = j->partial + j->tasks * n * ks;
+    uint32_t tasks = 0;
+
+    for (uint32_t t = 0; t < j->tasks; t++) {
+        uint64_t lo, hi;
+        task_share(j->R, j->tasks, t, 1, &lo, &hi);
+        tasks += lo < hi;
+    }
+    switch (j->kt) {
+    case NRTEMU_DTYPE_FLOAT32:
+        f32_arg_merge(j->ismax, tasks, n, n,
+                      (const float *)(const void *)pbest,
+                      (const uint32_t *)(const void *)pat, j->out);
+        break;
+    case NRTEMU_DTYPE_FLOAT64:
+        f64_arg_merge(j->ismax, tasks, n, n,
+                      (const double *)(const void *)pbest,
+                      (const uint64_t *)(const void *)pat, j->out);
+        break;
+    case NRTEMU_DTYPE_INT64:
+        i64_arg_merge(j->ismax, tasks, n, n,
+                      (const int64_t *)(const void *)pbest,
+                      (const uint64_t *)(const void *)pat, j->out);
+        break;
+    case NRTEMU_DTYPE_INT32:
+        i32_arg_merge(j->ismax, tasks, n, n,
+                      (const int32_t *)(const void *)pbest,
+                      (const uint32_t *)(const void *)pat, j->out);
+        break;
+    default:
+        u64_arg_merge(j->ismax, tasks, n, n,
+                      (const uint64_t *)(const void *)pbest,
+                      (const uint64_t *)(const void *)pat, j->out);
         break;
     }
 }
@@ -1286,7 +2075,7 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
                                ? NRTEMU_DTYPE_INT32
                                : nrtemu__kernel_dtype(in->dtype);
     uint64_t A, R, B, in_bytes;
-    size_t ks;
+    size_t ks, partial_bytes = 0;
     uint32_t threads;
     char *scratch;
     struct arg_job j = {.in = in, .ismax = op == NRTEMU_OP_ARGMAX};
@@ -1311,20 +2100,33 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
     j.out = out->data;
     j.split_a = B == 1 || A >= threads;
     j.tasks = task_count(threads, j.split_a ? A : (B + 15) / 16);
+    if (!j.split_a && R >= 2 * SPLIT_ROWS_MIN &&
+        A * B * 2 * ks * threads * TASKS_PER_THREAD <= SPLIT_PARTIAL_MAX) {
+        /* Columns: tasks of consecutive rows read the input in order (a
+         * task of columns reads short runs far apart). */
+        j.split_r = true;
+        j.tasks = task_count(threads, R / SPLIT_ROWS_MIN);
+        partial_bytes = (j.tasks * A * B * 2 * ks + 63) & ~(size_t)63;
+    }
     j.window_bytes =
         j.in_place ? 0 : ((B == 1 ? R : WINDOW_ELEMS) * ks + 63) & ~(size_t)63;
     /* window, best (COLUMN_CHUNK of kt) and at (COLUMN_CHUNK indices of at
      * most 8 bytes) */
     j.task_bytes = j.window_bytes + COLUMN_CHUNK * (ks + 8) + 3 * 4096;
-    scratch = nrtemu__scratch_get(s, j.tasks * j.task_bytes + 64);
+    scratch =
+        nrtemu__scratch_get(s, partial_bytes + j.tasks * j.task_bytes + 64);
     if (scratch == NULL) {
         return NRT_RESOURCE;
     }
-    j.scratch = scratch;
+    j.partial = scratch;
+    j.scratch = scratch + partial_bytes;
     if (j.tasks > 1) {
         nrtemu__pool_run(arg_task, &j, j.tasks);
     } else {
         arg_task(&j, 0);
+    }
+    if (j.split_r) {
+        arg_merge(&j);
     }
     return NRT_SUCCESS;
 }

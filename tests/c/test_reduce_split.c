@@ -4,20 +4,27 @@
  * threads, and their widening of narrow types in registers:
  *  - every code of bfloat16, float16 and the four fp8 formats widens to
  *    the float32 that nrtemu__convert gives, bit for bit, NaN included,
- *    along a row and along a column;
+ *    along a row and along a column, also under flush-to-zero and
+ *    denormals-are-zero;
  *  - sum, mean, max, min and prod over consecutive axes ([A, R, B]: rows,
  *    columns, a middle axis, split by A or by B at odd sizes) give the
  *    bits of the general walk (the same reduction written with a trailing
  *    axis of 1 reduced too, which takes kernel_reduce.c's iterator path),
  *    for random floats (whose sums depend on the order), NaNs, and int32
- *    at INT32_MIN/INT32_MAX;
+ *    at INT32_MIN/INT32_MAX; sums and products down the columns against
+ *    a plain loop in NumPy's order;
  *  - argmax/argmin against a reference: the first extreme, the first NaN,
  *    all-NaN rows, ties, INT32_MIN/INT32_MAX, rows shorter and longer
- *    than the vector loops, on both sides of the split;
+ *    than the vector loops, on both sides of the split (by columns, or by
+ *    rows whose tasks' extremes merge), and every code of the four fp8
+ *    formats down the columns;
  *  - argsort (merge sort, radix sort), split by lines or not, against a
  *    stable sort in XLA's total order.
  */
 #include <math.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "test.h"
 
@@ -112,6 +119,20 @@ check_widen(enum nrtemu_dtype dt, uint32_t codes)
 static void
 test_widen_every_code(void)
 {
+#if defined(__x86_64__)
+    /* First under flush-to-zero and denormals-are-zero, which the
+     * widenings must not depend on (their tables are built on first use:
+     * here). */
+    unsigned csr = _mm_getcsr();
+
+    _mm_setcsr(csr | 0x8040u);
+    check_widen(NRTEMU_DTYPE_FLOAT16, 65536);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E4M3FN, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E5M2, 256);
+    check_widen(NRTEMU_DTYPE_FLOAT8_E3M4, 256);
+    _mm_setcsr(csr);
+#endif
     check_widen(NRTEMU_DTYPE_BFLOAT16, 65536);
     check_widen(NRTEMU_DTYPE_FLOAT16, 65536);
     check_widen(NRTEMU_DTYPE_FLOAT8_E4M3, 256);
@@ -255,12 +276,90 @@ test_split_reduce(void)
     }
 }
 
+/* Sums and products down the columns in the order of NumPy, against a
+ * plain loop: float32 accumulators, each column row after row, the input
+ * widened to float32 (the 16- and 8-bit floats exactly), over a width
+ * with a tail of a vector, split by columns or not. */
+static void
+check_column_order(enum nrtemu_dtype dt, uint64_t R, uint64_t B)
+{
+    size_t es = nrtemu__dtype_size(dt);
+    char *data = alloc_bytes(R * B * es);
+    float *wide = alloc_bytes(R * B * sizeof(float));
+    float *got = alloc_bytes(B * sizeof(float));
+    float *want = alloc_bytes(B * sizeof(float));
+    const uint64_t shape[2] = {R, B};
+    struct nrtemu_array in = array(dt, data, 2, shape);
+    struct nrtemu_array out = array(NRTEMU_DTYPE_FLOAT32, got, 1, &B);
+
+    fill_random(dt, data, R * B, false);
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, wide, dt, data, 1, R * B);
+    for (int k = 0; k < 2; k++) {
+        enum nrtemu_op op = k ? NRTEMU_OP_PROD : NRTEMU_OP_SUM;
+        if (!k) {
+            for (uint64_t b = 0; b < B; b++) {
+                float a = 0.0f;
+                for (uint64_t r = 0; r < R; r++) {
+                    a += wide[r * B + b];
+                }
+                want[b] = a;
+            }
+        }
+        if (k) {
+            /* values near 1, so that products are neither 0 nor infinite */
+            for (uint64_t i = 0; i < R * B; i++) {
+                float v = 1.0f + wide[i] / 64;
+                nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT32, &v, 1,
+                                1);
+                nrtemu__convert(NRTEMU_DTYPE_FLOAT32, &wide[i], dt,
+                                data + i * es, 1, 1);
+            }
+            for (uint64_t b = 0; b < B; b++) {
+                float a = 1.0f;
+                for (uint64_t r = 0; r < R; r++) {
+                    a *= wide[r * B + b];
+                }
+                want[b] = a;
+            }
+        }
+        ASSERT_OK(nrtemu__kernel_reduce(op, NRTEMU_DTYPE_FLOAT32, &out, &in,
+                                        1u, &scratch));
+        for (uint64_t b = 0; b < B; b++) {
+            if (memcmp(&got[b], &want[b], 4) != 0) {
+                TEST_FAIL_("%s %s [%llu, %llu] column %llu: %.9g, expected "
+                           "%.9g",
+                           k ? "prod" : "sum", nrtemu__dtype_name(dt),
+                           (unsigned long long)R, (unsigned long long)B,
+                           (unsigned long long)b, got[b], want[b]);
+            }
+        }
+    }
+    free(data);
+    free(wide);
+    free(got);
+    free(want);
+}
+
+static void
+test_column_order(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT16,
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E5M2};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        check_column_order(dts[t], 37, 1001);
+        check_column_order(dts[t], 1201, 1001);
+    }
+}
+
 /* --- argmax/argmin against a reference --- */
 
 /* Element i of line (a, b) at row r of [A, R, B], for `pattern` 0: random
  * values (int32 over its range with its extremes), NaN now and then;
  * 1: three values only, ties everywhere (-0 and +0 among them, equal);
- * 2: NaNs at random places, and every 7th line all NaN. */
+ * 2: NaNs at random places, and every 7th line all NaN (pattern 3:
+ * check_arg). */
 static double
 arg_value(enum nrtemu_dtype dt, int pattern, uint64_t line, uint64_t r)
 {
@@ -298,8 +397,14 @@ check_arg(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
 
     for (uint64_t i = 0; i < count; i++) {
         uint64_t a = i / (R * B), r = i / B % R, b = i % B;
-        double v = arg_value(dt, pattern, a * B + b, r);
-        nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        if (pattern == 3) {
+            /* every code of a 1-byte dt down each line of 256 rows or
+             * more, NaNs and both zeros included, in an order of its own */
+            data[i] = (char)(uint8_t)((r * 7 + (a * B + b) * 13) % 256);
+        } else {
+            double v = arg_value(dt, pattern, a * B + b, r);
+            nrtemu__convert(dt, data + i * es, NRTEMU_DTYPE_FLOAT64, &v, 1, 1);
+        }
         /* What the input holds, rounded to dt. */
         nrtemu__convert(NRTEMU_DTYPE_FLOAT64, &vals[i], dt, data + i * es, 1,
                         1);
@@ -365,6 +470,23 @@ test_split_arg(void)
                           pattern);
             }
         }
+    }
+}
+
+/* Every code of each fp8 format down the columns, split by rows (the rows
+ * of each task start at a code of their own) or not, at widths that leave
+ * a tail of a vector. */
+static void
+test_arg_every_fp8_code(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        check_arg(dts[t], 1, 1001, 1201, 3);
+        check_arg(dts[t], 1, 256, 300, 3);
+        check_arg(dts[t], 3, 4099, 101, 3);
     }
 }
 
@@ -494,7 +616,9 @@ main(void)
     printf("# pool threads: %u\n", nrtemu__pool_threads());
     RUN_TEST(test_widen_every_code);
     RUN_TEST(test_split_reduce);
+    RUN_TEST(test_column_order);
     RUN_TEST(test_split_arg);
+    RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_split_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
