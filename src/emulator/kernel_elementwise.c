@@ -589,22 +589,9 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         float t[CHUNK], xs[CHUNK], ys[CHUNK];
-        const float *x = a + j, *y = b + j;
+        const float *x = vmath_f32_block(a, sa, j, c, xs);
+        const float *y = vmath_f32_block(b, sb, j, c, ys);
         int bad = 0;
-        /* A scalar operand is spread over a chunk: the loops below then
-         * have no conditions on it and vectorise. */
-        if (sa) {
-            for (size_t i = 0; i < c; i++) {
-                xs[i] = a[0];
-            }
-            x = xs;
-        }
-        if (sb) {
-            for (size_t i = 0; i < c; i++) {
-                ys[i] = b[0];
-            }
-            y = ys;
-        }
         for (size_t i = 0; i < c; i++) {
             bad |= !NARROW_DIVMOD_OK(x[i], y[i]);
         }

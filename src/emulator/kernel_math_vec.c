@@ -484,22 +484,9 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         float t[CHUNK], ph[CHUNK], xs[CHUNK], ys[CHUNK];
-        const float *x = a + j, *y = b + j;
+        const float *x = vmath_f32_block(a, sa, j, c, xs);
+        const float *y = vmath_f32_block(b, sb, j, c, ys);
         int bad = 0;
-        /* A scalar operand is spread over a block: the loop below then
-         * has no conditions and vectorises. */
-        if (sa) {
-            for (size_t i = 0; i < c; i++) {
-                xs[i] = a[0];
-            }
-            x = xs;
-        }
-        if (sb) {
-            for (size_t i = 0; i < c; i++) {
-                ys[i] = b[0];
-            }
-            y = ys;
-        }
         /* No selects on the arguments: the formula takes any x and y
          * (its conversions to integers see clamped or integer values),
          * and the lanes outside its domain are recomputed below. */
@@ -584,42 +571,29 @@ floor_divide_f32(float x, float y)
 
 /* The loop of a float32 binary op F with fallback G outside
  * divmod_f32_ok, either operand maybe a scalar. */
-#define F32_DIVMOD_LOOP(F, G)                                    \
-    do {                                                         \
-        for (size_t j_ = 0; j_ < n; j_ += CHUNK) {               \
-            size_t c_ = n - j_ < CHUNK ? n - j_ : CHUNK;         \
-            float t_[CHUNK], xs_[CHUNK], ys_[CHUNK];             \
-            const float *x_ = a + j_, *y_ = b + j_;              \
-            int bad_ = 0;                                        \
-            /* A scalar operand is spread over a block: the loop \
-             * below then has no conditions and vectorises. */   \
-            if (sa) {                                            \
-                for (size_t i_ = 0; i_ < c_; i_++) {             \
-                    xs_[i_] = a[0];                              \
-                }                                                \
-                x_ = xs_;                                        \
-            }                                                    \
-            if (sb) {                                            \
-                for (size_t i_ = 0; i_ < c_; i_++) {             \
-                    ys_[i_] = b[0];                              \
-                }                                                \
-                y_ = ys_;                                        \
-            }                                                    \
-            for (size_t i_ = 0; i_ < c_; i_++) {                 \
-                float xv_ = x_[i_], yv_ = y_[i_];                \
-                int ok_ = divmod_f32_ok(xv_, yv_);               \
-                bad_ |= !ok_;                                    \
-                t_[i_] = F(ok_ ? xv_ : 1.0f, ok_ ? yv_ : 1.0f);  \
-            }                                                    \
-            if (bad_) {                                          \
-                for (size_t i_ = 0; i_ < c_; i_++) {             \
-                    if (!divmod_f32_ok(x_[i_], y_[i_])) {        \
-                        t_[i_] = G(x_[i_], y_[i_]);              \
-                    }                                            \
-                }                                                \
-            }                                                    \
-            memcpy(o + j_, t_, c_ * sizeof *o);                  \
-        }                                                        \
+#define F32_DIVMOD_LOOP(F, G)                                      \
+    do {                                                           \
+        for (size_t j_ = 0; j_ < n; j_ += CHUNK) {                 \
+            size_t c_ = n - j_ < CHUNK ? n - j_ : CHUNK;           \
+            float t_[CHUNK], xs_[CHUNK], ys_[CHUNK];               \
+            const float *x_ = vmath_f32_block(a, sa, j_, c_, xs_); \
+            const float *y_ = vmath_f32_block(b, sb, j_, c_, ys_); \
+            int bad_ = 0;                                          \
+            for (size_t i_ = 0; i_ < c_; i_++) {                   \
+                float xv_ = x_[i_], yv_ = y_[i_];                  \
+                int ok_ = divmod_f32_ok(xv_, yv_);                 \
+                bad_ |= !ok_;                                      \
+                t_[i_] = F(ok_ ? xv_ : 1.0f, ok_ ? yv_ : 1.0f);    \
+            }                                                      \
+            if (bad_) {                                            \
+                for (size_t i_ = 0; i_ < c_; i_++) {               \
+                    if (!divmod_f32_ok(x_[i_], y_[i_])) {          \
+                        t_[i_] = G(x_[i_], y_[i_]);                \
+                    }                                              \
+                }                                                  \
+            }                                                      \
+            memcpy(o + j_, t_, c_ * sizeof *o);                    \
+        }                                                          \
     } while (0)
 
 NRTEMU_MULTIVERSION

@@ -19,6 +19,21 @@
 
 #include "kernel.h"
 
+/* The block [j, j + c) of float32 operand p: p + j when it is an array,
+ * else its one value spread over `spread` (c elements), so that the loops
+ * reading the block have no condition on the operand and vectorise. */
+static inline const float *
+vmath_f32_block(const float *p, bool scalar, size_t j, size_t c, float *spread)
+{
+    if (!scalar) {
+        return p + j;
+    }
+    for (size_t i = 0; i < c; i++) {
+        spread[i] = p[0];
+    }
+    return spread;
+}
+
 /* float32 sin (shift 0) or cos (shift 1). */
 void nrtemu__vmath_f32_sincos(size_t n, const float *a, float *o,
                               uint32_t shift);
