@@ -149,11 +149,13 @@ decode_minifloat(uint32_t code, const struct minifloat *fmt)
 
     if (exp == exp_ones && (!fmt->finite || mant == m_mask)) {
         if (fmt->finite || mant != 0) {
-            /* Keep the payload in the top mantissa bits, as NumPy does
-             * for float16. */
+            /* float16 keeps the payload in the top mantissa bits, as
+             * NumPy does (a signalling NaN stays one); an fp8 NaN is the
+             * quiet NaN, as ml_dtypes gives it (a signalling one would
+             * make pow(1, NaN) NaN where ml_dtypes' is 1). */
             return bits_float(
                 sign << 31 | 0x7f800000u |
-                (fmt->finite ? 0x400000u : mant << (23 - m_bits)));
+                (fmt == &fmt_half ? mant << (23 - m_bits) : 0x400000u));
         }
         return sign ? -INFINITY : INFINITY;
     }
@@ -278,8 +280,8 @@ nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value)
  * table's (decode_minifloat; test_convert checks all 256 codes of each
  * format): a normal code's exponent is rebiased in place; a subnormal's
  * mantissa is converted and scaled, exactly; the top exponent of the
- * IEEE-like formats is infinity or NaN with the payload in the top
- * mantissa bits; e4m3fn's one NaN code is the quiet NaN.
+ * IEEE-like formats is infinity or the quiet NaN; e4m3fn's one NaN code
+ * is the quiet NaN.
  */
 #define FP8_DECODE(M, BIAS, FINITE)                                           \
     do {                                                                      \
@@ -293,10 +295,9 @@ nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value)
             if (FINITE) {                                                     \
                 r = mag == 0x7fu ? 0x7fc00000u : r;                           \
             } else {                                                          \
-                r = mag >= (0x7fu >> (M) << (M))                              \
-                        ? 0x7f800000u | (mag & ((1u << (M)) - 1))             \
-                                            << (23 - (M))                     \
-                        : r;                                                  \
+                r = mag > (0x7fu >> (M) << (M))    ? 0x7fc00000u              \
+                    : mag == (0x7fu >> (M) << (M)) ? 0x7f800000u              \
+                                                   : r;                       \
             }                                                                 \
             d[i] = bits_float(r | (c & 0x80u) << 24);                         \
         }                                                                     \

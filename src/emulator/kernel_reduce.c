@@ -249,9 +249,9 @@ is_fp8(enum nrtemu_dtype dt)
 }
 
 /*
- * The widening of an fp8 format: nrtemu__fp8_to_float's values (a finite
- * format's NaN, magnitude 0x7f, is the quiet NaN; other formats keep the
- * mantissa in the top bits; test_reduce_split checks every code).
+ * The widening of an fp8 format: nrtemu__fp8_to_float's values (every
+ * NaN code is the quiet NaN, as in ml_dtypes; test_reduce_split checks
+ * every code).
  */
 static struct narrow
 narrow_fp8(enum nrtemu_dtype dt)
@@ -267,9 +267,9 @@ narrow_fp8(enum nrtemu_dtype dt)
         .rebias = (uint32_t)(127 - bias) << 23,
         .sub_below = 1u << m,
         .special_at = finite ? 0x7fu : (0x7fu >> m) << m,
-        .payload = finite ? 0 : 0x7fffffu,
-        .quiet = finite ? 0x400000u : 0,
-        .quiet_above = 0,
+        .payload = 0,
+        .quiet = 0x400000u,
+        .quiet_above = finite ? 0 : (0x7fu >> m) << m,
         .step = ldexpf(1.0f, 1 - bias - m),
     };
 }

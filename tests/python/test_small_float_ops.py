@@ -98,3 +98,25 @@ def test_float16_math_every_code_within_1_ulp(tmp_path, op):
     # Almost every code is the correctly rounded float16 (cbrt's float32
     # result, itself nearly always correctly rounded, is rounded again).
     assert np.count_nonzero(diff) <= (24 if op == "cbrt" else 16)
+
+
+@pytest.mark.parametrize("dtype", FP8, ids=lambda d: np.dtype(d).name)
+def test_fp8_to_float32_every_code_as_ml_dtypes(tmp_path, dtype):
+    """Every fp8 code widens to ml_dtypes' float32 bits: a NaN code is the
+    quiet NaN of its sign (a signalling one, payload kept, made pow(1, NaN)
+    NaN where ml_dtypes gives 1)."""
+    a = every_code(dtype)
+    got = run(tmp_path, lambda x: x.astype(np.float32), a)
+    want = a.astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32),
+                                  strict=True)
+    # In the emulator's own arithmetic (fp8 pow goes through float32): 1 to
+    # a NaN power is 1, NaN to the power 0 is 1, as ml_dtypes computes them.
+    nan_codes = a.reshape(-1)[np.isnan(a.reshape(-1).astype(np.float32))]
+    ones = np.ones_like(nan_codes)
+    got = run(tmp_path, np.power, ones, nan_codes)
+    np.testing.assert_array_equal(got.astype(np.float32), np.power(ones, nan_codes)
+                                  .astype(np.float32))
+    assert (got.astype(np.float32) == 1).all()
+    got = run(tmp_path, np.power, nan_codes, np.zeros_like(nan_codes))
+    assert (got.astype(np.float32) == 1).all()
