@@ -39,7 +39,11 @@ def cli(*args: str) -> str:
 
 
 def run_client(exe: Path, *args: str) -> subprocess.CompletedProcess:
-    env = child_env()
+    # An emulated machine of the client's own: this test process may hold
+    # its machine's cores (a runtime an earlier test started), and a
+    # client's nrt_init wants all of them.
+    env = child_env(
+        NRTPY_EMU_NAMESPACE=f"{os.environ['NRTPY_EMU_NAMESPACE']}-client")
     env.pop("LD_LIBRARY_PATH", None)  # the rpath alone must find libnrt
     return subprocess.run(
         [str(exe), *args], env=env, capture_output=True, text=True,
