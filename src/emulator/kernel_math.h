@@ -280,15 +280,32 @@ kmath_exp_f16(float x)
 /* The bits of the float32 nearest sqrt(1/2), below it. */
 #define KMATH_SQRT_HALF_BITS 0x3f3504f3u
 
+/* x = 2^e m, m in [sqrt(1/2), sqrt 2), for a positive normal float32 x,
+ * by integer arithmetic on the bits (a select on m > sqrt 2 makes GCC
+ * compute both arms).  Returned by value: an exponent written through a
+ * pointer can keep GCC from vectorising the loops that call this. */
+struct kmath_split32 {
+    float m;
+    int32_t e;
+};
+
+static inline struct kmath_split32
+kmath_split_sqrt2(float x)
+{
+    uint32_t b = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
+    return (struct kmath_split32){
+        .m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS),
+        .e = (int32_t)(b >> 23) - 127,
+    };
+}
+
 static inline float
 kmath_log_f16(float x)
 {
-    /* float16 values are normal floats (or zero): no scaling.  x = 2^e m,
-     * m in [sqrt(1/2), sqrt 2), by integer arithmetic on the bits (a
-     * select on m > sqrt 2 makes GCC compute both arms). */
-    uint32_t u = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
-    int32_t e = (int32_t)(u >> 23) - 127;
-    float m = kmath_float((u & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
+    /* float16 values are normal floats (or zero): no scaling. */
+    struct kmath_split32 sp = kmath_split_sqrt2(x);
+    int32_t e = sp.e;
+    float m = sp.m;
     /* log(m) = 2 atanh(s), s = f / (2 + f), |s| < 0.172: to s^7. */
     float f = m - 1.0f;
     float s = f / (2.0f + f);

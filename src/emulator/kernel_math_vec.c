@@ -273,10 +273,9 @@ log1p_f32(float x)
 {
     float u = 1.0f + x;
     float c = (u - 1.0f) - x;
-    /* u = 2^e m as in log_f32() */
-    uint32_t b = kmath_bits(u) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
-    int32_t e = (int32_t)(b >> 23) - 127;
-    float m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
+    struct kmath_split32 sp = kmath_split_sqrt2(u); /* u = 2^e m */
+    int32_t e = sp.e;
+    float m = sp.m;
     float f = e == 0 ? x : m - 1.0f;
     /* One division for s and c / u: s feeds only the correction terms,
      * which the extra roundings leave within 2^-26 of the result. */
@@ -348,11 +347,9 @@ cbrt_f32(float x)
 NRTEMU_INLINE float
 log_f32(float x)
 {
-    /* x = 2^e m, m in [sqrt(1/2), sqrt 2), by integer arithmetic on the
-     * bits (a select on m > sqrt 2 makes GCC compute both arms). */
-    uint32_t b = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
-    int32_t e = (int32_t)(b >> 23) - 127;
-    float m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
+    struct kmath_split32 sp = kmath_split_sqrt2(x); /* x = 2^e m */
+    int32_t e = sp.e;
+    float m = sp.m;
     float f = m - 1.0f;
     float s = f / (2.0f + f);
     float z = s * s;
@@ -422,10 +419,9 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
 NRTEMU_INLINE float
 pow_f32(float x, float y, float *ph)
 {
-    /* x = 2^e m as in log_f32() */
-    uint32_t b = kmath_bits(x) + (0x3f800000u - KMATH_SQRT_HALF_BITS);
-    float e = (float)((int32_t)(b >> 23) - 127);
-    float m = kmath_float((b & 0x7fffffu) + KMATH_SQRT_HALF_BITS);
+    struct kmath_split32 sp = kmath_split_sqrt2(x); /* x = 2^e m */
+    float e = (float)sp.e;
+    float m = sp.m;
     float f = m - 1.0f; /* exact */
     float d = 1.0f + m;
     float dl = m - (d - 1.0f); /* d + dl = m + 1 exactly */
