@@ -23,65 +23,44 @@
 
 /*
  * The loop described above for type T: OK(v) is the fast formula's
- * domain, FAST(v) the formula (given 1 for the elements outside its
- * domain, so that it computes nothing odd), SLOW(v) the exact path.
+ * domain, FAST the formula, SLOW(v) the exact path.  FAST is given
+ * ARG(ok, v): VEC_ARG_GUARDED, 1 outside the domain, so that it computes
+ * nothing odd (no conversion of an unbounded float to an integer);
+ * VEC_ARG_ANY, v itself, for a FAST that takes any v, with no select on
+ * its argument, which GCC would otherwise push through the formula as
+ * blends of constants.  The results go straight to the output unless it
+ * overlaps the operand (the only overlap allowed is o == a), whose
+ * elements the slow path may still need: copying a chunk out costs about
+ * 0.08 ns an element, a tenth of a fast formula.
  */
-#define VEC_WITH_FALLBACK(T, n, a, o, OK, FAST, SLOW)    \
-    do {                                                 \
-        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {     \
-            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK; \
-            const T *x_ = (a) + j_;                      \
-            T t_[CHUNK];                                 \
-            int bad_ = 0;                                \
-            for (size_t i_ = 0; i_ < c_; i_++) {         \
-                T v_ = x_[i_];                           \
-                int ok_ = OK(v_);                        \
-                bad_ |= !ok_;                            \
-                t_[i_] = FAST(ok_ ? v_ : (T)1);          \
-            }                                            \
-            if (bad_) {                                  \
-                for (size_t i_ = 0; i_ < c_; i_++) {     \
-                    if (!OK(x_[i_])) {                   \
-                        t_[i_] = SLOW(x_[i_]);           \
-                    }                                    \
-                }                                        \
-            }                                            \
-            memcpy((o) + j_, t_, c_ * sizeof(T));        \
-        }                                                \
-    } while (0)
-
-/*
- * The same loop for a FAST(v) that takes any v without undefined
- * behaviour (no conversion of an unbounded float to an integer): no
- * select on its argument, which GCC would otherwise push through the
- * formula as blends of constants.  And the results go straight to the
- * output unless it is the operand (the only overlap allowed), whose
- * elements the slow path may still need.
- */
-#define VEC_ANY_WITH_FALLBACK(T, n, a, o, OK, FAST, SLOW) \
-    do {                                                  \
-        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {      \
-            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK;  \
-            const T *x_ = (a) + j_;                       \
-            T t_[CHUNK];                                  \
-            T *d_ = (o) == (a) ? t_ : (o) + j_;           \
-            int bad_ = 0;                                 \
-            for (size_t i_ = 0; i_ < c_; i_++) {          \
-                T v_ = x_[i_];                            \
-                bad_ |= !OK(v_);                          \
-                d_[i_] = FAST(v_);                        \
-            }                                             \
-            if (bad_) {                                   \
-                for (size_t i_ = 0; i_ < c_; i_++) {      \
-                    if (!OK(x_[i_])) {                    \
-                        d_[i_] = SLOW(x_[i_]);            \
-                    }                                     \
-                }                                         \
-            }                                             \
-            if (d_ == t_) {                               \
-                memcpy((o) + j_, t_, c_ * sizeof(T));     \
-            }                                             \
-        }                                                 \
+#define VEC_ARG_GUARDED(ok, v) ((ok) ? (v) : 1)
+#define VEC_ARG_ANY(ok, v) (v)
+#define VEC_WITH_FALLBACK(T, n, a, o, OK, FAST, SLOW, ARG)   \
+    do {                                                     \
+        bool direct_ = (o) + (n) <= (a) || (a) + (n) <= (o); \
+        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {         \
+            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK;     \
+            const T *x_ = (a) + j_;                          \
+            T blk_[CHUNK];                                   \
+            T *t_ = direct_ ? (o) + j_ : blk_;               \
+            int bad_ = 0;                                    \
+            for (size_t i_ = 0; i_ < c_; i_++) {             \
+                T v_ = x_[i_];                               \
+                int ok_ = OK(v_);                            \
+                bad_ |= !ok_;                                \
+                t_[i_] = FAST(ARG(ok_, v_));                 \
+            }                                                \
+            if (bad_) {                                      \
+                for (size_t i_ = 0; i_ < c_; i_++) {         \
+                    if (!OK(x_[i_])) {                       \
+                        t_[i_] = SLOW(x_[i_]);               \
+                    }                                        \
+                }                                            \
+            }                                                \
+            if (!direct_) {                                  \
+                memcpy((o) + j_, t_, c_ * sizeof(T));        \
+            }                                                \
+        }                                                    \
     } while (0)
 
 /* ---------------------------------------------------------------------
@@ -196,7 +175,7 @@ vmath_f32_sincos(size_t n, const float *a, float *o, uint32_t shift)
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         const float *x = a + j;
         float t[CHUNK];
-        float *d = o == a ? t : o + j; /* as VEC_ANY_WITH_FALLBACK */
+        float *d = o == a ? t : o + j; /* as VEC_WITH_FALLBACK */
         int bad = 0;
         /* sincos_f32() takes any v (no conversion to an integer), so
          * that the lanes beyond SC_MAX, recomputed below, need no
@@ -367,19 +346,20 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
 {
     switch (op) {
     case NRTEMU_OP_LOG:
-        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG_OK, log_f32, kmath_log);
+        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG_OK, log_f32, kmath_log,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_EXPM1:
-        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_EXPM1_OK, expm1_f32,
-                              kmath_expm1);
+        VEC_WITH_FALLBACK(float, n, a, o, F32_EXPM1_OK, expm1_f32, kmath_expm1,
+                          VEC_ARG_ANY);
         return true;
     case NRTEMU_OP_LOG1P:
-        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32,
-                              kmath_log1p);
+        VEC_WITH_FALLBACK(float, n, a, o, F32_LOG1P_OK, log1p_f32, kmath_log1p,
+                          VEC_ARG_ANY);
         return true;
     case NRTEMU_OP_CBRT:
-        VEC_ANY_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32,
-                              kmath_cbrt);
+        VEC_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32, kmath_cbrt,
+                          VEC_ARG_ANY);
         return true;
     default:
         return false;
@@ -624,40 +604,6 @@ vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * libm for the rest of the domain (NaN, infinities, subnormal results).
  */
 
-/*
- * VEC_WITH_FALLBACK for the float64 loops, written straight into the
- * output where it does not overlap the operand (then the fallback can
- * reread the operand; copying a chunk out costs about 0.08 ns an element,
- * a tenth of a fast formula).
- */
-#define VEC64_WITH_FALLBACK(n, a, o, OK, FAST, SLOW)         \
-    do {                                                     \
-        bool direct_ = (o) + (n) <= (a) || (a) + (n) <= (o); \
-        for (size_t j_ = 0; j_ < (n); j_ += CHUNK) {         \
-            size_t c_ = (n)-j_ < CHUNK ? (n)-j_ : CHUNK;     \
-            const double *x_ = (a) + j_;                     \
-            double blk_[CHUNK];                              \
-            double *t_ = direct_ ? (o) + j_ : blk_;          \
-            int bad_ = 0;                                    \
-            for (size_t i_ = 0; i_ < c_; i_++) {             \
-                double v_ = x_[i_];                          \
-                int ok_ = OK(v_);                            \
-                bad_ |= !ok_;                                \
-                t_[i_] = FAST(ok_ ? v_ : 1.0);               \
-            }                                                \
-            if (bad_) {                                      \
-                for (size_t i_ = 0; i_ < c_; i_++) {         \
-                    if (!OK(x_[i_])) {                       \
-                        t_[i_] = SLOW(x_[i_]);               \
-                    }                                        \
-                }                                            \
-            }                                                \
-            if (!direct_) {                                  \
-                memcpy((o) + j_, t_, c_ * sizeof *(o));      \
-            }                                                \
-        }                                                    \
-    } while (0)
-
 /* e^r - 1 for |r| <= ln2 / 2 (+ a little), to r^13: the first omitted
  * term is below 2^-57 relative. */
 NRTEMU_INLINE double
@@ -888,29 +834,36 @@ vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a, double *o)
 {
     switch (op) {
     case NRTEMU_OP_EXP:
-        VEC64_WITH_FALLBACK(n, a, o, F64_EXP_OK, exp_f64, exp);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_EXP_OK, exp_f64, exp,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_LOG:
-        VEC64_WITH_FALLBACK(n, a, o, F64_LOG_OK, log_f64, log);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG_OK, log_f64, log,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_EXPM1:
-        VEC64_WITH_FALLBACK(n, a, o, F64_EXPM1_OK, expm1_f64, expm1);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_EXPM1_OK, expm1_f64, expm1,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_LOG1P:
-        VEC64_WITH_FALLBACK(n, a, o, F64_LOG1P_OK, log1p_f64, log1p);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_LOG1P_OK, log1p_f64, log1p,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_CBRT:
-        VEC64_WITH_FALLBACK(n, a, o, F64_CBRT_OK, cbrt_f64, cbrt);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_CBRT_OK, cbrt_f64, cbrt,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_TANH:
-        VEC64_WITH_FALLBACK(n, a, o, F64_NOT_NAN, tanh_f64, tanh);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_NOT_NAN, tanh_f64, tanh,
+                          VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_SIGMOID:
-        VEC64_WITH_FALLBACK(n, a, o, F64_SIGMOID_OK, sigmoid_f64,
-                            sigmoid_f64_slow);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_SIGMOID_OK, sigmoid_f64,
+                          sigmoid_f64_slow, VEC_ARG_GUARDED);
         return true;
     case NRTEMU_OP_GELU:
-        VEC64_WITH_FALLBACK(n, a, o, F64_GELU_OK, gelu_f64, gelu_f64_slow);
+        VEC_WITH_FALLBACK(double, n, a, o, F64_GELU_OK, gelu_f64,
+                          gelu_f64_slow, VEC_ARG_GUARDED);
         return true;
     default:
         return false;
