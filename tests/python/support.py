@@ -4,12 +4,15 @@ before this module, and so nrtpy, is imported)."""
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import subprocess
 import sys
 import warnings
 
 import nrtpy
+import nrtpy.neff
+from nrtpy import NrtpyModel, NrtpyTensor
 
 MIB = 1 << 20
 
@@ -26,6 +29,21 @@ def used(core: int = 0) -> int:
     garbage left by earlier code is collected."""
     gc.collect()
     return nrtpy.memory_stats(core).bytes_used
+
+
+_neff_counter = itertools.count()
+
+
+def run_compiled(tmp_path, fn, *arrays):
+    """Compile `fn` for `arrays` (a NEFF of its own under tmp_path), run it
+    on the emulator and return its one output as an array."""
+    path = nrtpy.neff.compile(
+        fn, *arrays, path=tmp_path / f"run{next(_neff_counter)}.neff")
+    model = NrtpyModel.load_from_neff(path)
+    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
+              for name, a in zip(model.input_tensors_info, arrays)}
+    (out,) = model(inputs=inputs).values()
+    return out.numpy()
 
 
 def raw(a) -> bytes:

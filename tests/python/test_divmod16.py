@@ -8,27 +8,14 @@ narrow_divmod), and the float32 kernel elsewhere.
 
 from __future__ import annotations
 
-import itertools
-
 import ml_dtypes
 import numpy as np
 import pytest
 
-import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+from support import run_compiled
 
-_counter = itertools.count()
 OPS = {"floor_divide": lambda a, b: a // b, "mod": lambda a, b: a % b,
        "fmod": np.fmod}
-
-
-def run(tmp_path, fn, *arrays):
-    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"d{next(_counter)}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
-              for name, a in zip(model.input_tensors_info, arrays)}
-    (out,) = model(inputs=inputs).values()
-    return out.numpy()
 
 
 @pytest.mark.parametrize("name", OPS, ids=str)
@@ -42,7 +29,7 @@ def test_every_dividend_bit_exact(tmp_path, dtype, name):
         y = np.full_like(x, d)
         with np.errstate(all="ignore"):
             want = fn(x, y)
-        got = run(tmp_path, fn, x.reshape(256, 256), y.reshape(256, 256)).reshape(-1)
+        got = run_compiled(tmp_path, fn, x.reshape(256, 256), y.reshape(256, 256)).reshape(-1)
         g, w = got.astype(np.float32), want.astype(np.float32)
         same = ((g == w) & (np.signbit(g) == np.signbit(w))) | (np.isnan(g) & np.isnan(w))
         assert same.all(), (d, x[~same][:5], g[~same][:5], w[~same][:5])

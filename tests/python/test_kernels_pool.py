@@ -15,29 +15,16 @@ the plain kernel), bit for bit, and with NumPy / ml_dtypes.
 
 from __future__ import annotations
 
-import itertools
-
 import ml_dtypes
 import numpy as np
 import pytest
 
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+from support import run_compiled
 
-_counter = itertools.count()
 FP8 = [ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
        ml_dtypes.float8_e3m4]
 RNG = np.random.default_rng(10)
-
-
-def run(tmp_path, fn, *arrays):
-    """Compile `fn` for `arrays` and run it on the emulator: its output."""
-    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"p{next(_counter)}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
-              for name, a in zip(model.input_tensors_info, arrays)}
-    (out,) = model(inputs=inputs).values()
-    return out.numpy()
 
 
 def bits(a: np.ndarray) -> np.ndarray:
@@ -63,8 +50,8 @@ def test_fp8_unary_every_code_by_table(tmp_path, dtype, op):
     fn = UNARY[op]
     codes = np.arange(256, dtype=np.uint8).view(dtype).reshape(16, 16)
     big = np.tile(codes, (8, 4))  # 8192 codes: the table
-    got = run(tmp_path, fn, big)
-    small = run(tmp_path, fn, codes)  # 256: computed
+    got = run_compiled(tmp_path, fn, big)
+    small = run_compiled(tmp_path, fn, codes)  # 256: computed
     np.testing.assert_array_equal(bits(got), bits(np.tile(small, (8, 4))))
     if op != "exp":  # exp is rounded from float32: within an ulp of ml_dtypes
         with np.errstate(divide="ignore"):
@@ -77,7 +64,7 @@ def test_fp8_tests_and_truth_every_code(tmp_path, dtype):
     codes = np.arange(256, dtype=np.uint8).view(dtype).reshape(16, 16)
     big = np.tile(codes, (16, 16))
     for fn in (np.isfinite, np.logical_not):
-        got = run(tmp_path, fn, big)
+        got = run_compiled(tmp_path, fn, big)
         want = fn(big.astype(np.float32))
         np.testing.assert_array_equal(got, want, strict=True)
 
@@ -101,9 +88,9 @@ def test_fp8_binary_every_pair_by_table(tmp_path, dtype, op):
     a = np.repeat(codes, 256).reshape(256, 256)  # every pair once
     b = np.tile(codes, 256).reshape(256, 256)
     with np.errstate(all="ignore"):
-        got = run(tmp_path, fn, a, b)  # 65536 elements: the pair table
+        got = run_compiled(tmp_path, fn, a, b)  # 65536 elements: the pair table
         # 8 rows at a time: computed
-        small = np.concatenate([run(tmp_path, fn, a[i:i + 8], b[i:i + 8])
+        small = np.concatenate([run_compiled(tmp_path, fn, a[i:i + 8], b[i:i + 8])
                                 for i in range(0, 256, 8)])
         np.testing.assert_array_equal(bits(got), bits(small))
         want = fn(a.astype(np.float32), b.astype(np.float32))
@@ -129,7 +116,7 @@ def test_fp8_arith_on_the_pool_matches_numpy(tmp_path, dtype):
     a = RNG.integers(0, 256, shape, dtype=np.uint8).view(dtype)
     b = RNG.integers(0, 256, shape, dtype=np.uint8).view(dtype)
     for name, fn in FP8_ARITH.items():
-        got = run(tmp_path, fn, a, b)
+        got = run_compiled(tmp_path, fn, a, b)
         with np.errstate(all="ignore"):
             want = fn(a.astype(np.float32), b.astype(np.float32)).astype(dtype)
         same_values(got, want)
@@ -162,7 +149,7 @@ def test_split_elementwise_matches_numpy(tmp_path, shape):
         (lambda k, x, y: np.where(k, x, y), c, a, b),
     ]
     for fn, *args in cases:
-        got = run(tmp_path, fn, *args)
+        got = run_compiled(tmp_path, fn, *args)
         want = np.asarray(fn(*args))
         np.testing.assert_array_equal(bits(got), bits(want.astype(got.dtype)))
 
@@ -174,8 +161,8 @@ def test_split_pow_matches_rows(tmp_path, shape):
     a = RNG.uniform(0.5, 2.0, shape).astype(np.float32)
     b = RNG.uniform(-3.0, 3.0, shape).astype(np.float32)
     b[:, ::7] = 3.0
-    got = run(tmp_path, np.power, a, b)
-    rows = np.stack([run(tmp_path, np.power, a[r], b[r]) for r in range(shape[0])])
+    got = run_compiled(tmp_path, np.power, a, b)
+    rows = np.stack([run_compiled(tmp_path, np.power, a[r], b[r]) for r in range(shape[0])])
     np.testing.assert_array_equal(bits(got), bits(rows))
 
 
@@ -199,7 +186,7 @@ def test_split_layout_matches_numpy(tmp_path, dtype):
         (lambda x: np.broadcast_to(x, (3, 600011)), r),
     ]
     for fn, *args in cases:
-        got = run(tmp_path, fn, *args)
+        got = run_compiled(tmp_path, fn, *args)
         np.testing.assert_array_equal(bits(got), bits(np.asarray(fn(*args))))
 
 
@@ -219,7 +206,7 @@ def test_fp8_transpose_by_squares_of_lines(tmp_path):
         (lambda x: x.T, c),
     ]
     for fn, x in cases:
-        got = run(tmp_path, fn, x)
+        got = run_compiled(tmp_path, fn, x)
         np.testing.assert_array_equal(bits(got), bits(np.asarray(fn(x))))
 
 
@@ -229,8 +216,8 @@ def test_fp8_where_every_code(tmp_path, dtype):
     x = np.tile(codes, (16, 16))
     y = np.ascontiguousarray(x.T)
     c = RNG.random(x.shape) > 0.5
-    got = run(tmp_path, np.where, c, x, y)  # 65536: the table
-    small = np.concatenate([run(tmp_path, np.where, c[i:i + 8], x[i:i + 8],
+    got = run_compiled(tmp_path, np.where, c, x, y)  # 65536: the table
+    small = np.concatenate([run_compiled(tmp_path, np.where, c[i:i + 8], x[i:i + 8],
                                 y[i:i + 8]) for i in range(0, 256, 8)])
     np.testing.assert_array_equal(bits(got), bits(small))
     same_values(got, np.where(c, x, y))

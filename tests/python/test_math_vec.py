@@ -18,7 +18,6 @@ NumPy and float64 references.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import ml_dtypes
@@ -26,19 +25,7 @@ import numpy as np
 import pytest
 
 import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
-
-_counter = itertools.count()
-
-
-def run(tmp_path, fn, *arrays):
-    """Compile `fn` for `arrays` and run it on the emulator: its output."""
-    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"k{next(_counter)}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
-              for name, a in zip(model.input_tensors_info, arrays)}
-    (out,) = model(inputs=inputs).values()
-    return out.numpy()
+from support import run_compiled
 
 
 def int_operands():
@@ -57,21 +44,21 @@ def int_operands():
 def test_int32_floor_divide_and_mod_are_numpys(tmp_path, name):
     x, y = int_operands()
     fn = {"floor_divide": lambda a, b: a // b, "mod": lambda a, b: a % b}[name]
-    got = run(tmp_path, fn, x, y)
+    got = run_compiled(tmp_path, fn, x, y)
     with np.errstate(all="ignore"):
         want = fn(x, y)  # x // 0 and x % 0 are 0, INT32_MIN // -1 wraps
     np.testing.assert_array_equal(got, want, strict=True)
     # One operand a scalar: the loops that hoist it.
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(run(tmp_path, lambda a: fn(a, np.int32(-7)), x),
+        np.testing.assert_array_equal(run_compiled(tmp_path, lambda a: fn(a, np.int32(-7)), x),
                                       fn(x, np.int32(-7)), strict=True)
-        np.testing.assert_array_equal(run(tmp_path, lambda b: fn(np.int32(1000), b), y),
+        np.testing.assert_array_equal(run_compiled(tmp_path, lambda b: fn(np.int32(1000), b), y),
                                       fn(np.int32(1000), y), strict=True)
 
 
 def test_int32_fmod_is_xlas_rem(tmp_path):
     x, y = int_operands()
-    got = run(tmp_path, np.fmod, x, y)
+    got = run_compiled(tmp_path, np.fmod, x, y)
     with np.errstate(all="ignore"):
         want = np.fmod(x, y)
     want = np.where(y == 0, x, want)  # XLA: x rem 0 is x (NumPy: 0)
@@ -82,13 +69,13 @@ def test_int32_power_wraps(tmp_path):
     x, _ = int_operands()
     rng = np.random.default_rng(2)
     e = rng.integers(0, 70, x.size).astype(np.int32)
-    np.testing.assert_array_equal(run(tmp_path, lambda a, b: a ** b, x, e), x ** e,
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x, e), x ** e,
                                   strict=True)
-    np.testing.assert_array_equal(run(tmp_path, lambda a: a ** 5, x), x ** 5, strict=True)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda a: a ** 5, x), x ** 5, strict=True)
     # Negative exponents (NumPy raises): the truncated 1 / x^-e.
     base = np.array([1, -1, -1, 2, -3, 0], np.int32)
     neg = np.array([-3, -3, -2, -1, -5, -1], np.int32)
-    got = run(tmp_path, lambda a, b: a ** b, base, neg)
+    got = run_compiled(tmp_path, lambda a, b: a ** b, base, neg)
     assert got.tolist() == [1, -1, 1, 0, 0, 0]
 
 
@@ -123,10 +110,10 @@ def test_float_divmod_bit_exact(tmp_path, name, dtype):
         x, y = (v.astype(dtype) for v in float_operands())
         want = fn(x, y)
         want_scalar = fn(x, dtype(-3.0))
-    got = run(tmp_path, fn, x, y)
+    got = run_compiled(tmp_path, fn, x, y)
     assert got.dtype == want.dtype
     same_bits_or_both_nan(got, want)
-    same_bits_or_both_nan(run(tmp_path, lambda a: fn(a, dtype(-3.0)), x), want_scalar)
+    same_bits_or_both_nan(run_compiled(tmp_path, lambda a: fn(a, dtype(-3.0)), x), want_scalar)
 
 
 def ordered64(f: np.ndarray) -> np.ndarray:
@@ -182,7 +169,7 @@ def test_float64_gelu_wide(tmp_path):
                         -(10.0 ** rng.uniform(1, 308, 2000)),
                         10.0 ** rng.uniform(1, 308, 2000),
                         [np.nan, np.inf, -np.inf, 0.0, -0.0]])
-    got = run(tmp_path, nrtpy.neff.gelu, x)
+    got = run_compiled(tmp_path, nrtpy.neff.gelu, x)
     # gelu(-inf) is the formula's NaN (-inf * 0), as it always was.
     want = np.array([_gelu_wide(v) if np.isfinite(v) else
                      (v if v > 0 or np.isnan(v) else np.nan) for v in x])
@@ -196,7 +183,7 @@ def test_float64_gelu_wide(tmp_path):
     assert (np.signbit(got[neg]) & (got[neg] == 0)).all()  # -0
     # int32 operands compute the same float64 function.
     i = np.arange(-60, 61, dtype=np.int32)
-    got_i = run(tmp_path, nrtpy.neff.gelu, i)
+    got_i = run_compiled(tmp_path, nrtpy.neff.gelu, i)
     assert got_i.dtype == np.float64
     want_i = np.array([_gelu_wide(float(v)) for v in i])
     np.testing.assert_allclose(got_i, want_i, rtol=1e-12, atol=2 * 5e-324)
@@ -219,7 +206,7 @@ def test_float64_math_within_ulps(tmp_path, op):
     x = np.concatenate([x, small, ints, special])
     if op in ("log", "log1p"):
         x = np.concatenate([x[x > lo], special])
-    got = run(tmp_path, fn, x)
+    got = run_compiled(tmp_path, fn, x)
     want = np.array([_safe(ref, v) for v in x])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
@@ -233,7 +220,7 @@ def test_float64_math_within_ulps(tmp_path, op):
     i = np.arange(-50, 51, dtype=np.int32)
     i = i[i > 0] if op in ("log", "log1p") else i
     i = i[np.abs(i) <= 1] if op == "gelu" else i
-    got_i = run(tmp_path, fn, i)
+    got_i = run_compiled(tmp_path, fn, i)
     assert got_i.dtype == np.float64
     want_i = np.array([_safe(ref, float(v)) for v in i])
     assert np.abs(ordered64(got_i) - ordered64(want_i)).max() <= ulps
@@ -266,12 +253,12 @@ def test_float64_sin_cos_within_1ulp(tmp_path, name):
                         np.arange(-3000, 3001, dtype=np.float64),
                         [2.0**31, -2.0**31, 2.0**31 + 1, 1e22, -1e300, 5e-324,
                          1e-300, np.pi / 4, np.pi / 2, np.pi]])
-    got = run(tmp_path, fn, x)
+    got = run_compiled(tmp_path, fn, x)
     err = ulps64(got, x, fn)
     assert err.max() <= 1.0, (x[err > 1][:5], got[err > 1][:5])
     # Special values: as C's sin and cos.
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan])
-    g = run(tmp_path, fn, special)
+    g = run_compiled(tmp_path, fn, special)
     with np.errstate(invalid="ignore"):
         w = fn(special)
     np.testing.assert_array_equal(g[:2], w[:2])
@@ -282,7 +269,7 @@ def test_float64_sin_cos_within_1ulp(tmp_path, name):
     i = np.concatenate([rng.integers(-2**31, 2**31, 50000, dtype=np.int64),
                         near.astype(np.int64), [-2**31, 2**31 - 1, 0, 1, -1]])
     i = i.astype(np.int32)
-    got_i = run(tmp_path, fn, i)
+    got_i = run_compiled(tmp_path, fn, i)
     assert got_i.dtype == np.float64
     assert ulps64(got_i, i.astype(np.float64), fn).max() <= 1.0
 
@@ -292,7 +279,7 @@ def test_float64_cbrt_within_1ulp(tmp_path):
     rng = np.random.default_rng(10)
     x = rng.uniform(1, 2, 40000) * 2.0 ** rng.integers(-120, 120, 40000)
     x = np.concatenate([x * rng.choice([-1, 1], 40000), np.arange(-1000.0, 1001.0)])
-    err = ulps64(run(tmp_path, np.cbrt, x), x, np.cbrt)
+    err = ulps64(run_compiled(tmp_path, np.cbrt, x), x, np.cbrt)
     assert err.max() <= 1.0, (x[err > 1][:5], err.max())
 
 
@@ -330,7 +317,7 @@ def test_float32_math_within_1ulp_everywhere(tmp_path, op):
         x = np.concatenate([x[x > -1], np.float32([-1.0, -2.0, -0.99999994])])
     x = np.concatenate([x, np.float32([0.0, -0.0, np.inf, -np.inf, np.nan,
                                        1e-45, -1e-45, 1e-38, 0.5, -0.5])])
-    got = run(tmp_path, fn, x)
+    got = run_compiled(tmp_path, fn, x)
     with np.errstate(all="ignore"):
         want = np.array([_safe(ref, float(v)) for v in x]).astype(np.float32)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))

@@ -15,30 +15,16 @@ beyond.
 
 from __future__ import annotations
 
-import itertools
-
 import ml_dtypes
 import numpy as np
 import pytest
 
-import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+from support import run_compiled
 
-_counter = itertools.count()
 TINY = np.float32(1e-45)  # the smallest float32 subnormal
 SPECIAL = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 2.0, -2.0,
                     0.5, -0.5, 1e-40, -1e-40, TINY, -TINY, 1.2e-38, 3e38,
                     -3e38, 1e20, -1e20, 1e-20, 7.0, -7.0], np.float32)
-
-
-def run(tmp_path, fn, *arrays):
-    """Compile `fn` for `arrays` and run it on the emulator: its output."""
-    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"k{next(_counter)}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
-              for name, a in zip(model.input_tensors_info, arrays)}
-    (out,) = model(inputs=inputs).values()
-    return out.numpy()
 
 
 def ordered(f: np.ndarray) -> np.ndarray:
@@ -78,7 +64,7 @@ def inputs32(seed=0):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=str)
 def test_pow_numpy_fast_exponents_exact(tmp_path, e, dtype):
     a = inputs32().astype(dtype)
-    got = run(tmp_path, lambda x: x ** e, a)
+    got = run_compiled(tmp_path, lambda x: x ** e, a)
     with np.errstate(all="ignore"):
         want = a ** e
     np.testing.assert_array_equal(got, want, strict=True)
@@ -92,7 +78,7 @@ def test_pow_numpy_fast_exponents_exact(tmp_path, e, dtype):
                                2.5, -1.5, 7.5, 0.0 - 10.5, 511.5])
 def test_pow_integer_and_half_exponents_float32(tmp_path, e):
     a = inputs32(1)
-    got = run(tmp_path, lambda x: x ** e, a)
+    got = run_compiled(tmp_path, lambda x: x ** e, a)
     with np.errstate(all="ignore"):
         want64 = np.power(a.astype(np.float64), e)
     assert_within_ulp(got, want64)
@@ -106,7 +92,7 @@ def test_pow_scalar_exponent_narrow_floats(tmp_path, dtype, e):
         a = inputs32(2)[:200].astype(dtype)
         dt = (a ** e).dtype  # NumPy's result dtype (bfloat16 ** 0.5 is float32)
         want = np.power(a.astype(np.float64), e).astype(dt)
-    got = run(tmp_path, lambda x: x ** e, a)
+    got = run_compiled(tmp_path, lambda x: x ** e, a)
     assert got.dtype == dt
     g, w = got.astype(np.float64), want.astype(np.float64)
     np.testing.assert_array_equal(np.isnan(g), np.isnan(w))
@@ -119,10 +105,10 @@ def test_pow_scalar_exponent_narrow_floats(tmp_path, dtype, e):
 
 def test_pow_integer_dtypes(tmp_path):
     a = np.arange(-20, 20, dtype=np.int32)
-    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 3, a), a ** 3, strict=True)
-    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 0, a), a ** 0, strict=True)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda x: x ** 3, a), a ** 3, strict=True)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda x: x ** 0, a), a ** 0, strict=True)
     u = np.arange(0, 40, dtype=np.uint8)
-    np.testing.assert_array_equal(run(tmp_path, lambda x: x ** 2, u), u ** 2, strict=True)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda x: x ** 2, u), u ** 2, strict=True)
 
 
 # C pow's special cases where the exponent varies: 0**negative = inf,
@@ -135,7 +121,7 @@ POW_GRID = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0,
 def test_pow_special_cases_float64(tmp_path):
     x, y = np.meshgrid(POW_GRID, POW_GRID, indexing="ij")
     x, y = x.ravel().copy(), y.ravel().copy()
-    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    got = run_compiled(tmp_path, lambda a, b: a ** b, x, y)
     with np.errstate(all="ignore"):
         want = np.power(x, y)
     # NaN, infinities, zeros and ones exactly; the rest within 1 ulp (NumPy's
@@ -158,7 +144,7 @@ def test_pow_special_cases_float32(tmp_path):
     x, y = np.meshgrid(POW_GRID, POW_GRID, indexing="ij")
     with np.errstate(over="ignore"):  # 1e300 becomes inf
         x, y = x.ravel().astype(np.float32), y.ravel().astype(np.float32)
-    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    got = run_compiled(tmp_path, lambda a, b: a ** b, x, y)
     with np.errstate(all="ignore"):
         want64 = np.power(x.astype(np.float64), y.astype(np.float64))
     assert_within_ulp(got, want64)
@@ -178,7 +164,7 @@ def test_pow_varying_exponents_float32(tmp_path):
     ints = rng.integers(-40, 40, 2000).astype(np.float64)
     x = np.concatenate([x, near, rng.uniform(0.5, 2.0, n), neg]).astype(np.float32)
     y = np.concatenate([y, big, rng.uniform(0.5, 2.0, n), ints]).astype(np.float32)
-    got = run(tmp_path, lambda a, b: a ** b, x, y)
+    got = run_compiled(tmp_path, lambda a, b: a ** b, x, y)
     with np.errstate(all="ignore"):
         want64 = np.power(x.astype(np.float64), y.astype(np.float64))
     assert_within_ulp(got, want64)
@@ -192,7 +178,7 @@ def test_pow_other_scalar_exponents(tmp_path):
     """Exponents that are neither integers nor half-integers: C pow."""
     a = inputs32(3)
     for e in (2.2, -0.3, 1e10, np.inf, -np.inf, np.nan, 2000.0):
-        got = run(tmp_path, lambda x, e=e: x ** np.float32(e), a)
+        got = run_compiled(tmp_path, lambda x, e=e: x ** np.float32(e), a)
         with np.errstate(all="ignore"):
             want64 = np.power(a.astype(np.float64), np.float64(np.float32(e)))
         assert_within_ulp(got, want64)
@@ -219,7 +205,7 @@ def trig_inputs():
 def test_sin_cos_float32_within_1ulp(tmp_path, name):
     fn = getattr(np, name)
     a = trig_inputs()
-    got = run(tmp_path, fn, a)
+    got = run_compiled(tmp_path, fn, a)
     with np.errstate(all="ignore"):
         want64 = fn(a.astype(np.float64))
     assert_within_ulp(got, want64)
@@ -240,7 +226,7 @@ def test_sin_cos_narrow_floats(tmp_path, name, dtype):
     fn = getattr(np, name)
     with np.errstate(over="ignore"):
         a = trig_inputs()[::50].astype(dtype)
-    got = run(tmp_path, fn, a)
+    got = run_compiled(tmp_path, fn, a)
     assert got.dtype == np.dtype(dtype)
     with np.errstate(all="ignore"):
         want = fn(a.astype(np.float64)).astype(dtype).astype(np.float64)

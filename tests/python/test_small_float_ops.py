@@ -11,29 +11,15 @@ value (float64 NumPy rounded to float16), NaN exactly where it is NaN.
 
 from __future__ import annotations
 
-import itertools
-
 import ml_dtypes
 import numpy as np
 import pytest
 
-import nrtpy.neff
-from nrtpy import NrtpyModel, NrtpyTensor
+from support import run_compiled
 
-_counter = itertools.count()
 FP8 = [ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
        ml_dtypes.float8_e3m4]
 SIGN_OPS = {"neg": np.negative, "abs": np.abs}
-
-
-def run(tmp_path, fn, *arrays):
-    """Compile `fn` for `arrays` and run it on the emulator: its output."""
-    path = nrtpy.neff.compile(fn, *arrays, path=tmp_path / f"k{next(_counter)}.neff")
-    model = NrtpyModel.load_from_neff(path)
-    inputs = {name: NrtpyTensor.from_numpy(a, name=name)
-              for name, a in zip(model.input_tensors_info, arrays)}
-    (out,) = model(inputs=inputs).values()
-    return out.numpy()
 
 
 def every_code(dtype):
@@ -51,11 +37,11 @@ def test_sign_ops_every_code_bit_exact(tmp_path, dtype, op):
     a = every_code(dtype)
     fn = SIGN_OPS[op]
     u = f"u{a.itemsize}"
-    got = run(tmp_path, fn, a)
+    got = run_compiled(tmp_path, fn, a)
     assert got.dtype == a.dtype
     np.testing.assert_array_equal(got.view(u), fn(a).view(u), strict=True)
     # Strided: the transpose is read with a stride along the run.
-    got = run(tmp_path, lambda x: fn(x.T), a)
+    got = run_compiled(tmp_path, lambda x: fn(x.T), a)
     np.testing.assert_array_equal(got.view(u), fn(a.T).view(u), strict=True)
 
 
@@ -63,11 +49,11 @@ def test_sign_ops_fp8_nan_and_zero_codes(tmp_path):
     """The codes that a float32 round trip would change: e5m2's NaN
     payloads keep theirs, -0 and e4m3fn's -NaN are the sign bit."""
     e5m2 = np.array([0x7D, 0x7E, 0x7F, 0xFD, 0x00, 0x80], np.uint8)
-    got = run(tmp_path, np.negative, e5m2.view(ml_dtypes.float8_e5m2))
+    got = run_compiled(tmp_path, np.negative, e5m2.view(ml_dtypes.float8_e5m2))
     np.testing.assert_array_equal(
         got.view(np.uint8), np.array([0xFD, 0xFE, 0xFF, 0x7D, 0x80, 0x00], np.uint8))
     fn = np.array([0x7F, 0xFF, 0x80], np.uint8).view(ml_dtypes.float8_e4m3fn)
-    got = run(tmp_path, np.abs, fn)
+    got = run_compiled(tmp_path, np.abs, fn)
     np.testing.assert_array_equal(got.view(np.uint8),
                                   np.array([0x7F, 0x7F, 0x00], np.uint8))
 
@@ -83,7 +69,7 @@ def ordered16(h: np.ndarray) -> np.ndarray:
 def test_float16_math_every_code_within_1_ulp(tmp_path, op):
     fn = getattr(np, op)
     a = every_code(np.float16)
-    got = run(tmp_path, fn, a)
+    got = run_compiled(tmp_path, fn, a)
     with np.errstate(all="ignore"):
         want = fn(a.astype(np.float64)).astype(np.float16)
     assert got.dtype == np.float16
@@ -106,7 +92,7 @@ def test_fp8_to_float32_every_code_as_ml_dtypes(tmp_path, dtype):
     quiet NaN of its sign (a signalling one, payload kept, made pow(1, NaN)
     NaN where ml_dtypes gives 1)."""
     a = every_code(dtype)
-    got = run(tmp_path, lambda x: x.astype(np.float32), a)
+    got = run_compiled(tmp_path, lambda x: x.astype(np.float32), a)
     want = a.astype(np.float32)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32),
                                   strict=True)
@@ -114,9 +100,9 @@ def test_fp8_to_float32_every_code_as_ml_dtypes(tmp_path, dtype):
     # a NaN power is 1, NaN to the power 0 is 1, as ml_dtypes computes them.
     nan_codes = a.reshape(-1)[np.isnan(a.reshape(-1).astype(np.float32))]
     ones = np.ones_like(nan_codes)
-    got = run(tmp_path, np.power, ones, nan_codes)
+    got = run_compiled(tmp_path, np.power, ones, nan_codes)
     np.testing.assert_array_equal(got.astype(np.float32), np.power(ones, nan_codes)
                                   .astype(np.float32))
     assert (got.astype(np.float32) == 1).all()
-    got = run(tmp_path, np.power, nan_codes, np.zeros_like(nan_codes))
+    got = run_compiled(tmp_path, np.power, nan_codes, np.zeros_like(nan_codes))
     assert (got.astype(np.float32) == 1).all()
