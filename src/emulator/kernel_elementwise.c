@@ -1457,7 +1457,8 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
         sign_driver(op, out, &in[0]);
         return NRT_SUCCESS;
     }
-    if (nrtemu__kernel_table_run(op, compute, out, in, n_in, s) ||
+    if (nrtemu__kernel_round16_run(op, compute, out, in, n_in, stream) ||
+        nrtemu__kernel_table_run(op, compute, out, in, n_in, s) ||
         nrtemu__kernel_table16_run(op, compute, out, in, n_in, s, stream)) {
         return NRT_SUCCESS;
     }

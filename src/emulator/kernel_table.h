@@ -1,6 +1,7 @@
 /*
  * kernel_table.h - elementwise ops on 1-byte operands (kernel_table.c) and
- * unary ops on 2-byte float operands (kernel_table16.c) as table lookups
+ * unary ops on 2-byte float operands (kernel_table16.c) as table lookups,
+ * and the rounding ops of 2-byte floats on their bits (kernel_round16.c)
  * (internal).
  */
 #ifndef NRTEMU_KERNEL_TABLE_H
@@ -25,6 +26,20 @@ bool nrtemu__kernel_table16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                                 const struct nrtemu_array *out,
                                 const struct nrtemu_array *in, int n_in,
                                 struct nrtemu_scratch *s, bool stream);
+
+/*
+ * Run floor, ceil, round_even or round_away (arguments as
+ * nrtemu__kernel_elementwise) on the bits when it applies: compute dtype,
+ * operand and out all float16 or all bfloat16, of one shape; `stream` as
+ * nrtemu__kernel_table16_run.  The operand may be the out itself.
+ * Returns false, having written nothing, when it does not apply.  The
+ * results are the kernel's, bit for bit, with no table
+ * (kernel_round16.c).  Thread-safe (no state).
+ */
+bool nrtemu__kernel_round16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
+                                const struct nrtemu_array *out,
+                                const struct nrtemu_array *in, int n_in,
+                                bool stream);
 
 /*
  * Run elementwise `op` (arguments as nrtemu__kernel_elementwise) by table
