@@ -66,3 +66,37 @@ def test_every_code_by_table_as_computed(tmp_path, dtype, op):
         finite = np.isfinite(ref.astype(np.float32)) & (np.abs(ref.astype(np.float32)) > 1e-3)
         rel = np.abs(want.astype(np.float64)[finite] / ref.astype(np.float64)[finite] - 1)
         assert rel.max() <= 2.0 ** -7  # one bfloat16 ulp
+
+
+ROUNDING = {"floor": np.floor, "ceil": np.ceil, "rint": np.rint}
+
+
+@pytest.mark.parametrize("op", ROUNDING, ids=str)
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16],
+                         ids=lambda d: np.dtype(d).name)
+def test_rounding_every_code_is_numpys(tmp_path, dtype, op):
+    """floor, ceil and rint of float16 and bfloat16 work on the bits
+    (src/emulator/kernel_round16.c): every code, in a small op, a big one
+    and one on the worker pool with streamed results, is NumPy's (float16)
+    or ml_dtypes' (bfloat16) value, the sign of zeros included; NaN stays
+    NaN."""
+    fn = ROUNDING[op]
+    codes = np.random.default_rng(17).permutation(
+        np.arange(65536, dtype=np.uint32).astype(np.uint16)).view(dtype)
+    with np.errstate(all="ignore"):
+        want = fn(codes)
+    nan = np.isnan(want.astype(np.float32))
+    for shape, reps in (((65536,), 1), ((256, 256), 1), ((256, 256), (4, 4))):
+        a = np.tile(codes.reshape(shape), reps)
+        got = execute(load(tmp_path, fn, a), a)
+        assert got.dtype == np.dtype(dtype)
+        w = np.tile(want.reshape(shape), reps).view(np.uint16)
+        g = got.view(np.uint16)
+        n = np.tile(nan.reshape(shape), reps)
+        np.testing.assert_array_equal(g[~n], w[~n])
+        assert np.isnan(got[n].astype(np.float32)).all()
+    # a piece below the table's threshold
+    small = codes[:1000]
+    got = execute(load(tmp_path, fn, small), small)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan[:1000]],
+                                  want.view(np.uint16)[:1000][~nan[:1000]])
