@@ -1409,6 +1409,47 @@ nrtemu__kernel_stream_wanted(const struct nrtemu_array *out,
     return kstream_wanted(bytes, out_bytes);
 }
 
+/*
+ * A unary op of kernel_math_vec.c's over int32 operands in float64 (sin,
+ * cos, gelu, log1p, cbrt, exp, log, expm1, tanh, sigmoid) into a float64
+ * out: one call per contiguous run, converting in its vector loop (no
+ * block of scratch, no block-sized calls).  False, nothing written, where
+ * that does not apply: then the blocks of the driver.  `it`: the driver's
+ * iterator over out and in.
+ */
+static bool
+i32_f64_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
+             enum nrtemu_dtype compute, const struct nrtemu_array *out,
+             const struct nrtemu_array *in, const struct kiter *it,
+             uint64_t outer, size_t len, bool stream)
+{
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[KITER_MAX_OPS] = {0};
+    const char *ib = in[0].data, *ob = out->data;
+    size_t in_bytes = nrtemu__array_count(&in[0]) * sizeof(int32_t);
+    size_t out_bytes = nrtemu__array_count(out) * sizeof(double);
+
+    if (cls != NRTEMU_OPC_UNARY || compute != NRTEMU_DTYPE_FLOAT64 ||
+        in[0].dtype != NRTEMU_DTYPE_INT32 ||
+        out->dtype != NRTEMU_DTYPE_FLOAT64 ||
+        it->stride[0][it->ndim - 1] != 1 ||
+        !(ob + out_bytes <= ib || ib + in_bytes <= ob)) {
+        return false;
+    }
+    for (uint64_t o = 0; o < outer; o++) {
+        if (!nrtemu__vmath_i32_f64_unary(
+                op, len, (const int32_t *)in[0].data + off[0],
+                (double *)out->data + off[1], stream)) {
+            return false; /* (at the first run: not one of these ops) */
+        }
+        kiter_next(it, idx, off);
+    }
+    if (stream) {
+        kstream_fence();
+    }
+    return true;
+}
+
 NRT_STATUS
 nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                            const struct nrtemu_array *out,
@@ -1524,6 +1565,9 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
         block = KSTREAM_BLOCK / out_size;
     }
 
+    if (i32_f64_runs(op, cls, compute, out, in, &it, outer, len, stream)) {
+        return NRT_SUCCESS;
+    }
     for (uint64_t o = 0; o < outer; o++) {
         for (size_t j = 0; j < len; j += block) {
             size_t n = len - j < block ? len - j : block;

@@ -13,10 +13,16 @@
 #include "kernel_math_vec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kernel_math.h"
+#include "kernel_stream.h"
 #include "simd.h"
+
+#if NRTEMU_X86_CLONES
+#include <immintrin.h>
+#endif
 
 /* Elements per chunk: the locals of a chunk stay in L1. */
 #define CHUNK 256
@@ -1017,9 +1023,10 @@ sincos_f64_small_cancels(double x)
 }
 
 /* sin (shift 0) or cos (shift 1) of x, |x| <= SC64_MAX (small: |x| <=
- * SC64_SMALL, the cheaper reduction). */
+ * SC64_SMALL, the cheaper reduction; zeros: x may be -0, whose sin keeps
+ * the sign, where integers bring +0 only). */
 NRTEMU_INLINE double
-sincos_f64(double x, uint64_t shift, int small)
+sincos_f64(double x, uint64_t shift, int small, int zeros)
 {
     double tk = x * KMATH_2_OVER_PI + KMATH_SHIFTER64;
     uint64_t q = (kmath_bits64(tk) + shift) & 3u;
@@ -1034,7 +1041,7 @@ sincos_f64(double x, uint64_t shift, int small)
         ps = ps * z + sincos_f64_sin_terms[j];
     }
     double sn = s - (s * z * ps - t * (1.0 - 0.5 * z));
-    sn = s == 0.0 ? s : sn; /* -0 stays -0 */
+    sn = zeros && s == 0.0 ? s : sn; /* -0 stays -0 */
     double pc = sincos_f64_cos_terms[5];
     for (int j = 4; j >= 0; j--) {
         pc = pc * z + sincos_f64_cos_terms[j];
@@ -1058,7 +1065,7 @@ sincos_f64_chunk(size_t c, const double *x, double *t, uint32_t shift,
         double v = x[i];
         int far = !(fabs(v) <= SC64_MAX);
         v = far ? 0.0 : v;
-        t[i] = sincos_f64(v, shift, small);
+        t[i] = sincos_f64(v, shift, small, 1);
         bad |= far;
         bad |= small ? sincos_f64_small_cancels(v) : sincos_f64_cancels(v);
     }
@@ -1098,6 +1105,224 @@ vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
             memcpy(o + j, t, c * sizeof *o);
         }
     }
+}
+
+/* ---------------------------------------------------------------------
+ * int32 operands of the float64 sin, cos, gelu, log1p, cbrt, exp, log,
+ * expm1, tanh and sigmoid
+ *
+ * NumPy computes these ops on int32 in float64.  Here the conversion of
+ * each chunk is part of the vector loop, instead of a pass of the
+ * kernel's driver over a block of scratch, and a whole run is one call
+ * (streamed when the driver asks), where the driver's calls took
+ * KSTREAM_BLOCK bytes, 128 results, each: the calls cost as much as the
+ * math.  The caller makes sure o does not overlap a.  That every operand
+ * is an integer of at most 2^31 in magnitude drops checks:
+ *
+ * - sin, cos: the reduction always holds (|x| <= 2^31); no integer of
+ *   magnitude at most SC64_SMALL is closer to a nonzero multiple of pi/2
+ *   than 0x1.f9bd03p-16, at 355 (tests/python/test_math_vec.py checks),
+ *   far from SC64_SMALL_CANCEL: only the large chunks look for
+ *   cancellation; sin(+0) is +0 without the select that keeps -0 (s is
+ *   0 only for x = 0, and t then too).  sincos_f64() itself, so the bound
+ *   of the float64 op (which reduction a chunk takes depends on its
+ *   largest element, here as there: results can differ from the float64
+ *   op's by an ulp where the chunks do).
+ * - log1p: 1 + x is exact, so log1p_f64()'s correction term (and its
+ *   division) is 0: log_f64(1 + x), the same bits.  x < 0 takes libm
+ *   (log1p(-1) = -inf, below NaN).
+ * - cbrt: every |x| is 0 or in [1, 2^31], cbrt_f64()'s domain, with no
+ *   fallback: the same bits.
+ * - gelu: for x >= GELU_I32_HI, 1 + e^m rounds to 1 and the result is x
+ *   (from x = 8); for x < GELU_I32_LO, m > GELU_M_ZERO and it is -0 (from
+ *   x = -22): the integers in between take a table of gelu_f64() itself,
+ *   built once (by the clone that runs), the same bits.
+ * - exp, log, expm1, tanh, sigmoid: vmath_f64_unary() on each chunk,
+ *   converted in L1: the same bits.
+ */
+#define GELU_I32_LO (-32)
+#define GELU_I32_HI 32
+
+static double gelu_i32_table[GELU_I32_HI - GELU_I32_LO];
+static pthread_once_t gelu_i32_once = PTHREAD_ONCE_INIT;
+
+NRTEMU_MULTIVERSION
+static void
+gelu_i32_table_init(void)
+{
+    for (int i = 0; i < GELU_I32_HI - GELU_I32_LO; i++) {
+        gelu_i32_table[i] = gelu_f64((double)(i + GELU_I32_LO));
+    }
+}
+
+#if NRTEMU_X86_CLONES
+/* The gelu of int32 operands with AVX-512, which GCC does not vectorise
+ * (it makes no gathers for these CPUs): the table in eight registers, an
+ * element of it picked by three two-register permutes and blends. */
+__attribute__((target("avx512f"))) static void
+gelu_i32_avx512(size_t n, const int32_t *x, double *t)
+{
+    const double *tb = gelu_i32_table;
+    __m512d t0 = _mm512_loadu_pd(tb), t1 = _mm512_loadu_pd(tb + 8);
+    __m512d t2 = _mm512_loadu_pd(tb + 16), t3 = _mm512_loadu_pd(tb + 24);
+    __m512d t4 = _mm512_loadu_pd(tb + 32), t5 = _mm512_loadu_pd(tb + 40);
+    __m512d t6 = _mm512_loadu_pd(tb + 48), t7 = _mm512_loadu_pd(tb + 56);
+    const __m512i lo = _mm512_set1_epi32(GELU_I32_LO);
+    const __m512i hi = _mm512_set1_epi32(GELU_I32_HI);
+    const __m512i top = _mm512_set1_epi32(GELU_I32_HI - GELU_I32_LO - 1);
+
+    for (size_t i = 0; i < n; i += 8) {
+        __mmask8 m = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
+        __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
+        __m512i k = _mm512_min_epi32(
+            _mm512_max_epi32(_mm512_sub_epi32(v, lo), _mm512_setzero_si512()),
+            top);
+        __m512i idx = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(k));
+        __mmask8 b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+        __mmask8 b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
+        __m512d g01 =
+            _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t0, idx, t1),
+                                 _mm512_permutex2var_pd(t2, idx, t3));
+        __m512d g23 =
+            _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t4, idx, t5),
+                                 _mm512_permutex2var_pd(t6, idx, t7));
+        __m512d g = _mm512_mask_blend_pd(b5, g01, g23);
+        __mmask8 big = (__mmask8)_mm512_cmpge_epi32_mask(v, hi);
+        __mmask8 neg = (__mmask8)_mm512_cmplt_epi32_mask(v, lo);
+        g = _mm512_mask_blend_pd(
+            big, g, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)));
+        g = _mm512_mask_blend_pd(neg, g, _mm512_set1_pd(-0.0));
+        _mm512_mask_storeu_pd(t + i, m, g);
+    }
+}
+#endif
+
+/* One chunk of c results of `op` on int32 operands into t (avx512: the
+ * CPU has it). */
+NRTEMU_INLINE void
+i32_f64_chunk(enum nrtemu_op op, size_t c, const int32_t *x, double *t,
+              bool avx512)
+{
+    int bad = 0;
+
+    switch (op) {
+    case NRTEMU_OP_SIN:
+    case NRTEMU_OP_COS: {
+        uint32_t shift = op == NRTEMU_OP_COS;
+        int large = 0;
+        for (size_t i = 0; i < c; i++) {
+            /* |x| > SC64_SMALL, in integers */
+            large |= (uint32_t)x[i] + (uint32_t)SC64_SMALL >
+                     2u * (uint32_t)SC64_SMALL;
+        }
+        if (!large) {
+            for (size_t i = 0; i < c; i++) {
+                t[i] = sincos_f64((double)x[i], shift, 1, 0);
+            }
+            return;
+        }
+        for (size_t i = 0; i < c; i++) {
+            double v = (double)x[i];
+            t[i] = sincos_f64(v, shift, 0, 0);
+            bad |= sincos_f64_cancels(v);
+        }
+        if (bad) {
+            for (size_t i = 0; i < c; i++) {
+                double v = (double)x[i];
+                if (sincos_f64_cancels(v)) {
+                    t[i] = shift != 0 ? cos(v) : sin(v);
+                }
+            }
+        }
+        return;
+    }
+    case NRTEMU_OP_LOG1P:
+        for (size_t i = 0; i < c; i++) {
+            int32_t v = x[i];
+            bad |= v < 0;
+            t[i] = log_f64(1.0 + (double)(v < 0 ? 0 : v));
+        }
+        if (bad) {
+            for (size_t i = 0; i < c; i++) {
+                if (x[i] < 0) {
+                    t[i] = log1p((double)x[i]);
+                }
+            }
+        }
+        return;
+    case NRTEMU_OP_CBRT:
+        for (size_t i = 0; i < c; i++) {
+            t[i] = cbrt_f64((double)x[i]);
+        }
+        return;
+    case NRTEMU_OP_GELU:
+#if NRTEMU_X86_CLONES
+        if (avx512) {
+            gelu_i32_avx512(c, x, t);
+            return;
+        }
+#endif
+        (void)avx512;
+        for (size_t i = 0; i < c; i++) {
+            int32_t v = x[i];
+            int32_t k = v < GELU_I32_LO    ? GELU_I32_LO
+                        : v >= GELU_I32_HI ? GELU_I32_HI - 1
+                                           : v;
+            double g = gelu_i32_table[k - GELU_I32_LO];
+            g = v >= GELU_I32_HI ? (double)v : g;
+            t[i] = v < GELU_I32_LO ? -0.0 : g;
+        }
+        return;
+    default: {
+        /* exp, log, expm1, tanh, sigmoid: the float64 loop on the chunk
+         * converted in L1 (what matters is one call per run) */
+        double xd[CHUNK];
+        for (size_t i = 0; i < c; i++) {
+            xd[i] = (double)x[i];
+        }
+        vmath_f64_unary(op, c, xd, t);
+        return;
+    }
+    }
+}
+
+NRTEMU_MULTIVERSION
+static bool
+vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a, double *o,
+                    bool stream)
+{
+    switch (op) {
+    case NRTEMU_OP_GELU:
+        pthread_once(&gelu_i32_once, gelu_i32_table_init);
+        break;
+    case NRTEMU_OP_SIN:
+    case NRTEMU_OP_COS:
+    case NRTEMU_OP_LOG1P:
+    case NRTEMU_OP_CBRT:
+    case NRTEMU_OP_EXP:
+    case NRTEMU_OP_LOG:
+    case NRTEMU_OP_EXPM1:
+    case NRTEMU_OP_TANH:
+    case NRTEMU_OP_SIGMOID:
+        break;
+    default:
+        return false;
+    }
+#if NRTEMU_X86_CLONES
+    bool avx512 = __builtin_cpu_supports("avx512f");
+#else
+    bool avx512 = false;
+#endif
+
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        double blk[CHUNK];
+        i32_f64_chunk(op, c, a + j, stream ? blk : o + j, avx512);
+        if (stream) {
+            kstream_copy(o + j, blk, c * sizeof *o);
+        }
+    }
+    return true;
 }
 
 /* ---------------------------------------------------------------------
@@ -1312,4 +1537,11 @@ nrtemu__vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a,
                          bool sa, const int32_t *b, bool sb, int32_t *o)
 {
     return vmath_i32_binary(op, n, a, sa, b, sb, o);
+}
+
+bool
+nrtemu__vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a,
+                            double *o, bool stream)
+{
+    return vmath_i32_f64_unary(op, n, a, o, stream);
 }

@@ -71,6 +71,17 @@ bool nrtemu__vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a,
                              double *o);
 
 /*
+ * sin, cos, gelu, log1p, cbrt, exp, log, expm1, tanh and sigmoid of int32
+ * operands, computed in float64 (NumPy's compute dtype for them), n
+ * float64 results into o, which must not overlap a; the results of the
+ * float64 loops on the converted operands (sin, cos: within their bound).
+ * stream: o is written with non-temporal stores (the caller fences).  True
+ * when `op` is one of them, false (nothing written) otherwise.
+ */
+bool nrtemu__vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a,
+                                 double *o, bool stream);
+
+/*
  * int32 floor_divide (and div), mod, trunc_divide, rem and pow, wrapping
  * as the int64 loops wrapped to int32: true when `op` is one of them.
  * sa, sb: that operand is one element standing for all.

@@ -1993,6 +1993,60 @@ test_sin_cos_float64_of_int32(void)
 }
 
 /*
+ * gelu, log1p and cbrt of int32 operands (computed in float64, converted
+ * in kernel_math_vec.c's loop; gelu from a table): bit for bit the
+ * float64 op on the converted operands, in every build (the baseline loops
+ * with -Dcpu_dispatch=false).  Operands of every magnitude, and a run of
+ * [-40, 40] (the table and both ends of it).
+ */
+static void
+test_float64_ops_of_int32(void)
+{
+    enum { N = 1 << 14 };
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_GELU, NRTEMU_OP_LOG1P,
+                                         NRTEMU_OP_CBRT};
+    int32_t *xi = malloc(N * sizeof *xi);
+    double *xd = malloc(N * sizeof *xd), *o = malloc(N * sizeof *o);
+    double *w = malloc(N * sizeof *w);
+    uint64_t st = 0x2545f4914f6cdd1du;
+
+    ASSERT_NOT_NULL(xi);
+    ASSERT_NOT_NULL(xd);
+    ASSERT_NOT_NULL(o);
+    ASSERT_NOT_NULL(w);
+    for (int i = 0; i < N; i++) {
+        st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+        xi[i] = i < N / 2 ? (int32_t)(uint32_t)st >> (st >> 59)
+                          : (int32_t)(i % 81) - 40;
+    }
+    xi[0] = INT32_MIN, xi[1] = INT32_MAX, xi[2] = 0, xi[3] = -1, xi[4] = -2;
+    for (int i = 0; i < N; i++) {
+        xd[i] = (double)xi[i];
+    }
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        struct nrtemu_array in = ARRAY(NRTEMU_DTYPE_INT32, xi, N);
+        struct nrtemu_array out = ARRAY(NRTEMU_DTYPE_FLOAT64, o, N);
+        struct nrtemu_array ind = ARRAY(NRTEMU_DTYPE_FLOAT64, xd, N);
+        struct nrtemu_array outd = ARRAY(NRTEMU_DTYPE_FLOAT64, w, N);
+        ASSERT_OK(nrtemu__kernel_elementwise(ops[k], NRTEMU_DTYPE_FLOAT64,
+                                             &out, &in, 1, &scratch));
+        ASSERT_OK(nrtemu__kernel_elementwise(ops[k], NRTEMU_DTYPE_FLOAT64,
+                                             &outd, &ind, 1, &scratch));
+        for (int i = 0; i < N; i++) {
+            if (memcmp(&o[i], &w[i], sizeof o[i]) != 0 &&
+                !(isnan(o[i]) && isnan(w[i]))) {
+                TEST_FAIL_("%s(%d) = %a, float64 gives %a", op_names[ops[k]],
+                           (int)xi[i], o[i], w[i]);
+            }
+        }
+    }
+    free(xi);
+    free(xd);
+    free(o);
+    free(w);
+}
+
+/*
  * pow with an exponent per element (the vectorised exp(y log x) path):
  * float32 bit patterns of every exponent as x, exponents of every kind as
  * y (integers, odd and even, half-integers, fractions, large, zero,
@@ -2292,6 +2346,7 @@ main(void)
     RUN_TEST(test_in_place);
     RUN_TEST(test_pow_sin_cos_float32);
     RUN_TEST(test_sin_cos_float64_of_int32);
+    RUN_TEST(test_float64_ops_of_int32);
     RUN_TEST(test_pow_general_float32);
     nrtemu__scratch_free(&scratch);
     return 0;

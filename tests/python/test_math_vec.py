@@ -306,6 +306,92 @@ def test_float64_sin_cos_within_1ulp(tmp_path, name):
     assert ulps64(got_i, i.astype(np.float64), fn).max() <= 1.0
 
 
+def int32_math_operands(n: int) -> np.ndarray:
+    """int32 operands of every magnitude: the ends of the range, the
+    integers nearest to multiples of pi/2, every integer up to 5000 (in
+    order, so that whole chunks are small), and random ones, small and
+    large, mixed."""
+    rng = np.random.default_rng(11)
+    edge = np.array([0, 1, -1, 2, -2, 3, 7, 8, -21, -22, 31, 32, -32, -33,
+                     4095, 4096, 4097, -4096, -4097, 2**31 - 1, -2**31,
+                     -2**31 + 1, 11, 355, 51819, 52174, 260515, 573204,
+                     4846147, 5419351, 37362253, 42781604, 122925461,
+                     411557987, 534483448, 1068966896, 2137933792], np.int64)
+    mixed = np.concatenate([rng.integers(-2**31, 2**31, n, dtype=np.int64),
+                            rng.integers(-100, 100, n)])
+    rng.shuffle(mixed)
+    return np.concatenate([edge, -edge, np.arange(-5000, 5001), mixed,
+                           rng.integers(-50, 50, n)]).astype(np.int32)
+
+
+INT32_OF_FLOAT64 = {"gelu": nrtpy.neff.gelu, "log1p": np.log1p, "cbrt": np.cbrt,
+                    "exp": np.exp, "log": np.log, "expm1": np.expm1,
+                    "tanh": np.tanh, "sigmoid": nrtpy.neff.sigmoid}
+
+
+@pytest.mark.parametrize("name", INT32_OF_FLOAT64)
+def test_int32_operands_are_the_float64_results(tmp_path, name):
+    """Unary float64 ops of int32 (kernel_math_vec.c converts in its loop;
+    gelu from a table of the float64 formula, log1p without the correction
+    term that 1 + x exact makes 0): bit for bit the float64 results of the
+    same values, over 2^22 elements too (the results streamed out), and
+    within their bounds of the exact values."""
+    fn = INT32_OF_FLOAT64[name]
+    i = int32_math_operands(1 << 16)
+    got = run_compiled(tmp_path, fn, i)
+    want = run_compiled(tmp_path, fn, i.astype(np.float64))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    if name == "log1p":
+        # -1: -inf, below: NaN (C's log1p)
+        assert got[i == -1].tolist() == [-np.inf] * int((i == -1).sum())
+        assert np.isnan(got[i < -1]).all() and not np.isnan(got[i >= -1]).any()
+        pos = i >= 0
+        err = ulps64(got[pos], i[pos].astype(np.float64), np.log1p)
+        assert err.max() <= 2.0
+    elif name == "cbrt":
+        err = ulps64(got, i.astype(np.float64), np.cbrt)
+        assert err.max() <= 1.0
+    elif name == "gelu":
+        # beyond the table: x itself above, -0 below
+        assert (got[i >= 32] == i[i >= 32]).all()
+        assert ((got[i < -32] == 0) & np.signbit(got[i < -32])).all()
+    big = np.random.default_rng(12).integers(-2**31, 2**31, 1 << 22,
+                                             dtype=np.int64).astype(np.int32)
+    big[::3] //= 1 << 24  # small ones too
+    got = run_compiled(tmp_path, fn, big)
+    want = run_compiled(tmp_path, fn, big.astype(np.float64))
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_int32_sin_cos_small_chunks_need_no_fallback():
+    """kernel_math_vec.c: no integer 0 < |x| <= 2^12 is within 2^-16 of a
+    multiple of pi/2 (the small reduction's fallback starts at 2^-22)."""
+    from decimal import Decimal, getcontext
+    getcontext().prec = 60
+    halfpi = Decimal("1.57079632679489661923132169163975144209858469968755291")
+    dist = min(abs(Decimal(x) - round(Decimal(x) / halfpi) * halfpi)
+               for x in range(1, 4097))
+    assert 2.0**-16 < dist < 2.0**-15  # 0x1.f9bd03p-16, at 355
+
+
+@pytest.mark.parametrize("name", ["sin", "cos"])
+def test_int32_sin_cos_within_1ulp(tmp_path, name):
+    fn = {"sin": np.sin, "cos": np.cos}[name]
+    i = int32_math_operands(1 << 16)
+    got = run_compiled(tmp_path, fn, i)
+    assert got.dtype == np.float64
+    err = ulps64(got, i.astype(np.float64), fn)
+    assert err.max() <= 1.0, (i[err > 1][:5], err.max())
+    np.testing.assert_array_equal(got[i == 0], fn(0.0))  # +0 and 1
+    assert not np.signbit(got[i == 0]).any()
+    big = np.random.default_rng(13).integers(-2**31, 2**31, 1 << 22,
+                                             dtype=np.int64).astype(np.int32)
+    big[: 1 << 21] //= 1 << 20  # whole small chunks, then large ones
+    got = run_compiled(tmp_path, fn, big)
+    assert ulps64(got, big.astype(np.float64), fn).max() <= 1.0
+
+
 def test_float64_cbrt_within_1ulp(tmp_path):
     """From 2^-120 to 2^120 (the Newton steps' range; libm beyond)."""
     rng = np.random.default_rng(10)
