@@ -13,6 +13,16 @@
  * `submit` admits one job at a time; a caller that finds it taken runs
  * its tasks itself rather than wait, so that a job posted from inside a
  * task (or by two cores at once) cannot deadlock.
+ *
+ * Waking a thread parked on a futex takes 15-25 us on this project's
+ * machine (a 2-vCPU VM, measured with timestamps around each job),
+ * either way: a worker starting a 40 us job started 21 us late, and the
+ * caller, done with its share, noticed the worker's end 14-18 us late.
+ * So a worker polls `generation` for POOL_SPIN_NS after each job before
+ * it parks (kernels of one execution, and executions called back to
+ * back, post their jobs within microseconds of each other), and a caller
+ * polls `busy` for the workers that joined, up to POOL_SPIN_NS, before
+ * it sleeps.  Past that the pool is parked and costs no CPU.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -30,6 +40,9 @@
 /* Threads in all, the caller included, at most. */
 #define POOL_MAX_THREADS 64
 
+/* How long a thread polls before it parks (see above). */
+#define POOL_SPIN_NS 100000u
+
 struct job {
     nrtemu_pool_fn fn;
     void *arg;
@@ -42,11 +55,14 @@ static struct {
     pthread_mutex_t lock;   /* guards everything below */
     pthread_cond_t wake;    /* workers: a new generation */
     pthread_cond_t done;    /* the caller: busy reached 0 */
-    uint64_t generation;
+    /* generation and busy change under `lock`, and are also read
+     * without it by a thread polling before it parks. */
+    _Atomic uint64_t generation;
     struct job *job;
-    uint32_t workers; /* started */
-    uint32_t busy;    /* workers in the current job, not yet finished */
-    bool started;     /* start tried, in this process */
+    int caller_cpu;        /* where the job's caller posted it, or -1 */
+    uint32_t workers;      /* started */
+    _Atomic uint32_t busy; /* workers in the current job, not yet finished */
+    bool started;          /* start tried, in this process */
 } pool = {
     .submit = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -71,6 +87,54 @@ cpus_allowed(void)
     return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (uint32_t)n;
 }
 
+/* A spinning thread's hint to the CPU (fewer cycles taken from the
+ * other hyper-thread, no memory-order mis-speculation on exit). */
+static inline void
+spin_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Poll until *v differs from `old` or POOL_SPIN_NS pass: whether it
+ * did.  Acquire: what was written before *v changed is visible. */
+static bool
+poll_change64(_Atomic uint64_t *v, uint64_t old)
+{
+    uint64_t until = nrtemu__monotonic_ns() + POOL_SPIN_NS;
+
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(v, memory_order_acquire) != old) {
+                return true;
+            }
+            spin_pause();
+        }
+        if (nrtemu__monotonic_ns() >= until) {
+            return false;
+        }
+    }
+}
+
+static bool
+poll_zero32(_Atomic uint32_t *v)
+{
+    uint64_t until = nrtemu__monotonic_ns() + POOL_SPIN_NS;
+
+    for (;;) {
+        for (int i = 0; i < 64; i++) {
+            if (atomic_load_explicit(v, memory_order_acquire) == 0) {
+                return true;
+            }
+            spin_pause();
+        }
+        if (nrtemu__monotonic_ns() >= until) {
+            return false;
+        }
+    }
+}
+
 static void
 job_work(struct job *j)
 {
@@ -84,31 +148,73 @@ job_work(struct job *j)
     }
 }
 
+/*
+ * Keep a worker off its caller's CPU.  The scheduler sometimes wakes a
+ * worker on the CPU of the thread that woke it, with another one idle,
+ * and the two then share that CPU for many jobs (timestamps and
+ * sched_getcpu() around each job of 512^3 float32 products, on an idle
+ * 2-vCPU machine: a third of the jobs ran their two halves one after
+ * the other, 2.7 ms instead of 1.3).  A worker that finds itself there
+ * narrows its affinity to the other CPUs it may use, which moves it at
+ * once, and widens it again after the job; `allowed` is its own mask.
+ * Whether it moved.
+ */
+static bool
+worker_move_off(int caller_cpu, const cpu_set_t *allowed)
+{
+    cpu_set_t other;
+    int cpu = sched_getcpu();
+
+    if (caller_cpu < 0 || cpu != caller_cpu || caller_cpu >= CPU_SETSIZE) {
+        return false;
+    }
+    other = *allowed;
+    CPU_CLR(caller_cpu, &other);
+    return CPU_COUNT(&other) > 0 &&
+           pthread_setaffinity_np(pthread_self(), sizeof other, &other) == 0;
+}
+
 /* `start`: the generation when the worker was created; any later one is
  * a job for it, even one posted before it first took the lock. */
 static void *
 worker_main(void *start)
 {
     uint64_t seen = (uint64_t)(uintptr_t)start;
+    cpu_set_t allowed;
+    bool can_move =
+        pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
 
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
         struct job *j;
+        int caller_cpu;
+        bool moved;
+        /* Polled first, then parked. */
+        poll_change64(&pool.generation, seen);
+        pthread_mutex_lock(&pool.lock);
         while (pool.generation == seen) {
             pthread_cond_wait(&pool.wake, &pool.lock);
         }
         seen = pool.generation;
         j = pool.job;
         if (j == NULL) {
+            pthread_mutex_unlock(&pool.lock);
             continue; /* withdrawn before this worker woke */
         }
         pool.busy++;
+        caller_cpu = pool.caller_cpu;
         pthread_mutex_unlock(&pool.lock);
+        moved = can_move && worker_move_off(caller_cpu, &allowed);
         job_work(j);
+        if (moved) {
+            pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
+        }
         pthread_mutex_lock(&pool.lock);
-        if (--pool.busy == 0) {
+        /* Release: the caller may reuse the job once it reads 0. */
+        if (atomic_fetch_sub_explicit(&pool.busy, 1, memory_order_release) ==
+            1) {
             pthread_cond_signal(&pool.done);
         }
+        pthread_mutex_unlock(&pool.lock);
     }
     return NULL;
 }
@@ -233,6 +339,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         pthread_mutex_lock(&pool.lock);
         if (pool.workers > 0) {
             pool.job = &j;
+            pool.caller_cpu = sched_getcpu();
             pool.busy = 0;
             pool.generation++;
             pthread_cond_broadcast(&pool.wake);
@@ -248,10 +355,15 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         worked = nrtemu__monotonic_ns();
         pthread_mutex_lock(&pool.lock);
         pool.job = NULL; /* no worker joins from now on */
-        while (pool.busy > 0) {
-            pthread_cond_wait(&pool.done, &pool.lock);
-        }
         pthread_mutex_unlock(&pool.lock);
+        /* Polled first, then slept on. */
+        if (!poll_zero32(&pool.busy)) {
+            pthread_mutex_lock(&pool.lock);
+            while (pool.busy > 0) {
+                pthread_cond_wait(&pool.done, &pool.lock);
+            }
+            pthread_mutex_unlock(&pool.lock);
+        }
         pthread_mutex_unlock(&pool.submit);
         waited = nrtemu__monotonic_ns() - worked;
         if (waited > POOL_STRAGGLE_NS && waited > worked - start) {
