@@ -1244,6 +1244,21 @@ operand_block(const struct operand *op, ptrdiff_t off, ptrdiff_t stride,
     return op->block;
 }
 
+/* pow of float16 or bfloat16 operands with an exponent per element (a
+ * scalar one takes f32_pow_scalar() first): float32 results that round to
+ * the compute dtype as the float32 op's do, cheaper (kernel_math_vec.c).
+ * False, nothing written, for any other op. */
+static bool
+narrow_pow(enum nrtemu_op op, enum nrtemu_dtype compute, size_t n,
+           const float *a, bool sa, const float *b, bool sb, float *o)
+{
+    if (op != NRTEMU_OP_POW || sb) {
+        return false;
+    }
+    nrtemu__vmath_f32_pow_narrow(n, a, sa, b, sb, o, compute);
+    return true;
+}
+
 /* Run one block through the loop of `op`. */
 static void
 run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
@@ -1303,8 +1318,10 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
             /* float16 and bfloat16 operands are values of theirs here. */
             if ((compute != NRTEMU_DTYPE_FLOAT16 &&
                  compute != NRTEMU_DTYPE_BFLOAT16) ||
-                !narrow_divmod(op, n, in[0], scalar[0], in[1], scalar[1],
-                               out)) {
+                (!narrow_pow(op, compute, n, in[0], scalar[0], in[1],
+                             scalar[1], out) &&
+                 !narrow_divmod(op, n, in[0], scalar[0], in[1], scalar[1],
+                                out))) {
                 f32_binary(op, n, in[0], scalar[0], in[1], scalar[1], out);
             }
             break;

@@ -489,6 +489,197 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
 }
 
 /* ---------------------------------------------------------------------
+ * float32 pow for a bfloat16 or float16 result
+ *
+ * Such a result keeps 8 or 11 of the float32 power's bits, so a cheaper
+ * formula decides most of them: x = 2^k z, z in [0.7, 1.4); log2 z =
+ * log2(1 / c) + log2(1 + r), r = z c - 1, with c from a 32-entry table
+ * indexed by the top bits of z (c a multiple of 1/32: r is exact, |r| <=
+ * 0.031, and c = 1 about z = 1, so log2 x keeps its relative accuracy
+ * there), log2(1 + r) by its series to r^5; 2^p = 2^(n/32) 2^f, |f| <=
+ * 1/64, with 2^(j/32) from a second table and 2^f - 1 by its series to
+ * f^3.  All in float32, no division, 16 lanes a step with AVX-512 (the
+ * tables in registers: vpermi2ps).  Wherever the narrow rounding could
+ * differ between it and the float32 formula of vmath_f32_pow() (near a
+ * halfway point of the narrow type, see NPOW_ERR_0; out of its domain: x
+ * not positive normal, |p| >= 120 or not a number, y infinite or NaN
+ * included, or a float16 result below 2^-14, where the halfway points
+ * move), the lane takes vmath_f32_pow() itself.  So the
+ * narrow results are those of the float32 op rounded, bit for bit
+ * (checked for every pair of bfloat16 and of float16 codes).
+ */
+#if NRTEMU_X86_CLONES
+#include <immintrin.h>
+#include <pthread.h>
+
+#define NPOW_OFF 0x3f330000u /* z in [0.69921875, 1.3984375) */
+
+/* The error of the cheap formula is below NPOW_ERR_0 + NPOW_ERR_P |p|
+ * float32 ulps: 4 times the largest measured, 1.8 (1 + |p|), mostly the
+ * rounding of p = y log2 x (2^-24 |p|).  A lane at least 2 ulps farther
+ * than that from a halfway point (vmath_f32_pow()'s error is 1 ulp)
+ * rounds as vmath_f32_pow()'s result does. */
+#define NPOW_ERR_0 8.0f
+#define NPOW_ERR_P 8.0f
+
+/* 1 / c, log2 c and 2^(i/32) for i < 32 (computed once). */
+static struct {
+    float inv_c[32], log_c[32], exp2[32];
+} npow_table;
+static pthread_once_t npow_once = PTHREAD_ONCE_INIT;
+
+static void
+npow_table_init(void)
+{
+    for (uint32_t i = 0; i < 32; i++) {
+        /* c: the middle of the i-th interval of z, whose inverse is
+         * rounded to a multiple of 1/32 (then z / c - 1 fits in a float
+         * for every z of the interval) */
+        double lo = (double)kmath_float(NPOW_OFF + (i << 18));
+        double hi = (double)kmath_float(NPOW_OFF + ((i + 1) << 18));
+        double inv = nearbyint(64.0 / (lo + hi)) / 32.0;
+        if (lo >= 0x1.fp-1 && hi <= 0x1.08p0) {
+            /* about 1: z - 1 itself, so that log2 z is not the difference
+             * of two near values */
+            inv = 1.0;
+        }
+        npow_table.inv_c[i] = (float)inv;
+        npow_table.log_c[i] = (float)-log2(inv);
+        npow_table.exp2[i] = (float)exp2(i / 32.0);
+    }
+}
+
+#define NPOW_TARGET __attribute__((target("arch=x86-64-v4")))
+
+/* The cheap power of 16 lanes; *bad gets the lanes that must take
+ * vmath_f32_pow() (m_bits: the float32 bits below the narrow type's
+ * last; min_bits: the smallest result whose halfway points are those). */
+NPOW_TARGET static inline __m512
+npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
+        uint32_t min_bits, __mmask16 *bad)
+{
+    const __m512i one_i = _mm512_set1_epi32(1);
+    __m512i ix = _mm512_castps_si512(x);
+    /* x positive normal and finite (y: |p| < 120 below) */
+    __mmask16 ok = _mm512_cmplt_epu32_mask(
+        _mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
+        _mm512_set1_epi32(0x7f000000));
+    __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32((int)NPOW_OFF));
+    __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(tmp, 23));
+    __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(
+        ix, _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u))));
+    __m512i idx = _mm512_srli_epi32(tmp, 18); /* low 5 bits used */
+    __m512 inv_c = _mm512_permutex2var_ps(t[0], idx, t[1]);
+    __m512 log_c = _mm512_permutex2var_ps(t[2], idx, t[3]);
+    __m512 r = _mm512_fmsub_ps(z, inv_c, _mm512_set1_ps(1.0f)); /* exact */
+    /* log2(1 + r) = (r - r^2/2 + r^3/3 - r^4/4 + r^5/5) / ln 2 */
+    __m512 q = _mm512_set1_ps(0x1.277278p-2f); /* 1 / (5 ln 2) */
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-0x1.715476p-2f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.ec709ep-2f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-0x1.715476p-1f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0x1.715476p+0f));
+    __m512 l = _mm512_fmadd_ps(q, r, _mm512_add_ps(k, log_c));
+    __m512 p = _mm512_mul_ps(y, l);
+    __m512 abs_p = _mm512_abs_ps(p);
+    ok &= _mm512_cmplt_ps_mask(abs_p, _mm512_set1_ps(120.0f));
+    /* n = round(32 p), in the low bits of v; f = p - n / 32 exact */
+    __m512 v =
+        _mm512_fmadd_ps(p, _mm512_set1_ps(32.0f), _mm512_set1_ps(12582912.0f));
+    __m512 nf = _mm512_sub_ps(v, _mm512_set1_ps(12582912.0f));
+    __m512 f = _mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1p-5f), p);
+    __m512i vi = _mm512_castps_si512(v);
+    __m512 s = _mm512_permutex2var_ps(t[4], vi, t[5]);
+    /* 2^f - 1 = f ln2 + (f ln2)^2 / 2 + (f ln2)^3 / 6 */
+    __m512 e = _mm512_set1_ps(0x1.c6b08ep-5f);
+    e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(0x1.ebfbep-3f));
+    e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(0x1.62e43p-1f));
+    e = _mm512_mul_ps(e, f);
+    __m512 res = _mm512_fmadd_ps(s, e, s);
+    /* times 2^floor(n / 32): into the exponent field (res normal) */
+    __m512i rb = _mm512_add_epi32(
+        _mm512_castps_si512(res),
+        _mm512_and_si512(_mm512_slli_epi32(vi, 18),
+                         _mm512_set1_epi32((int)0xff800000u)));
+    /* far enough from a halfway point of the narrow type */
+    __m512i half = _mm512_slli_epi32(one_i, (unsigned)m_bits - 1);
+    __m512i low = _mm512_and_si512(
+        rb,
+        _mm512_sub_epi32(_mm512_slli_epi32(one_i, (unsigned)m_bits), one_i));
+    __m512i dist = _mm512_abs_epi32(_mm512_sub_epi32(low, half));
+    __m512i lim = _mm512_cvttps_epi32(_mm512_fmadd_ps(
+        abs_p, _mm512_set1_ps(NPOW_ERR_P), _mm512_set1_ps(NPOW_ERR_0 + 2.0f)));
+    ok &= _mm512_cmpgt_epi32_mask(dist, lim);
+    ok &= _mm512_cmpge_epu32_mask(rb, _mm512_set1_epi32((int)min_bits));
+    *bad = (__mmask16)~ok;
+    return _mm512_castsi512_ps(rb);
+}
+
+NPOW_TARGET static inline __attribute__((always_inline)) void
+npow_run(size_t n, const float *a, bool sa, const float *b, bool sb, float *o,
+         uint32_t m_bits, uint32_t min_bits)
+{
+    __m512 t[6];
+    for (int i = 0; i < 2; i++) {
+        t[i] = _mm512_loadu_ps(npow_table.inv_c + 16 * i);
+        t[2 + i] = _mm512_loadu_ps(npow_table.log_c + 16 * i);
+        t[4 + i] = _mm512_loadu_ps(npow_table.exp2 + 16 * i);
+    }
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                           11, 12, 13, 14, 15);
+    for (size_t j = 0; j < n; j += CHUNK) {
+        size_t c = n - j < CHUNK ? n - j : CHUNK;
+        /* the lanes for vmath_f32_pow(): operands, results, places in
+         * the chunk */
+        float fx[CHUNK + 16], fy[CHUNK + 16], fr[CHUNK];
+        int32_t fi[CHUNK + 16];
+        size_t nf = 0;
+        for (size_t i = 0; i < c; i += 16) {
+            __mmask16 m = c - i >= 16 ? (__mmask16)0xffff
+                                      : (__mmask16)((1u << (c - i)) - 1);
+            __m512 x = sa ? _mm512_set1_ps(a[0])
+                          : _mm512_maskz_loadu_ps(m, a + j + i);
+            __m512 y = sb ? _mm512_set1_ps(b[0])
+                          : _mm512_maskz_loadu_ps(m, b + j + i);
+            __mmask16 bad;
+            __m512 r = npow_16(x, y, t, m_bits, min_bits, &bad);
+            _mm512_mask_storeu_ps(o + j + i, m, r);
+            bad &= m;
+            if (bad != 0) {
+                /* (compressed in registers: a compressing store is
+                 * microcoded, and slow, on Zen 4) */
+                _mm512_storeu_ps(fx + nf, _mm512_maskz_compress_ps(bad, x));
+                _mm512_storeu_ps(fy + nf, _mm512_maskz_compress_ps(bad, y));
+                _mm512_storeu_si512(
+                    fi + nf, _mm512_maskz_compress_epi32(
+                                 bad, _mm512_add_epi32(
+                                          iota, _mm512_set1_epi32((int)i))));
+                nf += (size_t)__builtin_popcount(bad);
+            }
+        }
+        if (nf != 0) {
+            vmath_f32_pow(nf, fx, false, fy, false, fr);
+            for (size_t k = 0; k < nf; k++) {
+                o[j + (size_t)fi[k]] = fr[k];
+            }
+        }
+    }
+}
+
+/* One loop per narrow type, its constants folded. */
+NPOW_TARGET static void
+npow_bf16(size_t n, const float *a, bool sa, const float *b, bool sb, float *o)
+{
+    npow_run(n, a, sa, b, sb, o, 16, 0);
+}
+
+NPOW_TARGET static void
+npow_f16(size_t n, const float *a, bool sa, const float *b, bool sb, float *o)
+{
+    npow_run(n, a, sa, b, sb, o, 13, 0x38800000u);
+}
+#endif
+
+/* ---------------------------------------------------------------------
  * float32 mod, floor_divide and rem
  *
  * For a, b finite, b != 0 and |a| < 2^22 |b| (so |a / b| < 2^22), the
@@ -1509,6 +1700,27 @@ void
 nrtemu__vmath_f32_pow(size_t n, const float *a, bool sa, const float *b,
                       bool sb, float *o)
 {
+    vmath_f32_pow(n, a, sa, b, sb, o);
+}
+
+void
+nrtemu__vmath_f32_pow_narrow(size_t n, const float *a, bool sa, const float *b,
+                             bool sb, float *o, enum nrtemu_dtype narrow)
+{
+#if NRTEMU_X86_CLONES
+    /* (x86-64-v4: AVX-512 F, BW, DQ, VL) */
+    if ((narrow == NRTEMU_DTYPE_BFLOAT16 || narrow == NRTEMU_DTYPE_FLOAT16) &&
+        __builtin_cpu_supports("x86-64-v4")) {
+        pthread_once(&npow_once, npow_table_init);
+        if (narrow == NRTEMU_DTYPE_BFLOAT16) {
+            npow_bf16(n, a, sa, b, sb, o);
+        } else {
+            npow_f16(n, a, sa, b, sb, o);
+        }
+        return;
+    }
+#endif
+    (void)narrow;
     vmath_f32_pow(n, a, sa, b, sb, o);
 }
 

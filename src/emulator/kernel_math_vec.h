@@ -48,6 +48,14 @@ bool nrtemu__vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a,
 void nrtemu__vmath_f32_pow(size_t n, const float *a, bool sa, const float *b,
                            bool sb, float *o);
 
+/* The same, for results that will be rounded to `narrow` (bfloat16 or
+ * float16): float32 values that round to it as those of
+ * nrtemu__vmath_f32_pow() do, bit for bit, faster where the CPU has
+ * AVX-512 (most lanes take a cheaper formula). */
+void nrtemu__vmath_f32_pow_narrow(size_t n, const float *a, bool sa,
+                                  const float *b, bool sb, float *o,
+                                  enum nrtemu_dtype narrow);
+
 /* float32 mod, floor_divide and rem (NumPy's remainder and floor
  * division, C's fmod) with either operand maybe a scalar (sa, sb): true
  * when `op` is one of them. */
