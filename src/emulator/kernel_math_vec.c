@@ -395,6 +395,8 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
  * exact power, measured on 2^25 arguments from 0.5 to 2 and with |p| up
  * to 150, and never more than one float from the correctly rounded power
  * (powf of glibc: 0.82 ulp; the float64 formula this replaces: 0.5).
+ * With AVX-512 the op takes pow_f32_avx512() below instead (a table-driven
+ * formula, 0.67 ulp, in 0.8 of the time).
  */
 #define POW_K_HI 0x1.715476p+1f /* 2 / ln 2 = K_HI + K_LO */
 #define POW_K_LO 0x1.4ae0cp-25f
@@ -489,7 +491,7 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
 }
 
 /* ---------------------------------------------------------------------
- * float32 pow for a bfloat16 or float16 result
+ * float32 pow with AVX-512, and for a bfloat16 or float16 result
  *
  * Such a result keeps 8 or 11 of the float32 power's bits, so a cheaper
  * formula decides most of them: x = 2^k z, z in [0.7, 1.4); log2 z =
@@ -500,13 +502,14 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
  * 1/64, with 2^(j/32) from a second table and 2^f - 1 by its series to
  * f^3.  All in float32, no division, 16 lanes a step with AVX-512 (the
  * tables in registers: vpermi2ps).  Wherever the narrow rounding could
- * differ between it and the float32 formula of vmath_f32_pow() (near a
- * halfway point of the narrow type, see NPOW_ERR_0; out of its domain: x
- * not positive normal, |p| >= 120 or not a number, y infinite or NaN
- * included, or a float16 result below 2^-14, where the halfway points
- * move), the lane takes vmath_f32_pow() itself.  So the
- * narrow results are those of the float32 op rounded, bit for bit
- * (checked for every pair of bfloat16 and of float16 codes).
+ * differ between it and the float32 op (near a halfway point of the
+ * narrow type, see NPOW_ERR_0; out of its domain: x not positive normal,
+ * |p| >= 120 or not a number, y infinite or NaN included, or a float16
+ * result below 2^-14, where the halfway points move), the lane takes the
+ * float32 op itself (with AVX-512: pow_f32_avx512(), the same tables with
+ * two-float intermediates).  So the narrow results are those of the
+ * float32 op rounded, bit for bit (checked for every pair of bfloat16
+ * and of float16 codes).
  */
 #if NRTEMU_X86_CLONES
 #include <immintrin.h>
@@ -515,16 +518,20 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
 #define NPOW_OFF 0x3f330000u /* z in [0.69921875, 1.3984375) */
 
 /* The error of the cheap formula is below NPOW_ERR_0 + NPOW_ERR_P |p|
- * float32 ulps: 4 times the largest measured, 1.8 (1 + |p|), mostly the
+ * float32 ulps: over twice the largest measured, 1.8 (1 + |p|), mostly the
  * rounding of p = y log2 x (2^-24 |p|).  A lane at least 2 ulps farther
- * than that from a halfway point (vmath_f32_pow()'s error is 1 ulp)
- * rounds as vmath_f32_pow()'s result does. */
-#define NPOW_ERR_0 8.0f
-#define NPOW_ERR_P 8.0f
+ * than that from a halfway point (the float32 op's error is below 1 ulp)
+ * rounds as the float32 op's result does. */
+#define NPOW_ERR_0 4.0f
+#define NPOW_ERR_P 4.0f
 
 /* 1 / c, log2 c and 2^(i/32) for i < 32 (computed once). */
 static struct {
     float inv_c[32], log_c[32], exp2[32];
+    /* for the float32 op: log2 c = log_c_hi + log_c_lo, log_c_hi a
+     * multiple of 2^-16 (so that k + log_c_hi is exact); 2^(i/32) =
+     * exp2 + exp2_lo */
+    float log_c_hi[32], log_c_lo[32], exp2_lo[32];
 } npow_table;
 static pthread_once_t npow_once = PTHREAD_ONCE_INIT;
 
@@ -546,15 +553,32 @@ npow_table_init(void)
         npow_table.inv_c[i] = (float)inv;
         npow_table.log_c[i] = (float)-log2(inv);
         npow_table.exp2[i] = (float)exp2(i / 32.0);
+        double lc = -log2(inv), lc_hi = nearbyint(lc * 65536.0) / 65536.0;
+        npow_table.log_c_hi[i] = (float)lc_hi;
+        npow_table.log_c_lo[i] = (float)(lc - lc_hi);
+        npow_table.exp2_lo[i] = (float)(exp2(i / 32.0) - npow_table.exp2[i]);
     }
 }
 
 #define NPOW_TARGET __attribute__((target("arch=x86-64-v4")))
 
+/* Whether the CPU runs NPOW_TARGET code (AVX-512 F, BW, DQ, VL); the
+ * tables are then built (once). */
+static bool
+npow_ready(void)
+{
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("x86-64-v4")) {
+        return false;
+    }
+    pthread_once(&npow_once, npow_table_init);
+    return true;
+}
+
 /* The cheap power of 16 lanes; *bad gets the lanes that must take
- * vmath_f32_pow() (m_bits: the float32 bits below the narrow type's
+ * pow_f32_avx512() (m_bits: the float32 bits below the narrow type's
  * last; min_bits: the smallest result whose halfway points are those). */
-NPOW_TARGET static inline __m512
+NPOW_TARGET static inline __attribute__((always_inline)) __m512
 npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
         uint32_t min_bits, __mmask16 *bad)
 {
@@ -609,58 +633,164 @@ npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
     __m512i lim = _mm512_cvttps_epi32(_mm512_fmadd_ps(
         abs_p, _mm512_set1_ps(NPOW_ERR_P), _mm512_set1_ps(NPOW_ERR_0 + 2.0f)));
     ok &= _mm512_cmpgt_epi32_mask(dist, lim);
-    ok &= _mm512_cmpge_epu32_mask(rb, _mm512_set1_epi32((int)min_bits));
+    if (min_bits != 0) {
+        ok &= _mm512_cmpge_epu32_mask(rb, _mm512_set1_epi32((int)min_bits));
+    }
     *bad = (__mmask16)~ok;
     return _mm512_castsi512_ps(rb);
+}
+
+/*
+ * The float32 op itself with AVX-512: the same tables, with the
+ * intermediates of two floats that a float32 result needs (the error of
+ * log2 x about 2^-34 relative, of p = y log2 x about 2^-27 where |p| ~
+ * 125): log2(1 + r) = K r - K r^2 / 2 + K r^3 R(r), K = 1 / ln 2, K r
+ * and K r^2 / 2 as sums of two floats (r exact, r^2 by an FMA), and
+ * k + log2 c + K r, then - K r^2 / 2, added by Fast2Sum (|k + log2 c| >=
+ * |K r| for every interval, or k + log2 c = 0; |k + log2 c + K r| >=
+ * |K r^2 / 2|); p = y L as two floats, and 2^p = 2^(n/32) (T_hi + T_lo)
+ * (1 + e), e = 2^f - 1 by its series to f^3 (2^-31), f = p - n/32 + p_lo.
+ * At most 0.68 ulp of the exact power, measured on 2^25 arguments (x
+ * in every binade with |p| up to 150, x near 1 with |y| up to 10^7, x
+ * from 0.5 to 2, any bit patterns), 99.7% correctly rounded, against
+ * 1.001 ulp for vmath_f32_pow()'s formula, in 0.8 of its time.  x not
+ * positive normal, y infinite or NaN, |p| >= 125: powf.
+ */
+#define NPOW_K_HI 0x1.715476p+0f /* 1 / ln 2 = K_HI + K_LO */
+#define NPOW_K_LO 0x1.4ae0cp-26f
+
+NPOW_TARGET static inline __attribute__((always_inline)) __m512
+pow16_f32(__m512 x, __m512 y, const __m512 *t, __mmask16 *bad)
+{
+    __m512i ix = _mm512_castps_si512(x);
+    __mmask16 ok = _mm512_cmplt_epu32_mask(
+        _mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
+        _mm512_set1_epi32(0x7f000000));
+    __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32((int)NPOW_OFF));
+    __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(tmp, 23));
+    __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(
+        ix, _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u))));
+    __m512i idx = _mm512_srli_epi32(tmp, 18);
+    __m512 inv_c = _mm512_permutex2var_ps(t[0], idx, t[1]);
+    __m512 lc_hi = _mm512_permutex2var_ps(t[6], idx, t[7]);
+    __m512 lc_lo = _mm512_permutex2var_ps(t[8], idx, t[9]);
+    __m512 r = _mm512_fmsub_ps(z, inv_c, _mm512_set1_ps(1.0f)); /* exact */
+    const __m512 k_hi = _mm512_set1_ps(NPOW_K_HI);
+    const __m512 kh_hi = _mm512_set1_ps(0.5f * NPOW_K_HI);
+    /* K r = a + al + r K_LO */
+    __m512 a = _mm512_mul_ps(r, k_hi);
+    __m512 al = _mm512_fmsub_ps(r, k_hi, a);
+    /* r^2 = r2 + r2l; K_HI r^2 / 2 = b + bl */
+    __m512 r2 = _mm512_mul_ps(r, r);
+    __m512 r2l = _mm512_fmsub_ps(r, r, r2);
+    __m512 b = _mm512_mul_ps(r2, kh_hi);
+    __m512 bl = _mm512_fmadd_ps(r2l, kh_hi, _mm512_fmsub_ps(r2, kh_hi, b));
+    /* q = K (1/3 - r/4 + r^2/5 - r^3/6); then the small terms,
+     * r (K_LO - r (K_LO / 2 - r q)), in three FMAs */
+    __m512 q = _mm512_set1_ps(-NPOW_K_HI / 6.0f);
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(NPOW_K_HI / 5.0f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(-NPOW_K_HI / 4.0f));
+    q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(NPOW_K_HI / 3.0f));
+    __m512 w = _mm512_fnmadd_ps(r, q, _mm512_set1_ps(0.5f * NPOW_K_LO));
+    w = _mm512_fnmadd_ps(r, w, _mm512_set1_ps(NPOW_K_LO));
+    __m512 small = _mm512_fmadd_ps(r, w, al);
+    /* L = k + log2 c + a - b, as s + lo */
+    __m512 h = _mm512_add_ps(k, lc_hi); /* exact */
+    __m512 s1 = _mm512_add_ps(h, a);
+    __m512 e1 = _mm512_sub_ps(a, _mm512_sub_ps(s1, h));
+    __m512 s = _mm512_sub_ps(s1, b);
+    __m512 e2 = _mm512_sub_ps(_mm512_sub_ps(s1, s), b);
+    __m512 lo = _mm512_add_ps(
+        _mm512_add_ps(_mm512_sub_ps(small, bl), _mm512_add_ps(e1, e2)), lc_lo);
+    __m512 p = _mm512_mul_ps(y, s);
+    __m512 pl = _mm512_fmadd_ps(y, lo, _mm512_fmsub_ps(y, s, p));
+    ok &= _mm512_cmplt_ps_mask(_mm512_abs_ps(p), _mm512_set1_ps(125.0f));
+    __m512 v =
+        _mm512_fmadd_ps(p, _mm512_set1_ps(32.0f), _mm512_set1_ps(12582912.0f));
+    __m512 nf = _mm512_sub_ps(v, _mm512_set1_ps(12582912.0f));
+    __m512 f =
+        _mm512_add_ps(_mm512_fnmadd_ps(nf, _mm512_set1_ps(0x1p-5f), p), pl);
+    __m512i vi = _mm512_castps_si512(v);
+    __m512 th = _mm512_permutex2var_ps(t[4], vi, t[5]);
+    __m512 tl = _mm512_permutex2var_ps(t[10], vi, t[11]);
+    __m512 e = _mm512_set1_ps(0x1.c6b08ep-5f);
+    e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(0x1.ebfbep-3f));
+    e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(0x1.62e43p-1f));
+    e = _mm512_mul_ps(e, f);
+    __m512 res = _mm512_add_ps(_mm512_fmadd_ps(th, e, tl), th);
+    __m512i rb = _mm512_add_epi32(
+        _mm512_castps_si512(res),
+        _mm512_and_si512(_mm512_slli_epi32(vi, 18),
+                         _mm512_set1_epi32((int)0xff800000u)));
+    *bad = (__mmask16)~ok;
+    return _mm512_castsi512_ps(rb);
+}
+
+/* The float32 op on the lanes m of x and y, stored to o. */
+NPOW_TARGET static inline __attribute__((always_inline)) void
+pow16_f32_store(__m512 x, __m512 y, const __m512 *t, __mmask16 m, float *o)
+{
+    __mmask16 bad;
+    _mm512_mask_storeu_ps(o, m, pow16_f32(x, y, t, &bad));
+    bad &= m;
+    if (bad != 0) {
+        float xs[16], ys[16];
+        _mm512_storeu_ps(xs, x);
+        _mm512_storeu_ps(ys, y);
+        do {
+            int l = __builtin_ctz(bad);
+            o[l] = powf(xs[l], ys[l]);
+            bad &= (__mmask16)(bad - 1);
+        } while (bad != 0);
+    }
+}
+
+/* The tables in registers (npow_16: 0 to 5, pow16_f32: 0, 1, 4 to 11). */
+NPOW_TARGET static inline __attribute__((always_inline)) void
+npow_load(__m512 *t)
+{
+    for (int i = 0; i < 2; i++) {
+        t[i] = _mm512_loadu_ps(npow_table.inv_c + 16 * i);
+        t[2 + i] = _mm512_loadu_ps(npow_table.log_c + 16 * i);
+        t[4 + i] = _mm512_loadu_ps(npow_table.exp2 + 16 * i);
+        t[6 + i] = _mm512_loadu_ps(npow_table.log_c_hi + 16 * i);
+        t[8 + i] = _mm512_loadu_ps(npow_table.log_c_lo + 16 * i);
+        t[10 + i] = _mm512_loadu_ps(npow_table.exp2_lo + 16 * i);
+    }
+}
+
+NPOW_TARGET static void
+pow_f32_avx512(size_t n, const float *a, bool sa, const float *b, bool sb,
+               float *o)
+{
+    __m512 t[12];
+    npow_load(t);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m =
+            n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = sa ? _mm512_set1_ps(a[0]) : _mm512_maskz_loadu_ps(m, a + i);
+        __m512 y = sb ? _mm512_set1_ps(b[0]) : _mm512_maskz_loadu_ps(m, b + i);
+        pow16_f32_store(x, y, t, m, o + i);
+    }
 }
 
 NPOW_TARGET static inline __attribute__((always_inline)) void
 npow_run(size_t n, const float *a, bool sa, const float *b, bool sb, float *o,
          uint32_t m_bits, uint32_t min_bits)
 {
-    __m512 t[6];
-    for (int i = 0; i < 2; i++) {
-        t[i] = _mm512_loadu_ps(npow_table.inv_c + 16 * i);
-        t[2 + i] = _mm512_loadu_ps(npow_table.log_c + 16 * i);
-        t[4 + i] = _mm512_loadu_ps(npow_table.exp2 + 16 * i);
-    }
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
-                                           11, 12, 13, 14, 15);
-    for (size_t j = 0; j < n; j += CHUNK) {
-        size_t c = n - j < CHUNK ? n - j : CHUNK;
-        /* the lanes for vmath_f32_pow(): operands, results, places in
-         * the chunk */
-        float fx[CHUNK + 16], fy[CHUNK + 16], fr[CHUNK];
-        int32_t fi[CHUNK + 16];
-        size_t nf = 0;
-        for (size_t i = 0; i < c; i += 16) {
-            __mmask16 m = c - i >= 16 ? (__mmask16)0xffff
-                                      : (__mmask16)((1u << (c - i)) - 1);
-            __m512 x = sa ? _mm512_set1_ps(a[0])
-                          : _mm512_maskz_loadu_ps(m, a + j + i);
-            __m512 y = sb ? _mm512_set1_ps(b[0])
-                          : _mm512_maskz_loadu_ps(m, b + j + i);
-            __mmask16 bad;
-            __m512 r = npow_16(x, y, t, m_bits, min_bits, &bad);
-            _mm512_mask_storeu_ps(o + j + i, m, r);
-            bad &= m;
-            if (bad != 0) {
-                /* (compressed in registers: a compressing store is
-                 * microcoded, and slow, on Zen 4) */
-                _mm512_storeu_ps(fx + nf, _mm512_maskz_compress_ps(bad, x));
-                _mm512_storeu_ps(fy + nf, _mm512_maskz_compress_ps(bad, y));
-                _mm512_storeu_si512(
-                    fi + nf, _mm512_maskz_compress_epi32(
-                                 bad, _mm512_add_epi32(
-                                          iota, _mm512_set1_epi32((int)i))));
-                nf += (size_t)__builtin_popcount(bad);
-            }
-        }
-        if (nf != 0) {
-            vmath_f32_pow(nf, fx, false, fy, false, fr);
-            for (size_t k = 0; k < nf; k++) {
-                o[j + (size_t)fi[k]] = fr[k];
-            }
+    __m512 t[12];
+    npow_load(t);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m =
+            n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 x = sa ? _mm512_set1_ps(a[0]) : _mm512_maskz_loadu_ps(m, a + i);
+        __m512 y = sb ? _mm512_set1_ps(b[0]) : _mm512_maskz_loadu_ps(m, b + i);
+        __mmask16 bad;
+        __m512 r = npow_16(x, y, t, m_bits, min_bits, &bad);
+        bad &= m;
+        _mm512_mask_storeu_ps(o + i, m & (__mmask16)~bad, r);
+        if (bad != 0) {
+            pow16_f32_store(x, y, t, bad, o + i);
         }
     }
 }
@@ -1700,6 +1830,12 @@ void
 nrtemu__vmath_f32_pow(size_t n, const float *a, bool sa, const float *b,
                       bool sb, float *o)
 {
+#if NRTEMU_X86_CLONES
+    if (npow_ready()) {
+        pow_f32_avx512(n, a, sa, b, sb, o);
+        return;
+    }
+#endif
     vmath_f32_pow(n, a, sa, b, sb, o);
 }
 
@@ -1708,10 +1844,8 @@ nrtemu__vmath_f32_pow_narrow(size_t n, const float *a, bool sa, const float *b,
                              bool sb, float *o, enum nrtemu_dtype narrow)
 {
 #if NRTEMU_X86_CLONES
-    /* (x86-64-v4: AVX-512 F, BW, DQ, VL) */
     if ((narrow == NRTEMU_DTYPE_BFLOAT16 || narrow == NRTEMU_DTYPE_FLOAT16) &&
-        __builtin_cpu_supports("x86-64-v4")) {
-        pthread_once(&npow_once, npow_table_init);
+        npow_ready()) {
         if (narrow == NRTEMU_DTYPE_BFLOAT16) {
             npow_bf16(n, a, sa, b, sb, o);
         } else {
