@@ -932,6 +932,367 @@ wide_widen_fp8(float *d, const uint8_t *s, size_t n,
         }
     }
 }
+
+/*
+ * fp8 extremes and argmax/argmin by their codes, with no widening: an fp8
+ * code is a sign and a magnitude whose order, as an unsigned byte, is the
+ * order of the values (the NaNs above the largest finite or infinite
+ * magnitude, `nan_above`).  So over any set of codes, with smax the
+ * greatest as signed bytes and umin, umax the least and greatest as
+ * unsigned ones, the greatest value is smax when smax >= 0 (a positive
+ * code or +0 exists), else umin (all negative: the least magnitude), and
+ * the least value is umax when umax >= 0x80 (a negative code exists: the
+ * greatest magnitude), else umin; a NaN is among them when smax >
+ * nan_above or umax > 0x80 | nan_above.  Three byte compares for 64 codes
+ * at a time (bytes_ext).  The results that these do not settle go to the
+ * widening folds above: a NaN among the codes (which NaN comes first
+ * decides the sign of the result) and an extreme of zero (-0 and +0 are
+ * equal: which comes first decides its sign).
+ */
+struct bytes_ext {
+    __m512i smax, umin, umax;
+};
+
+WIDE static inline void
+bytes_ext_init(struct bytes_ext *e)
+{
+    e->smax = _mm512_set1_epi8((char)0x80);
+    e->umin = _mm512_set1_epi8((char)0xff);
+    e->umax = _mm512_setzero_si512();
+}
+
+/* The codes c of the lanes of m (the others unchanged). */
+WIDE static inline void
+bytes_ext_add(struct bytes_ext *e, __mmask64 m, __m512i c)
+{
+    e->smax = _mm512_mask_max_epi8(e->smax, m, e->smax, c);
+    e->umin = _mm512_mask_min_epu8(e->umin, m, e->umin, c);
+    e->umax = _mm512_mask_max_epu8(e->umax, m, e->umax, c);
+}
+
+/* Each lane's greatest (least) value, as a code. */
+WIDE static inline __m512i
+bytes_ext_code(bool ismax, const struct bytes_ext *e)
+{
+    return ismax ? _mm512_mask_blend_epi8(_mm512_movepi8_mask(e->smax),
+                                          e->smax, e->umin)
+                 : _mm512_mask_blend_epi8(_mm512_movepi8_mask(e->umax),
+                                          e->umin, e->umax);
+}
+
+/* The lanes whose extreme `code` the codes do not settle: a NaN among
+ * them, or a zero extreme. */
+WIDE static inline __mmask64
+bytes_ext_unsure(const struct bytes_ext *e, __m512i code, uint8_t nan_above)
+{
+    const __mmask64 nan =
+        _mm512_cmpgt_epi8_mask(e->smax, _mm512_set1_epi8((char)nan_above)) |
+        _mm512_cmpgt_epu8_mask(e->umax,
+                               _mm512_set1_epi8((char)(0x80 | nan_above)));
+
+    return nan | _mm512_testn_epi8_mask(code, _mm512_set1_epi8(0x7f));
+}
+
+/* The 64 lanes of e folded into lane 0 of each. */
+WIDE static inline void
+bytes_ext_lanes(struct bytes_ext *e)
+{
+    for (int w = 32; w >= 1; w /= 2) {
+        /* lane i takes lane i + w into account */
+        const __m512i idx = _mm512_add_epi8(
+            _mm512_set_epi8(63, 62, 61, 60, 59, 58, 57, 56, 55, 54, 53, 52, 51,
+                            50, 49, 48, 47, 46, 45, 44, 43, 42, 41, 40, 39, 38,
+                            37, 36, 35, 34, 33, 32, 31, 30, 29, 28, 27, 26, 25,
+                            24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12,
+                            11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+            _mm512_set1_epi8((char)w));
+        e->smax =
+            _mm512_max_epi8(e->smax, _mm512_permutexvar_epi8(idx, e->smax));
+        e->umin =
+            _mm512_min_epu8(e->umin, _mm512_permutexvar_epi8(idx, e->umin));
+        e->umax =
+            _mm512_max_epu8(e->umax, _mm512_permutexvar_epi8(idx, e->umax));
+    }
+}
+
+/* Magnitudes above this are NaN in fp8 format dt. */
+static uint8_t
+fp8_nan_above(enum nrtemu_dtype dt)
+{
+    const struct narrow p = narrow_fp8(dt);
+
+    return (uint8_t)(p.special_at == 0x7f ? 0x7e : p.special_at);
+}
+
+/* Columns [0, n) of g rows `stride` codes apart: each column's extreme
+ * code into code[0..n), and the lanes it does not settle into unsure[]
+ * (one mask per 64 columns).  Four runs of 64 columns go down the rows at
+ * a time: 256 bytes of each row, and twelve accumulators in registers. */
+#define BYTES_STRIPS 4
+WIDE static void
+bytes_columns_ext(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
+                  const uint8_t *x, uint8_t nan_above, uint8_t *code,
+                  uint64_t *unsure)
+{
+    for (uint64_t j = 0; j < n; j += 64 * BYTES_STRIPS) {
+        struct bytes_ext e[BYTES_STRIPS];
+        __mmask64 m[BYTES_STRIPS];
+        for (int s = 0; s < BYTES_STRIPS; s++) {
+            m[s] = j + 64 * s < n ? wide_mask(n - j - 64 * s) : 0;
+            bytes_ext_init(&e[s]);
+        }
+        for (uint64_t r = 0; r < g; r++) {
+            const uint8_t *row = x + r * stride + j;
+            for (int s = 0; s < BYTES_STRIPS; s++) {
+                bytes_ext_add(&e[s], m[s],
+                              _mm512_maskz_loadu_epi8(m[s], row + 64 * s));
+            }
+        }
+        for (int s = 0; s < BYTES_STRIPS && m[s] != 0; s++) {
+            const __m512i c = bytes_ext_code(ismax, &e[s]);
+            _mm512_mask_storeu_epi8(code + j + 64 * s, m[s], c);
+            unsure[(j + 64 * s) / 64] =
+                bytes_ext_unsure(&e[s], c, nan_above) & m[s];
+        }
+    }
+}
+
+/* Columns of fp8 (their max or min) into acc[0..n) as wide_fold_fp8 folds
+ * them, by bytes_columns_ext: the runs of 64 columns that it does not
+ * settle go to wide_fold_fp8. */
+#define BYTES_CHUNK 2048
+WIDE static void
+bytes_fold_fp8(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
+               const uint8_t *x, float *acc, const struct wide_ctx *ctx,
+               uint8_t nan_above)
+{
+    const enum nrtemu_op op = ismax ? NRTEMU_OP_MAX : NRTEMU_OP_MIN;
+    const struct wide_tab tab = wide_tab_of(ctx);
+    uint8_t code[BYTES_CHUNK];
+    uint64_t unsure[BYTES_CHUNK / 64];
+    __m512 v[4];
+
+    if (g == 0) {
+        return;
+    }
+    for (uint64_t b = 0; b < n; b += BYTES_CHUNK) {
+        const uint64_t w = n - b < BYTES_CHUNK ? n - b : BYTES_CHUNK;
+        bytes_columns_ext(ismax, w, g, stride, x + b, nan_above, code, unsure);
+        for (uint64_t j = 0; j < w; j += 64) {
+            const __mmask64 m = wide_mask(w - j);
+            float *a = acc + b + j;
+            if (unsure[j / 64] != 0) {
+                wide_fold_fp8(op, w - j < 64 ? w - j : 64, g, stride,
+                              x + b + j, a, ctx);
+                continue;
+            }
+            wide_load_fp8(code, j, m, &tab, v);
+            for (int q = 0; q < 4; q++) {
+                const __mmask16 mq = (__mmask16)(m >> (16 * q));
+                const __m512 aq = _mm512_maskz_loadu_ps(mq, a + 16 * q);
+                /* FLOAT_MAX (FLOAT_MIN): acc stays when >= (<=) or NaN */
+                const __mmask16 take =
+                    (ismax ? _mm512_cmp_ps_mask(aq, v[q], _CMP_NGE_UQ)
+                           : _mm512_cmp_ps_mask(aq, v[q], _CMP_NLE_UQ)) &
+                    _mm512_cmp_ps_mask(aq, aq, _CMP_ORD_Q);
+                _mm512_mask_storeu_ps(a + 16 * q, (__mmask16)(take & mq),
+                                      v[q]);
+            }
+        }
+    }
+}
+
+/* The extreme code of a row of n fp8 codes, in *code; false when the codes
+ * do not settle it (bytes_ext_unsure). */
+WIDE static bool
+bytes_row_ext(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above,
+              uint8_t *code)
+{
+    struct bytes_ext e[2];
+    uint64_t i = 0;
+
+    bytes_ext_init(&e[0]);
+    bytes_ext_init(&e[1]);
+    for (; i + 128 <= n; i += 128) {
+        bytes_ext_add(&e[0], ~(__mmask64)0, _mm512_loadu_si512(x + i));
+        bytes_ext_add(&e[1], ~(__mmask64)0, _mm512_loadu_si512(x + i + 64));
+    }
+    for (; i < n; i += 64) {
+        const __mmask64 m = wide_mask(n - i);
+        bytes_ext_add(&e[0], m, _mm512_maskz_loadu_epi8(m, x + i));
+    }
+    e[0].smax = _mm512_max_epi8(e[0].smax, e[1].smax);
+    e[0].umin = _mm512_min_epu8(e[0].umin, e[1].umin);
+    e[0].umax = _mm512_max_epu8(e[0].umax, e[1].umax);
+    bytes_ext_lanes(&e[0]);
+    {
+        const __m512i c = bytes_ext_code(ismax, &e[0]);
+        if ((bytes_ext_unsure(&e[0], c, nan_above) & 1) != 0) {
+            return false;
+        }
+        *code = (uint8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(c));
+    }
+    return true;
+}
+
+/* The first index i < n with (x[i] & and) == want (gt: > want), which the
+ * caller knows to exist. */
+WIDE static uint64_t
+bytes_find(uint64_t n, const uint8_t *x, uint8_t and, uint8_t want, bool gt)
+{
+    const __m512i a = _mm512_set1_epi8((char)and);
+    const __m512i w = _mm512_set1_epi8((char)want);
+
+    for (uint64_t i = 0; i < n; i += 64) {
+        const __mmask64 m = wide_mask(n - i);
+        const __m512i c =
+            _mm512_and_si512(_mm512_maskz_loadu_epi8(m, x + i), a);
+        const __mmask64 hit = (gt ? _mm512_cmpgt_epu8_mask(c, w)
+                                  : _mm512_cmpeq_epi8_mask(c, w)) &
+                              m;
+        if (hit != 0) {
+            return i + (uint64_t)__builtin_ctzll(hit);
+        }
+    }
+    return 0;
+}
+
+/* argmax/argmin of a row of n fp8 codes (n >= 1): the first NaN, else the
+ * first extreme, -0 and +0 equal (SFX##_arg_row's rules). */
+WIDE static uint64_t
+bytes_arg_row(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above)
+{
+    struct bytes_ext e;
+    __m512i c;
+    uint8_t code;
+
+    bytes_ext_init(&e);
+    for (uint64_t i = 0; i < n; i += 64) {
+        const __mmask64 m = wide_mask(n - i);
+        bytes_ext_add(&e, m, _mm512_maskz_loadu_epi8(m, x + i));
+    }
+    bytes_ext_lanes(&e);
+    c = bytes_ext_code(ismax, &e);
+    code = (uint8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(c));
+    if ((int8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(e.smax)) >
+            (int)nan_above ||
+        (uint8_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(e.umax)) >
+            (0x80 | nan_above)) {
+        return bytes_find(n, x, 0x7f, nan_above, true); /* the first NaN */
+    }
+    if ((code & 0x7f) == 0) {
+        return bytes_find(n, x, 0x7f, 0, false);
+    }
+    return bytes_find(n, x, 0xff, code, false);
+}
+
+/*
+ * The order of fp8 codes for argmax/argmin as signed bytes: the sign and
+ * the magnitude (-0 and +0 both 0: equal, as NumPy has them), every NaN
+ * `nan_key`, above (argmax: 127) or below (argmin: -128) every other key,
+ * so that a column keeps its first NaN as it keeps its first extreme.
+ */
+WIDE static inline __m512i
+bytes_key(__m512i c, __m512i nan_above, __m512i nan_key)
+{
+    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi8(0x7f));
+    const __m512i key = _mm512_mask_sub_epi8(mag, _mm512_movepi8_mask(c),
+                                             _mm512_setzero_si512(), mag);
+
+    return _mm512_mask_mov_epi8(key, _mm512_cmpgt_epu8_mask(mag, nan_above),
+                                nan_key);
+}
+
+/* at[i] = base + a8's byte i, for the lanes of t. */
+WIDE static inline void
+bytes_at_store(uint32_t *at, __mmask64 t, __m512i a8, uint32_t base)
+{
+    const __m512i b = _mm512_set1_epi32((int)base);
+
+    _mm512_mask_storeu_epi32(
+        at, (__mmask16)t,
+        _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(a8)), b));
+    _mm512_mask_storeu_epi32(
+        at + 16, (__mmask16)(t >> 16),
+        _mm512_add_epi32(
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(a8, 1)), b));
+    _mm512_mask_storeu_epi32(
+        at + 32, (__mmask16)(t >> 32),
+        _mm512_add_epi32(
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(a8, 2)), b));
+    _mm512_mask_storeu_epi32(
+        at + 48, (__mmask16)(t >> 48),
+        _mm512_add_epi32(
+            _mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(a8, 3)), b));
+}
+
+/* Rows [0, g) (g >= 1) of n columns of fp8 codes, `stride` apart, from
+ * row index r0 on, into best[0..n) (the widened extreme) and at[0..n)
+ * (its row), as ARG_FLOAT_SWEEP's sweeps of the widened codes would: a column
+ * takes a row's key when strictly better.  The rows' offsets within blocks of
+ * BYTES_BLOCK rows are bytes, written to `at` at the end of each block where
+ * taken. */
+#define BYTES_BLOCK 256
+WIDE static void
+bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
+                  uint64_t stride, const uint8_t *x, uint32_t *at, float *best,
+                  struct narrow p, uint8_t nan_above)
+{
+    const __m512i na = _mm512_set1_epi8((char)nan_above);
+    const __m512i nk = _mm512_set1_epi8(ismax ? 127 : -128);
+
+    for (uint64_t j = 0; j < n; j += 64 * BYTES_STRIPS) {
+        __m512i bk[BYTES_STRIPS], a8[BYTES_STRIPS];
+        __mmask64 m[BYTES_STRIPS], taken[BYTES_STRIPS];
+        uint64_t base = 0;
+        _Alignas(64) int8_t keys[64];
+
+        for (int s = 0; s < BYTES_STRIPS; s++) {
+            m[s] = j + 64 * s < n ? wide_mask(n - j - 64 * s) : 0;
+            bk[s] = bytes_key(_mm512_maskz_loadu_epi8(m[s], x + j + 64 * s),
+                              na, nk);
+            a8[s] = _mm512_setzero_si512();
+            taken[s] = m[s];
+        }
+        for (uint64_t r = 1; r <= g; r++) {
+            if (r - base == BYTES_BLOCK || r == g) {
+                for (int s = 0; s < BYTES_STRIPS && m[s] != 0; s++) {
+                    bytes_at_store(at + j + 64 * s, taken[s] & m[s], a8[s],
+                                   r0 + (uint32_t)base);
+                    taken[s] = 0;
+                }
+                base = r;
+                if (r == g) {
+                    break;
+                }
+            }
+            {
+                const uint8_t *row = x + r * stride + j;
+                const __m512i kk = _mm512_set1_epi8((char)(r - base));
+                for (int s = 0; s < BYTES_STRIPS; s++) {
+                    const __m512i k = bytes_key(
+                        _mm512_maskz_loadu_epi8(m[s], row + 64 * s), na, nk);
+                    const __mmask64 t = ismax
+                                            ? _mm512_cmpgt_epi8_mask(k, bk[s])
+                                            : _mm512_cmplt_epi8_mask(k, bk[s]);
+                    bk[s] = _mm512_mask_mov_epi8(bk[s], t, k);
+                    a8[s] = _mm512_mask_mov_epi8(a8[s], t, kk);
+                    taken[s] |= t;
+                }
+            }
+        }
+        for (int s = 0; s < BYTES_STRIPS && m[s] != 0; s++) {
+            _mm512_store_si512(keys, bk[s]);
+            for (uint64_t i = 0; i < 64 && j + 64 * s + i < n; i++) {
+                const int k = keys[i];
+                const uint32_t c = k == (ismax ? 127 : -128) ? 0x7fu
+                                   : k >= 0                  ? (uint32_t)k
+                                            : 0x80u | (uint32_t)-k;
+                best[j + 64 * s + i] = narrow_widen(c, p);
+            }
+        }
+    }
+}
 #endif
 
 /* Fold g rows of n elements of src, `stride` apart, into acc[0..n) of kt
@@ -967,6 +1328,11 @@ wide_fold(enum nrtemu_op op, enum nrtemu_dtype kt, enum nrtemu_dtype src,
         return true;
     default:
         c = wide_ctx_fp8(src);
+        if (c != NULL && (op == NRTEMU_OP_MAX || op == NRTEMU_OP_MIN)) {
+            bytes_fold_fp8(op == NRTEMU_OP_MAX, n, g, stride, x, acc, c,
+                           fp8_nan_above(src));
+            return true;
+        }
         if (c != NULL) {
             wide_fold_fp8(op, n, g, stride, x, acc, c);
             return true;
@@ -1118,6 +1484,34 @@ fold_columns_from(enum nrtemu_op op, enum nrtemu_dtype kt,
     return true;
 }
 
+/* max/min of a row of n fp8 codes into *acc (float32), as fold_row after
+ * load_run gives it, by the codes (bytes_row_ext); false where that does
+ * not apply (no AVX-512 VBMI, another op or type, a compute type that
+ * rounds) or the codes do not settle the result. */
+static bool
+fold_row_fp8(enum nrtemu_op op, enum nrtemu_dtype kt,
+             enum nrtemu_dtype compute, enum nrtemu_dtype src, size_t n,
+             const void *x, void *acc)
+{
+#if NRTEMU_X86_CLONES
+    uint8_t code;
+    float r;
+
+    if (!is_fp8(src) || kt != NRTEMU_DTYPE_FLOAT32 ||
+        (compute != kt && compute != src) ||
+        (op != NRTEMU_OP_MAX && op != NRTEMU_OP_MIN) || !cpu_has_wide() ||
+        !bytes_row_ext(op == NRTEMU_OP_MAX, n, x, fp8_nan_above(src), &code)) {
+        return false;
+    }
+    r = narrow_widen(code, narrow_fp8(src));
+    f32_column(op, 1, &r, acc);
+    return true;
+#else
+    (void)op, (void)kt, (void)compute, (void)src, (void)n, (void)x, (void)acc;
+    return false;
+#endif
+}
+
 /*
  * The input as [A, R, B] when the reduced axes are consecutive (R their
  * elements, A those of the axes before, B of the axes after): the shape
@@ -1229,6 +1623,11 @@ reduce_task(void *arg, uint32_t t)
     for (uint64_t a = a0; a < a1; a++) {
         if (j->B == 1) {
             const void *x = data + a * j->R * is;
+            if (j->load == LOAD_CONVERT &&
+                fold_row_fp8(j->fold, j->kt, j->compute, in->dtype, j->R, x,
+                             j->acc + a * ks)) {
+                continue;
+            }
             if (j->load != LOAD_IN_PLACE) {
                 load_run(in, j->compute, j->kt, a * j->R, j->R, win);
                 x = win;
@@ -1639,7 +2038,6 @@ struct arg_job {
 ARG_FLOAT_SWEEP(arg_sweep_f32, wide_load_f32)
 ARG_FLOAT_SWEEP(arg_sweep_bf16, wide_load_bf16)
 ARG_FLOAT_SWEEP(arg_sweep_f16, wide_load_f16)
-ARG_FLOAT_SWEEP(arg_sweep_fp8, wide_load_fp8)
 
 WIDE static void
 arg_sweep_i32(bool ismax, bool init, uint32_t r0, uint64_t g, uint64_t n,
@@ -1719,8 +2117,9 @@ arg_fast(const struct arg_job *j, uint64_t r0, uint64_t g, uint64_t w,
         return true;
     default:
         if (c != NULL) {
-            arg_sweep_fp8(j->ismax, true, (uint32_t)r0, g, w, j->B, x, at,
-                          best, c);
+            bytes_arg_columns(j->ismax, (uint32_t)r0, g, w, j->B, x, at, best,
+                              narrow_fp8(j->in->dtype),
+                              fp8_nan_above(j->in->dtype));
             return true;
         }
         return false;
@@ -1992,6 +2391,18 @@ arg_task(void *arg, uint32_t t)
     } else {
         task_share(j->B, j->tasks, t, 16, &b0, &b1);
     }
+#if NRTEMU_X86_CLONES
+    if (j->B == 1 && j->kt == NRTEMU_DTYPE_FLOAT32 && is_fp8(j->in->dtype) &&
+        cpu_has_wide()) {
+        /* rows of fp8 by their codes (bytes_arg_row) */
+        const uint8_t *x = j->in->data, na = fp8_nan_above(j->in->dtype);
+        for (uint64_t a = a0; a < a1; a++) {
+            j->out[a] =
+                (int64_t)bytes_arg_row(j->ismax, j->R, x + a * j->R, na);
+        }
+        return;
+    }
+#endif
     switch (j->kt) {
     case NRTEMU_DTYPE_FLOAT32:
         f32_arg(j, a0, a1, r0, r1, b0, b1, win, (float *)(void *)best,

@@ -188,9 +188,44 @@ static const enum nrtemu_op reduce_ops[] = {NRTEMU_OP_SUM, NRTEMU_OP_MEAN,
                                             NRTEMU_OP_MAX, NRTEMU_OP_MIN,
                                             NRTEMU_OP_PROD};
 
+/*
+ * Codes of a 1-byte dt for `pattern`: 0, every code (NaNs of both signs,
+ * infinities, both zeros) in an order of its own; 1, a few codes, ties
+ * everywhere, -0 and +0 among them, so that many extremes are zeros; 2,
+ * negative codes only, a NaN now and then; 3, positive and negative
+ * codes, no NaN, a line of zeros only now and then (a line: index % mod).
+ */
+static void
+fill_codes(uint8_t *data, uint64_t n, int pattern, uint64_t mod)
+{
+    static const uint8_t few[] = {0x00, 0x80, 0x01, 0x81, 0x38, 0xb8};
+
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t r = rng_next();
+        switch (pattern) {
+        case 0:
+            data[i] = (uint8_t)((i * 7 + i / mod * 12) % 256);
+            break;
+        case 1:
+            data[i] = few[r % 6];
+            break;
+        case 2:
+            data[i] = (uint8_t)(r % 997 == 0 ? 0xff : 0x80 | (r & 0x3f));
+            break;
+        default:
+            data[i] = i % mod % 5 == 0
+                          ? (uint8_t)(r & 0x80)
+                          : (uint8_t)((r & 0x80) | (r >> 8) % 100);
+            break;
+        }
+    }
+}
+
+/* fill: 0 or 1, random values without or with NaNs (fill_random); 2 on,
+ * fp8 codes of fill_codes' pattern fill - 2. */
 static void
 check_split_reduce(enum nrtemu_dtype dt, uint32_t ndim, const uint64_t *shape,
-                   uint32_t axes, bool nans)
+                   uint32_t axes, int fill)
 {
     uint64_t count = 1, ocount = 1, shape1[NRTEMU_MAX_DIMS];
     size_t es = nrtemu__dtype_size(dt);
@@ -203,7 +238,11 @@ check_split_reduce(enum nrtemu_dtype dt, uint32_t ndim, const uint64_t *shape,
     }
     shape1[ndim] = 1;
     data = alloc_bytes(count * es);
-    fill_random(dt, data, count, nans);
+    if (fill >= 2) {
+        fill_codes(data, count, fill - 2, shape[ndim - 1]);
+    } else {
+        fill_random(dt, data, count, fill == 1);
+    }
     for (size_t k = 0; k < sizeof reduce_ops / sizeof reduce_ops[0]; k++) {
         enum nrtemu_op op = reduce_ops[k];
         enum nrtemu_dtype odt = reduce_out_dtype(op, dt);
@@ -271,6 +310,39 @@ test_split_reduce(void)
             for (int nans = 0; nans < 2; nans++) {
                 check_split_reduce(dts[t], cases[c].ndim, cases[c].shape,
                                    cases[c].axes, nans);
+            }
+        }
+    }
+}
+
+/* The fp8 max and min by their codes (kernel_reduce.c's bytes_*), and the
+ * sums, against the serial walk, which widens every code: every code,
+ * ties of -0 and +0, negative codes only, NaNs of both signs, rows and
+ * columns, split or not, at widths that leave a tail of a vector. */
+static void
+test_fp8_reduce_codes(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+    static const struct {
+        uint32_t ndim, axes;
+        uint64_t shape[3];
+    } cases[] = {
+        {2, 1, {1201, 1001}}, /* rows, split */
+        {2, 1, {300, 77}},    /* short rows, not split */
+        {2, 1, {3, 700}},     /* rows with a tail of a vector */
+        {2, 2, {1001, 1201}}, /* columns, split by rows */
+        {2, 2, {1, 300}},     /* one row */
+        {2, 2, {257, 321}},   /* columns, not split */
+        {3, 2, {3, 1001, 373}},
+    };
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            for (int pattern = 0; pattern < 4; pattern++) {
+                check_split_reduce(dts[t], cases[c].ndim, cases[c].shape,
+                                   cases[c].axes, 2 + pattern);
             }
         }
     }
@@ -487,6 +559,15 @@ test_arg_every_fp8_code(void)
         check_arg(dts[t], 1, 1001, 1201, 3);
         check_arg(dts[t], 1, 256, 300, 3);
         check_arg(dts[t], 3, 4099, 101, 3);
+        /* and along the rows, split or not */
+        check_arg(dts[t], 1201, 1001, 1, 3);
+        check_arg(dts[t], 3, 300, 1, 3);
+        for (int pattern = 0; pattern < 3; pattern++) {
+            check_arg(dts[t], 1201, 1001, 1, pattern);
+            check_arg(dts[t], 1, 1001, 1201, pattern);
+            check_arg(dts[t], 7, 100, 1, pattern);
+            check_arg(dts[t], 1, 700, 300, pattern);
+        }
     }
 }
 
@@ -619,6 +700,7 @@ main(void)
     RUN_TEST(test_column_order);
     RUN_TEST(test_split_arg);
     RUN_TEST(test_arg_every_fp8_code);
+    RUN_TEST(test_fp8_reduce_codes);
     RUN_TEST(test_split_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
