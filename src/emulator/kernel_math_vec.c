@@ -1698,7 +1698,7 @@ i32_neg_wrap(int32_t x)
 NRTEMU_INLINE double
 i32_quotient(int32_t x, int32_t y)
 {
-    int32_t d = (y == 0) | (y == -1) ? 1 : y;
+    int32_t d = ((y == 0) | (y == -1)) ? 1 : y;
     return (double)x / (double)d;
 }
 
@@ -1717,7 +1717,7 @@ i32_mod(int32_t x, int32_t y)
 {
     int32_t q = (int32_t)__builtin_floor(i32_quotient(x, y));
     int32_t r = (int32_t)((uint32_t)x - (uint32_t)q * (uint32_t)y);
-    return (y == 0) | (y == -1) ? 0 : r;
+    return ((y == 0) | (y == -1)) ? 0 : r;
 }
 
 /* XLA's truncated division: -1 for y == 0, INT32_MIN / -1 wraps. */
