@@ -1457,78 +1457,188 @@ vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
  *   (log1p(-1) = -inf, below NaN).
  * - cbrt: every |x| is 0 or in [1, 2^31], cbrt_f64()'s domain, with no
  *   fallback: the same bits.
- * - gelu: for x >= GELU_I32_HI, 1 + e^m rounds to 1 and the result is x
- *   (from x = 8); for x < GELU_I32_LO, m > GELU_M_ZERO and it is -0 (from
- *   x = -22): the integers in between take a table of gelu_f64() itself,
- *   built once (by the clone that runs), the same bits.
- * - exp, log, expm1, tanh, sigmoid: vmath_f64_unary() on each chunk,
- *   converted in L1: the same bits.
+ * - gelu, tanh, exp, expm1, sigmoid: the results at the integers are
+ *   constants (or x, gelu above) beyond a short range, which a table
+ *   holds, filled by the float64 op itself (TABLE_I32_LIST): gelu is x
+ *   from 8 (1 + e^m rounds to 1) and -0 from -22 (m > GELU_M_ZERO), tanh
+ *   +-1 from |x| = 20, exp inf from 710 and 0 from -746, expm1 -1 from
+ *   -38, sigmoid 1 from 37 and 0 from -746: the same bits, checked on
+ *   every int32.  The tables of 64 are looked up in registers, the others
+ *   gathered (AVX-512), or element by element.
+ * - log: vmath_f64_unary() on each chunk converted in L1: the same bits.
  */
-#define GELU_I32_LO (-32)
-#define GELU_I32_HI 32
+/*
+ * The ops whose results at the integers are a table and constants
+ * beyond: op, the first integer of the table, its length, whether x
+ * itself is the result above it (else `above`), and the result below.
+ * Checked for every int32 (bit for bit the float64 op) when written.
+ */
+#define TABLE_I32_LIST(X)                     \
+    X(GELU, -32, 64, true, 0.0, -0.0)         \
+    X(TANH, -32, 64, false, 1.0, -1.0)        \
+    X(EXP, -768, 1480, false, HUGE_VAL, 0.0)  \
+    X(EXPM1, -64, 776, false, HUGE_VAL, -1.0) \
+    X(SIGMOID, -768, 832, false, 1.0, 0.0)
 
-static double gelu_i32_table[GELU_I32_HI - GELU_I32_LO];
-static pthread_once_t gelu_i32_once = PTHREAD_ONCE_INIT;
+struct table_i32 {
+    enum nrtemu_op op;
+    int32_t lo;
+    uint32_t n;
+    bool x_above;
+    double above, below;
+    double *data;
+};
 
-NRTEMU_MULTIVERSION
+#define TABLE_I32_DATA(OP, LO, N, XA, ABOVE, BELOW) \
+    static double table_i32_data_##OP[N];
+TABLE_I32_LIST(TABLE_I32_DATA)
+#undef TABLE_I32_DATA
+
+enum {
+#define TABLE_I32_ENUM(OP, LO, N, XA, ABOVE, BELOW) TABLE_I32_##OP,
+    TABLE_I32_LIST(TABLE_I32_ENUM)
+#undef TABLE_I32_ENUM
+        TABLE_I32_COUNT
+};
+
+static const struct table_i32 table_i32_ops[TABLE_I32_COUNT] = {
+#define TABLE_I32_ROW(OP, LO, N, XA, ABOVE, BELOW) \
+    {NRTEMU_OP_##OP, LO, N, XA, ABOVE, BELOW, table_i32_data_##OP},
+    TABLE_I32_LIST(TABLE_I32_ROW)
+#undef TABLE_I32_ROW
+};
+
+static pthread_once_t table_i32_once[TABLE_I32_COUNT] = {
+#define TABLE_I32_ONCE(OP, LO, N, XA, ABOVE, BELOW) PTHREAD_ONCE_INIT,
+    TABLE_I32_LIST(TABLE_I32_ONCE)
+#undef TABLE_I32_ONCE
+};
+
+/* The table of t: the float64 op itself (vmath_f64_unary(), the clone
+ * that runs) at its integers. */
 static void
-gelu_i32_table_init(void)
+table_i32_fill(const struct table_i32 *t)
 {
-    for (int i = 0; i < GELU_I32_HI - GELU_I32_LO; i++) {
-        gelu_i32_table[i] = gelu_f64((double)(i + GELU_I32_LO));
+    double x[CHUNK];
+
+    for (uint32_t j = 0; j < t->n; j += CHUNK) {
+        uint32_t c = t->n - j < CHUNK ? t->n - j : CHUNK;
+        for (uint32_t i = 0; i < c; i++) {
+            x[i] = (double)(t->lo + (int32_t)(j + i));
+        }
+        vmath_f64_unary(t->op, c, x, t->data + j);
+    }
+}
+
+#define TABLE_I32_INIT(OP, LO, N, XA, ABOVE, BELOW)     \
+    static void table_i32_init_##OP(void)               \
+    {                                                   \
+        table_i32_fill(&table_i32_ops[TABLE_I32_##OP]); \
+    }
+TABLE_I32_LIST(TABLE_I32_INIT)
+#undef TABLE_I32_INIT
+
+/* The table of `op`, built on first use; NULL when op has none. */
+static const struct table_i32 *
+table_i32_get(enum nrtemu_op op)
+{
+    switch (op) {
+#define TABLE_I32_CASE(OP, LO, N, XA, ABOVE, BELOW)                         \
+    case NRTEMU_OP_##OP:                                                    \
+        pthread_once(&table_i32_once[TABLE_I32_##OP], table_i32_init_##OP); \
+        return &table_i32_ops[TABLE_I32_##OP];
+        TABLE_I32_LIST(TABLE_I32_CASE)
+#undef TABLE_I32_CASE
+    default:
+        return NULL;
     }
 }
 
 #if NRTEMU_X86_CLONES
-/* The gelu of int32 operands with AVX-512, which GCC does not vectorise
- * (it makes no gathers for these CPUs): the table in eight registers, an
- * element of it picked by three two-register permutes and blends. */
+/* The lookup with AVX-512, which GCC does not vectorise (it makes no
+ * gathers for these CPUs): a table of 64 in eight registers, an element
+ * picked by four two-register permutes and three blends; a longer one
+ * gathered.  (v - lo wraps for the far integers, whose lanes then take
+ * the constants.) */
 __attribute__((target("avx512f"))) static void
-gelu_i32_avx512(size_t n, const int32_t *x, double *t)
+table_i32_avx512(size_t n, const int32_t *x, double *t,
+                 const struct table_i32 *f)
 {
-    const double *tb = gelu_i32_table;
-    __m512d t0 = _mm512_loadu_pd(tb), t1 = _mm512_loadu_pd(tb + 8);
-    __m512d t2 = _mm512_loadu_pd(tb + 16), t3 = _mm512_loadu_pd(tb + 24);
-    __m512d t4 = _mm512_loadu_pd(tb + 32), t5 = _mm512_loadu_pd(tb + 40);
-    __m512d t6 = _mm512_loadu_pd(tb + 48), t7 = _mm512_loadu_pd(tb + 56);
-    const __m512i lo = _mm512_set1_epi32(GELU_I32_LO);
-    const __m512i hi = _mm512_set1_epi32(GELU_I32_HI);
-    const __m512i top = _mm512_set1_epi32(GELU_I32_HI - GELU_I32_LO - 1);
+    const double *tb = f->data;
+    bool regs = f->n == 64;
+    __m512d t0 = _mm512_setzero_pd(), t1 = t0, t2 = t0, t3 = t0, t4 = t0;
+    __m512d t5 = t0, t6 = t0, t7 = t0;
+    const __m512i lo = _mm512_set1_epi32(f->lo);
+    const __m512i hi = _mm512_set1_epi32(f->lo + (int32_t)f->n);
+    const __m512i top = _mm512_set1_epi32((int32_t)f->n - 1);
+    const __m512d above = _mm512_set1_pd(f->above);
+    const __m512d below = _mm512_set1_pd(f->below);
+    const __mmask8 x_above = f->x_above ? 0xff : 0;
 
+    if (regs) {
+        t0 = _mm512_loadu_pd(tb), t1 = _mm512_loadu_pd(tb + 8);
+        t2 = _mm512_loadu_pd(tb + 16), t3 = _mm512_loadu_pd(tb + 24);
+        t4 = _mm512_loadu_pd(tb + 32), t5 = _mm512_loadu_pd(tb + 40);
+        t6 = _mm512_loadu_pd(tb + 48), t7 = _mm512_loadu_pd(tb + 56);
+    }
     for (size_t i = 0; i < n; i += 8) {
         __mmask8 m = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
         __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
         __m512i k = _mm512_min_epi32(
             _mm512_max_epi32(_mm512_sub_epi32(v, lo), _mm512_setzero_si512()),
             top);
-        __m512i idx = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(k));
-        __mmask8 b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
-        __mmask8 b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
-        __m512d g01 =
-            _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t0, idx, t1),
-                                 _mm512_permutex2var_pd(t2, idx, t3));
-        __m512d g23 =
-            _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t4, idx, t5),
-                                 _mm512_permutex2var_pd(t6, idx, t7));
-        __m512d g = _mm512_mask_blend_pd(b5, g01, g23);
+        __m512d g;
+        if (regs) {
+            __m512i idx = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(k));
+            __mmask8 b4 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(16));
+            __mmask8 b5 = _mm512_test_epi64_mask(idx, _mm512_set1_epi64(32));
+            __m512d g01 =
+                _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t0, idx, t1),
+                                     _mm512_permutex2var_pd(t2, idx, t3));
+            __m512d g23 =
+                _mm512_mask_blend_pd(b4, _mm512_permutex2var_pd(t4, idx, t5),
+                                     _mm512_permutex2var_pd(t6, idx, t7));
+            g = _mm512_mask_blend_pd(b5, g01, g23);
+        } else {
+            g = _mm512_i32gather_pd(_mm512_castsi512_si256(k), tb, 8);
+        }
         __mmask8 big = (__mmask8)_mm512_cmpge_epi32_mask(v, hi);
         __mmask8 neg = (__mmask8)_mm512_cmplt_epi32_mask(v, lo);
-        g = _mm512_mask_blend_pd(
-            big, g, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)));
-        g = _mm512_mask_blend_pd(neg, g, _mm512_set1_pd(-0.0));
+        __m512d up = _mm512_mask_blend_pd(
+            x_above, above, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)));
+        g = _mm512_mask_blend_pd(big, g, up);
+        g = _mm512_mask_blend_pd(neg, g, below);
         _mm512_mask_storeu_pd(t + i, m, g);
     }
 }
 #endif
 
-/* One chunk of c results of `op` on int32 operands into t (avx512: the
- * CPU has it). */
+/* One chunk of c results of `op` on int32 operands into t (f: its table,
+ * if it has one; avx512: the CPU has it). */
 NRTEMU_INLINE void
-i32_f64_chunk(enum nrtemu_op op, size_t c, const int32_t *x, double *t,
-              bool avx512)
+i32_f64_chunk(enum nrtemu_op op, const struct table_i32 *f, size_t c,
+              const int32_t *x, double *t, bool avx512)
 {
     int bad = 0;
 
+    if (f != NULL) {
+#if NRTEMU_X86_CLONES
+        if (avx512) {
+            table_i32_avx512(c, x, t, f);
+            return;
+        }
+#endif
+        (void)avx512;
+        int32_t hi = f->lo + (int32_t)f->n; /* (v - lo may overflow) */
+        for (size_t i = 0; i < c; i++) {
+            int32_t v = x[i];
+            int32_t k = v < f->lo ? f->lo : v >= hi ? hi - 1 : v;
+            double g = f->data[k - f->lo];
+            g = v >= hi ? (f->x_above ? (double)v : f->above) : g;
+            t[i] = v < f->lo ? f->below : g;
+        }
+        return;
+    }
     switch (op) {
     case NRTEMU_OP_SIN:
     case NRTEMU_OP_COS: {
@@ -1579,26 +1689,8 @@ i32_f64_chunk(enum nrtemu_op op, size_t c, const int32_t *x, double *t,
             t[i] = cbrt_f64((double)x[i]);
         }
         return;
-    case NRTEMU_OP_GELU:
-#if NRTEMU_X86_CLONES
-        if (avx512) {
-            gelu_i32_avx512(c, x, t);
-            return;
-        }
-#endif
-        (void)avx512;
-        for (size_t i = 0; i < c; i++) {
-            int32_t v = x[i];
-            int32_t k = v < GELU_I32_LO    ? GELU_I32_LO
-                        : v >= GELU_I32_HI ? GELU_I32_HI - 1
-                                           : v;
-            double g = gelu_i32_table[k - GELU_I32_LO];
-            g = v >= GELU_I32_HI ? (double)v : g;
-            t[i] = v < GELU_I32_LO ? -0.0 : g;
-        }
-        return;
     default: {
-        /* exp, log, expm1, tanh, sigmoid: the float64 loop on the chunk
+        /* log: the float64 loop on the chunk
          * converted in L1 (what matters is one call per run) */
         double xd[CHUNK];
         for (size_t i = 0; i < c; i++) {
@@ -1615,22 +1707,20 @@ static bool
 vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a, double *o,
                     bool stream)
 {
+    const struct table_i32 *f = table_i32_get(op);
+
     switch (op) {
-    case NRTEMU_OP_GELU:
-        pthread_once(&gelu_i32_once, gelu_i32_table_init);
-        break;
     case NRTEMU_OP_SIN:
     case NRTEMU_OP_COS:
     case NRTEMU_OP_LOG1P:
     case NRTEMU_OP_CBRT:
-    case NRTEMU_OP_EXP:
     case NRTEMU_OP_LOG:
-    case NRTEMU_OP_EXPM1:
-    case NRTEMU_OP_TANH:
-    case NRTEMU_OP_SIGMOID:
         break;
     default:
-        return false;
+        if (f == NULL) {
+            return false;
+        }
+        break;
     }
 #if NRTEMU_X86_CLONES
     bool avx512 = __builtin_cpu_supports("avx512f");
@@ -1641,7 +1731,7 @@ vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a, double *o,
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         double blk[CHUNK];
-        i32_f64_chunk(op, c, a + j, stream ? blk : o + j, avx512);
+        i32_f64_chunk(op, f, c, a + j, stream ? blk : o + j, avx512);
         if (stream) {
             kstream_copy(o + j, blk, c * sizeof *o);
         }

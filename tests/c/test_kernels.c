@@ -1993,18 +1993,20 @@ test_sin_cos_float64_of_int32(void)
 }
 
 /*
- * gelu, log1p and cbrt of int32 operands (computed in float64, converted
- * in kernel_math_vec.c's loop; gelu from a table): bit for bit the
- * float64 op on the converted operands, in every build (the baseline loops
- * with -Dcpu_dispatch=false).  Operands of every magnitude, and a run of
- * [-40, 40] (the table and both ends of it).
+ * gelu, tanh, exp, expm1, sigmoid, log1p and cbrt of int32 operands
+ * (computed in float64, converted in kernel_math_vec.c's loop; the first
+ * five from tables): bit for bit the float64 op on the converted
+ * operands, in every build (the baseline loops with -Dcpu_dispatch=false).
+ * Operands of every magnitude, and runs of [-40, 40] and [-800, 800]
+ * (the tables and both ends of them).
  */
 static void
 test_float64_ops_of_int32(void)
 {
     enum { N = 1 << 14 };
-    static const enum nrtemu_op ops[] = {NRTEMU_OP_GELU, NRTEMU_OP_LOG1P,
-                                         NRTEMU_OP_CBRT};
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_GELU,    NRTEMU_OP_TANH,  NRTEMU_OP_EXP, NRTEMU_OP_EXPM1,
+        NRTEMU_OP_SIGMOID, NRTEMU_OP_LOG1P, NRTEMU_OP_CBRT};
     int32_t *xi = malloc(N * sizeof *xi);
     double *xd = malloc(N * sizeof *xd), *o = malloc(N * sizeof *o);
     double *w = malloc(N * sizeof *w);
@@ -2016,8 +2018,9 @@ test_float64_ops_of_int32(void)
     ASSERT_NOT_NULL(w);
     for (int i = 0; i < N; i++) {
         st ^= st << 13, st ^= st >> 7, st ^= st << 17;
-        xi[i] = i < N / 2 ? (int32_t)(uint32_t)st >> (st >> 59)
-                          : (int32_t)(i % 81) - 40;
+        xi[i] = i < N / 3       ? (int32_t)(uint32_t)st >> (st >> 59)
+                : i < 2 * N / 3 ? (int32_t)(i % 81) - 40
+                                : (int32_t)(i % 1601) - 800;
     }
     xi[0] = INT32_MIN, xi[1] = INT32_MAX, xi[2] = 0, xi[3] = -1, xi[4] = -2;
     for (int i = 0; i < N; i++) {

@@ -332,10 +332,11 @@ INT32_OF_FLOAT64 = {"gelu": nrtpy.neff.gelu, "log1p": np.log1p, "cbrt": np.cbrt,
 @pytest.mark.parametrize("name", INT32_OF_FLOAT64)
 def test_int32_operands_are_the_float64_results(tmp_path, name):
     """Unary float64 ops of int32 (kernel_math_vec.c converts in its loop;
-    gelu from a table of the float64 formula, log1p without the correction
-    term that 1 + x exact makes 0): bit for bit the float64 results of the
-    same values, over 2^22 elements too (the results streamed out), and
-    within their bounds of the exact values."""
+    gelu, tanh, exp, expm1 and sigmoid from tables of the float64 op,
+    log1p without the correction term that 1 + x exact makes 0): bit for
+    bit the float64 results of the same values, over 2^22 elements too
+    (the results streamed out), and within their bounds of the exact
+    values."""
     fn = INT32_OF_FLOAT64[name]
     i = int32_math_operands(1 << 16)
     got = run_compiled(tmp_path, fn, i)
@@ -356,6 +357,13 @@ def test_int32_operands_are_the_float64_results(tmp_path, name):
         # beyond the table: x itself above, -0 below
         assert (got[i >= 32] == i[i >= 32]).all()
         assert ((got[i < -32] == 0) & np.signbit(got[i < -32])).all()
+    elif name in ("tanh", "exp", "expm1", "sigmoid"):
+        # beyond the tables: constants
+        hi, lo = {"tanh": (31, -32), "exp": (711, -768), "expm1": (711, -64),
+                  "sigmoid": (63, -768)}[name]
+        above, below = {"tanh": (1, -1), "exp": (np.inf, 0),
+                        "expm1": (np.inf, -1), "sigmoid": (1, 0)}[name]
+        assert (got[i > hi] == above).all() and (got[i < lo] == below).all()
     big = np.random.default_rng(12).integers(-2**31, 2**31, 1 << 22,
                                              dtype=np.int64).astype(np.int32)
     big[::3] //= 1 << 24  # small ones too
