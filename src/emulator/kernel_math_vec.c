@@ -578,6 +578,24 @@ npow_ready(void)
     return true;
 }
 
+/* x = 2^k z, z in the table's interval idx (its low 5 bits): the split
+ * of npow_16() and pow16_f32(); the lanes where x is positive normal
+ * and finite. */
+NPOW_TARGET static inline __attribute__((always_inline)) __mmask16
+npow_split(__m512 x, __m512 *k, __m512 *z, __m512i *idx)
+{
+    __m512i ix = _mm512_castps_si512(x);
+    __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32((int)NPOW_OFF));
+
+    *k = _mm512_cvtepi32_ps(_mm512_srai_epi32(tmp, 23));
+    *z = _mm512_castsi512_ps(_mm512_sub_epi32(
+        ix, _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u))));
+    *idx = _mm512_srli_epi32(tmp, 18);
+    return _mm512_cmplt_epu32_mask(
+        _mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
+        _mm512_set1_epi32(0x7f000000));
+}
+
 /* The cheap power of 16 lanes; *bad gets the lanes that must take
  * pow_f32_avx512() (m_bits: the float32 bits below the narrow type's
  * last; min_bits: the smallest result whose halfway points are those). */
@@ -586,16 +604,10 @@ npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
         uint32_t min_bits, __mmask16 *bad)
 {
     const __m512i one_i = _mm512_set1_epi32(1);
-    __m512i ix = _mm512_castps_si512(x);
+    __m512 k, z;
+    __m512i idx;
     /* x positive normal and finite (y: |p| < 120 below) */
-    __mmask16 ok = _mm512_cmplt_epu32_mask(
-        _mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
-        _mm512_set1_epi32(0x7f000000));
-    __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32((int)NPOW_OFF));
-    __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(tmp, 23));
-    __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(
-        ix, _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u))));
-    __m512i idx = _mm512_srli_epi32(tmp, 18); /* low 5 bits used */
+    __mmask16 ok = npow_split(x, &k, &z, &idx);
     __m512 inv_c = _mm512_permutex2var_ps(t[0], idx, t[1]);
     __m512 log_c = _mm512_permutex2var_ps(t[2], idx, t[3]);
     __m512 r = _mm512_fmsub_ps(z, inv_c, _mm512_set1_ps(1.0f)); /* exact */
@@ -665,15 +677,9 @@ npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
 NPOW_TARGET static inline __attribute__((always_inline)) __m512
 pow16_f32(__m512 x, __m512 y, const __m512 *t, __mmask16 *bad)
 {
-    __m512i ix = _mm512_castps_si512(x);
-    __mmask16 ok = _mm512_cmplt_epu32_mask(
-        _mm512_sub_epi32(ix, _mm512_set1_epi32(0x00800000)),
-        _mm512_set1_epi32(0x7f000000));
-    __m512i tmp = _mm512_sub_epi32(ix, _mm512_set1_epi32((int)NPOW_OFF));
-    __m512 k = _mm512_cvtepi32_ps(_mm512_srai_epi32(tmp, 23));
-    __m512 z = _mm512_castsi512_ps(_mm512_sub_epi32(
-        ix, _mm512_and_si512(tmp, _mm512_set1_epi32((int)0xff800000u))));
-    __m512i idx = _mm512_srli_epi32(tmp, 18);
+    __m512 k, z;
+    __m512i idx;
+    __mmask16 ok = npow_split(x, &k, &z, &idx);
     __m512 inv_c = _mm512_permutex2var_ps(t[0], idx, t[1]);
     __m512 lc_hi = _mm512_permutex2var_ps(t[6], idx, t[7]);
     __m512 lc_lo = _mm512_permutex2var_ps(t[8], idx, t[9]);

@@ -240,6 +240,13 @@ static const struct {
      {ROUND16_WIDE_OR_NULL(f16_away), ROUND16_WIDE_OR_NULL(bf16_away)}},
 };
 
+/* kstream_map16's call of a loop; ctx: a pointer to the loop's pointer. */
+static void
+round16_call(const void *ctx, const uint16_t *a, uint16_t *o, size_t n)
+{
+    (*(round16_loop *const *)ctx)(a, o, n);
+}
+
 /* The loop of `op` on `dt`; NULL for the others. */
 static round16_loop *
 round16_pick(enum nrtemu_op op, enum nrtemu_dtype dt)
@@ -282,19 +289,6 @@ nrtemu__kernel_round16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     a = in->data;
     o = out->data;
     n = (size_t)nrtemu__array_count(out);
-    if (!stream) {
-        loop(a, o, n);
-        return true;
-    }
-    /* Results past the cache: a block into cache, then streamed out. */
-    for (size_t j = 0; j < n; j += KSTREAM_BLOCK / sizeof *o) {
-        _Alignas(64) uint16_t block[KSTREAM_BLOCK / sizeof *o];
-        size_t c = n - j < KSTREAM_BLOCK / sizeof *o
-                       ? n - j
-                       : KSTREAM_BLOCK / sizeof *o;
-        loop(a + j, block, c);
-        kstream_copy(o + j, block, c * sizeof *o);
-    }
-    kstream_fence();
+    kstream_map16(round16_call, &loop, a, o, n, stream);
     return true;
 }

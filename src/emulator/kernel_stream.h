@@ -63,4 +63,33 @@ kstream_fence(void)
 #endif
 }
 
+/*
+ * A map of 2-byte codes to 2-byte codes over n elements: fn(ctx, a, o, n)
+ * straight into o, or, when `stream`, a block at a time into cache and
+ * then streamed out (kstream_fence() included).  For the float16 and
+ * bfloat16 unary paths (kernel_table16.c, kernel_round16.c).  Thread-safe
+ * as fn is.
+ */
+typedef void kstream_map16_fn(const void *ctx, const uint16_t *a, uint16_t *o,
+                              size_t n);
+
+static inline void
+kstream_map16(kstream_map16_fn *fn, const void *ctx, const uint16_t *a,
+              uint16_t *o, size_t n, bool stream)
+{
+    enum { STEP = KSTREAM_BLOCK / sizeof(uint16_t) };
+
+    if (!stream) {
+        fn(ctx, a, o, n);
+        return;
+    }
+    for (size_t j = 0; j < n; j += STEP) {
+        _Alignas(64) uint16_t block[STEP];
+        size_t c = n - j < STEP ? n - j : STEP;
+        fn(ctx, a + j, block, c);
+        kstream_copy(o + j, block, c * sizeof *o);
+    }
+    kstream_fence();
+}
+
 #endif /* NRTEMU_KERNEL_STREAM_H */

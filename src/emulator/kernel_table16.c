@@ -149,8 +149,9 @@ table16_get(enum nrtemu_op op, enum nrtemu_dtype compute,
  * plain loads from a buffer of indices).
  */
 static void
-lookup16(const uint16_t *t, const uint16_t *a, uint16_t *o, size_t n)
+lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
 {
+    const uint16_t *t = table;
     size_t i = 0;
 
     for (; i + 4 <= n; i += 4) {
@@ -198,19 +199,6 @@ nrtemu__kernel_table16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     a = in->data;
     o = out->data;
     n = (size_t)nrtemu__array_count(out);
-    if (!stream) {
-        lookup16(t, a, o, n);
-        return true;
-    }
-    /* Results past the cache: a block into cache, then streamed out. */
-    for (size_t j = 0; j < n; j += KSTREAM_BLOCK / sizeof *o) {
-        _Alignas(64) uint16_t block[KSTREAM_BLOCK / sizeof *o];
-        size_t c = n - j < KSTREAM_BLOCK / sizeof *o
-                       ? n - j
-                       : KSTREAM_BLOCK / sizeof *o;
-        lookup16(t, a + j, block, c);
-        kstream_copy(o + j, block, c * sizeof *o);
-    }
-    kstream_fence();
+    kstream_map16(lookup16, t, a, o, n, stream);
     return true;
 }
