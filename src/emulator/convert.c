@@ -205,27 +205,6 @@ nrtemu__double_to_half(double value)
     return (uint16_t)encode_minifloat(value, &fmt_half);
 }
 
-float
-nrtemu__bfloat16_to_float(uint16_t bits)
-{
-    return bits_float((uint32_t)bits << 16);
-}
-
-uint16_t
-nrtemu__float_to_bfloat16(float value)
-{
-    uint32_t u = float_bits(value);
-
-    if ((u & 0x7fffffff) > 0x7f800000) {
-        return (uint16_t)(((u >> 16) & 0x8000) | 0x7fc0); /* ml_dtypes */
-    }
-    /* Adding just under half an ulp, plus one when the kept part is odd,
-     * carries exactly when rounding to nearest even goes up; overflow
-     * lands on infinity. */
-    u += 0x7fff + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-
 /* fp8 decoding is a table lookup; the tables are built once. */
 static float fp8_table[4][256];
 static pthread_once_t fp8_once = PTHREAD_ONCE_INIT;

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dtype.h"
 
@@ -29,10 +30,37 @@
 float nrtemu__half_to_float(uint16_t bits);
 uint16_t nrtemu__float_to_half(float value);
 uint16_t nrtemu__double_to_half(double value);
-float nrtemu__bfloat16_to_float(uint16_t bits);
-uint16_t nrtemu__float_to_bfloat16(float value);
 float nrtemu__fp8_to_float(enum nrtemu_dtype fp8, uint8_t bits);
 uint8_t nrtemu__float_to_fp8(enum nrtemu_dtype fp8, float value);
+
+/* bfloat16 is the top half of a float32.  Inline, so that the kernels'
+ * loops that convert as they go vectorise.  Thread-safe. */
+static inline float
+nrtemu__bfloat16_to_float(uint16_t bits)
+{
+    uint32_t u = (uint32_t)bits << 16;
+    float f;
+
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Rounded to nearest even; overflow lands on infinity; NaN gives the
+ * quiet NaN of its sign (ml_dtypes).  A select rather than an early
+ * return, so that loops calling it vectorise.  Thread-safe. */
+static inline uint16_t
+nrtemu__float_to_bfloat16(float value)
+{
+    uint32_t u, rounded, nan;
+
+    memcpy(&u, &value, sizeof u);
+    /* Adding just under half an ulp, plus one when the kept part is odd,
+     * carries exactly when rounding to nearest even goes up. */
+    rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+    nan = ((u >> 16) & 0x8000) | 0x7fc0;
+    return (uint16_t)((u & 0x7fffffff) > 0x7f800000 ? nan : rounded);
+}
+
 /*
  * The layout of fp8 format `fp8`, for decoders of their own (the
  * reductions widen fp8 in vector registers): mantissa bits, exponent bias,

@@ -577,6 +577,27 @@ narrow_mod(float x, float y)
     return r == 0.0f ? __builtin_copysignf(0.0f, y) : t;
 }
 
+/* t = op(x, y) over a chunk whose every pair is NARROW_DIVMOD_OK: op
+ * mod, remainder or floor_divide (narrow_divmod, bf16_divmod). */
+NRTEMU_INLINE void
+narrow_divmod_chunk(enum nrtemu_op op, size_t c, const float *x,
+                    const float *y, float *t)
+{
+    if (op == NRTEMU_OP_MOD) {
+        for (size_t i = 0; i < c; i++) {
+            t[i] = narrow_mod(x[i], y[i]);
+        }
+    } else if (op == NRTEMU_OP_REM) {
+        for (size_t i = 0; i < c; i++) {
+            t[i] = narrow_rem(x[i], y[i]);
+        }
+    } else {
+        for (size_t i = 0; i < c; i++) {
+            t[i] = __builtin_floorf(x[i] / y[i]);
+        }
+    }
+}
+
 NRTEMU_MULTIVERSION
 static bool
 narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
@@ -599,19 +620,7 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
             f32_binary(op, c, x, false, y, false, o + j);
             continue;
         }
-        if (op == NRTEMU_OP_MOD) {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = narrow_mod(x[i], y[i]);
-            }
-        } else if (op == NRTEMU_OP_REM) {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = narrow_rem(x[i], y[i]);
-            }
-        } else {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = __builtin_floorf(x[i] / y[i]);
-            }
-        }
+        narrow_divmod_chunk(op, c, x, y, t);
         memcpy(o + j, t, c * sizeof *o);
     }
     return true;
@@ -619,34 +628,13 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
 
 /*
  * narrow_divmod over bfloat16 codes, converting in its loop (bfloat16 to
- * float32 is a shift; back, nrtemu__float_to_bfloat16 inlined): the same
+ * float32 is a shift; back, nrtemu__float_to_bfloat16, both inline): the same
  * bits as load_f32, narrow_divmod and store_f32 in the driver's blocks
  * (convert.c), without the float32 blocks in between, which took half
  * the time of 2048 x 2048 bfloat16 mod.  Results to stream go out a chunk
  * at a time.  (float16 stays on the driver's blocks: its conversions are
  * vcvtph2ps/vcvtps2ph only through intrinsics, and its rows pass.)
  */
-NRTEMU_INLINE float
-bf16_load(uint16_t c)
-{
-    uint32_t u = (uint32_t)c << 16;
-    float f;
-
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-NRTEMU_INLINE uint16_t
-bf16_store(float v)
-{
-    uint32_t u, r, q;
-
-    memcpy(&u, &v, sizeof u);
-    r = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
-    q = ((u >> 16) & 0x8000) | 0x7fc0; /* NaN, as ml_dtypes */
-    return (uint16_t)((u & 0x7fffffff) > 0x7f800000 ? q : r);
-}
-
 NRTEMU_MULTIVERSION
 static void
 bf16_divmod(enum nrtemu_op op, size_t n, const uint16_t *a, const uint16_t *b,
@@ -659,27 +647,17 @@ bf16_divmod(enum nrtemu_op op, size_t n, const uint16_t *a, const uint16_t *b,
         int bad = 0;
 
         for (size_t i = 0; i < c; i++) {
-            x[i] = bf16_load(a[j + i]);
-            y[i] = bf16_load(b[j + i]);
+            x[i] = nrtemu__bfloat16_to_float(a[j + i]);
+            y[i] = nrtemu__bfloat16_to_float(b[j + i]);
             bad |= !NARROW_DIVMOD_OK(x[i], y[i]);
         }
         if (bad) {
             f32_binary(op, c, x, false, y, false, t);
-        } else if (op == NRTEMU_OP_MOD) {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = narrow_mod(x[i], y[i]);
-            }
-        } else if (op == NRTEMU_OP_REM) {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = narrow_rem(x[i], y[i]);
-            }
         } else {
-            for (size_t i = 0; i < c; i++) {
-                t[i] = __builtin_floorf(x[i] / y[i]);
-            }
+            narrow_divmod_chunk(op, c, x, y, t);
         }
         for (size_t i = 0; i < c; i++) {
-            r[i] = bf16_store(t[i]);
+            r[i] = nrtemu__float_to_bfloat16(t[i]);
         }
         if (stream) {
             kstream_copy(o + j, r, c * sizeof *o);

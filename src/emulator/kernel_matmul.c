@@ -62,15 +62,6 @@ enum src_kind { SRC_NATIVE, SRC_BF16, SRC_F16 };
 #define HAVE_FLOAT16 0
 #endif
 
-NRTEMU_INLINE float
-bf16_f(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* One instruction (vcvtph2ps) in the AVX2 and AVX-512 clones. */
 NRTEMU_INLINE float
 f16_f(uint16_t h)
@@ -287,7 +278,8 @@ gemm_is_small(const struct gemm_args *g, size_t esize)
                 if (sk == SRC_NATIVE) {                                       \
                     x = ((const T *)ar[i])[p];                                \
                 } else if (sk == SRC_BF16) {                                  \
-                    x = bf16_f(((const uint16_t *)ar[i])[p]);                 \
+                    x = nrtemu__bfloat16_to_float(                            \
+                        ((const uint16_t *)ar[i])[p]);                        \
                 } else {                                                      \
                     x = f16_f(((const uint16_t *)ar[i])[p]);                  \
                 }                                                             \
@@ -413,7 +405,8 @@ gemm_is_small(const struct gemm_args *g, size_t esize)
                     } else if (sk == SRC_NATIVE) {                            \
                         x = ((const T *)row)[p];                              \
                     } else if (sk == SRC_BF16) {                              \
-                        x = bf16_f(((const uint16_t *)row)[p]);               \
+                        x = nrtemu__bfloat16_to_float(                        \
+                            ((const uint16_t *)row)[p]);                      \
                     } else {                                                  \
                         x = f16_f(((const uint16_t *)row)[p]);                \
                     }                                                         \
@@ -464,8 +457,9 @@ gemm_is_small(const struct gemm_args *g, size_t esize)
                     memcpy(dst + j, &v, sizeof v);                            \
                 }                                                             \
                 for (; j < n; j++) {                                          \
-                    dst[j] =                                                  \
-                        sk == SRC_BF16 ? bf16_f(src16[j]) : f16_f(src16[j]);  \
+                    dst[j] = sk == SRC_BF16                                   \
+                                 ? nrtemu__bfloat16_to_float(src16[j])        \
+                                 : f16_f(src16[j]);                           \
                 }                                                             \
             }                                                                 \
             for (size_t j = n; j < nr; j++) {                                 \
@@ -785,7 +779,7 @@ typedef gv_s gv_sb;
 typedef gv_s gv_sh;
 DEFINE_GEMV(s, float, float, LD_SAME, 16)
 DEFINE_GEMV(d, double, double, LD_SAME, 8)
-DEFINE_GEMV(sb, float, uint16_t, bf16_f, 16)
+DEFINE_GEMV(sb, float, uint16_t, nrtemu__bfloat16_to_float, 16)
 DEFINE_GEMV(sh, float, uint16_t, f16_f, 16)
 
 /* Whether a product is a GEMV, and then compute it. */
