@@ -1295,15 +1295,6 @@ sincos_f64_reduce(double x, double k, double *t)
     return s;
 }
 
-/* Whether sincos_f64(x) does not hold (x was already within SC64_MAX):
- * r nearly cancels. */
-NRTEMU_INLINE int
-sincos_f64_cancels(double x)
-{
-    double k = sincos_f64_k(x), t;
-    return (k != 0.0) & (fabs(sincos_f64_reduce(x, k, &t)) < SC64_CANCEL);
-}
-
 /*
  * The series of sin and cos on |s| <= pi/4 (+ 0.1%), z = s^2: S(z) =
  * (s - sin s) / s^3 = 1/3! - z/5! + ... to degree 6 and C(z) = (cos s -
@@ -1344,12 +1335,16 @@ sincos_f64_reduce_small(double x, double k, double *t)
     return s;
 }
 
+/* Whether sincos_f64(x, shift, small, .) does not hold (x was already
+ * within SC64_MAX): its reduction, the small one or the other, nearly
+ * cancels. */
 NRTEMU_INLINE int
-sincos_f64_small_cancels(double x)
+sincos_f64_cancels(double x, int small)
 {
     double k = sincos_f64_k(x), t;
-    return (k != 0.0) &
-           (fabs(sincos_f64_reduce_small(x, k, &t)) < SC64_SMALL_CANCEL);
+    double r = small ? sincos_f64_reduce_small(x, k, &t)
+                     : sincos_f64_reduce(x, k, &t);
+    return (k != 0.0) & (fabs(r) < (small ? SC64_SMALL_CANCEL : SC64_CANCEL));
 }
 
 /* sin (shift 0) or cos (shift 1) of x, |x| <= SC64_MAX (small: |x| <=
@@ -1397,13 +1392,12 @@ sincos_f64_chunk(size_t c, const double *x, double *t, uint32_t shift,
         v = far ? 0.0 : v;
         t[i] = sincos_f64(v, shift, small, 1);
         bad |= far;
-        bad |= small ? sincos_f64_small_cancels(v) : sincos_f64_cancels(v);
+        bad |= sincos_f64_cancels(v, small);
     }
     if (bad) {
         for (size_t i = 0; i < c; i++) {
             double v = x[i];
-            if (!(fabs(v) <= SC64_MAX) || (small ? sincos_f64_small_cancels(v)
-                                                 : sincos_f64_cancels(v))) {
+            if (!(fabs(v) <= SC64_MAX) || sincos_f64_cancels(v, small)) {
                 t[i] = shift != 0 ? cos(v) : sin(v);
             }
         }
@@ -1664,12 +1658,12 @@ i32_f64_chunk(enum nrtemu_op op, const struct table_i32 *f, size_t c,
         for (size_t i = 0; i < c; i++) {
             double v = (double)x[i];
             t[i] = sincos_f64(v, shift, 0, 0);
-            bad |= sincos_f64_cancels(v);
+            bad |= sincos_f64_cancels(v, 0);
         }
         if (bad) {
             for (size_t i = 0; i < c; i++) {
                 double v = (double)x[i];
-                if (sincos_f64_cancels(v)) {
+                if (sincos_f64_cancels(v, 0)) {
                     t[i] = shift != 0 ? cos(v) : sin(v);
                 }
             }
