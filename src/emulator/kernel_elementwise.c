@@ -17,6 +17,7 @@
 
 #include "convert.h"
 #include "kernel.h"
+#include "kernel_binary16.h"
 #include "kernel_iter.h"
 #include "kernel_math.h"
 #include "kernel_math_vec.h"
@@ -1677,7 +1678,8 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
         sign_driver(op, out, &in[0]);
         return NRT_SUCCESS;
     }
-    if (bf16_divmod_run(op, compute, out, in, n_in, stream) ||
+    if (nrtemu__kernel_binary16_run(op, compute, out, in, n_in, stream) ||
+        bf16_divmod_run(op, compute, out, in, n_in, stream) ||
         nrtemu__kernel_round16_run(op, compute, out, in, n_in, stream) ||
         nrtemu__kernel_table_run(op, compute, out, in, n_in, s) ||
         nrtemu__kernel_table16_run(op, compute, out, in, n_in, s, stream)) {

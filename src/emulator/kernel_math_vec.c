@@ -518,6 +518,8 @@ vmath_f32_pow(size_t n, const float *a, bool sa, const float *b, bool sb,
 #include <immintrin.h>
 #include <pthread.h>
 
+#include "kernel_codes16.h"
+
 #define NPOW_OFF 0x3f330000u /* z in [0.69921875, 1.3984375) */
 
 /* The error of the cheap formula is below NPOW_ERR_0 + NPOW_ERR_P |p|
@@ -815,6 +817,49 @@ NPOW_TARGET static void
 npow_f16(size_t n, const float *a, bool sa, const float *b, bool sb, float *o)
 {
     npow_run(n, a, sa, b, sb, o, 13, 0x38800000u);
+}
+
+/*
+ * npow_run over two arrays of float16 (`half`) or bfloat16 codes, results
+ * as codes: the conversions in registers (kernel_codes16.h), where the
+ * driver's float32 blocks on either side took more time than the power
+ * (2048 x 2048 float16 a ** b: 0.99 ns an element, against 0.76 here).
+ * The same lanes take pow16_f32_store, so the same bits.
+ */
+NPOW_TARGET static inline __attribute__((always_inline)) void
+npow_codes(size_t n, const uint16_t *a, const uint16_t *b, uint16_t *o,
+           bool half)
+{
+    const uint32_t m_bits = half ? 13 : 16, min_bits = half ? 0x38800000u : 0;
+    __m512 t[12];
+
+    npow_load(t);
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 m = codes16_mask(n - i), bad;
+        __m512 x = codes16_load(a + i, m, half);
+        __m512 y = codes16_load(b + i, m, half);
+        __m512 r = npow_16(x, y, t, m_bits, min_bits, &bad);
+        bad &= m;
+        if (bad != 0) {
+            float rs[16];
+            _mm512_storeu_ps(rs, r);
+            pow16_f32_store(x, y, t, bad, rs);
+            r = _mm512_loadu_ps(rs);
+        }
+        codes16_store(o + i, m, r, half);
+    }
+}
+
+NPOW_TARGET static void
+npow_codes_bf16(size_t n, const uint16_t *a, const uint16_t *b, uint16_t *o)
+{
+    npow_codes(n, a, b, o, false);
+}
+
+NPOW_TARGET static void
+npow_codes_f16(size_t n, const uint16_t *a, const uint16_t *b, uint16_t *o)
+{
+    npow_codes(n, a, b, o, true);
 }
 #endif
 
@@ -1949,6 +1994,25 @@ nrtemu__vmath_f32_pow_narrow(size_t n, const float *a, bool sa, const float *b,
 #endif
     (void)narrow;
     vmath_f32_pow(n, a, sa, b, sb, o);
+}
+
+bool
+nrtemu__vmath_pow16(size_t n, const uint16_t *a, const uint16_t *b,
+                    uint16_t *o, enum nrtemu_dtype narrow)
+{
+#if NRTEMU_X86_CLONES
+    if ((narrow == NRTEMU_DTYPE_BFLOAT16 || narrow == NRTEMU_DTYPE_FLOAT16) &&
+        npow_ready()) {
+        if (narrow == NRTEMU_DTYPE_BFLOAT16) {
+            npow_codes_bf16(n, a, b, o);
+        } else {
+            npow_codes_f16(n, a, b, o);
+        }
+        return true;
+    }
+#endif
+    (void)n, (void)a, (void)b, (void)o, (void)narrow;
+    return false;
 }
 
 bool

@@ -56,6 +56,16 @@ void nrtemu__vmath_f32_pow_narrow(size_t n, const float *a, bool sa,
                                   const float *b, bool sb, float *o,
                                   enum nrtemu_dtype narrow);
 
+/*
+ * pow of n float16 or bfloat16 (`narrow`) codes a and b, elementwise, into
+ * o as codes: the bits of nrtemu__vmath_f32_pow_narrow() on the values,
+ * rounded to `narrow` (convert.h), converting in registers.  True when
+ * the CPU has AVX-512; false, nothing written, otherwise (and for other
+ * dtypes).  o may be a or b; nothing else may overlap.
+ */
+bool nrtemu__vmath_pow16(size_t n, const uint16_t *a, const uint16_t *b,
+                         uint16_t *o, enum nrtemu_dtype narrow);
+
 /* float32 mod, floor_divide and rem (NumPy's remainder and floor
  * division, C's fmod) with either operand maybe a scalar (sa, sb): true
  * when `op` is one of them. */
