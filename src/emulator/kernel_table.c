@@ -378,11 +378,16 @@ arith_widen(const __m512i *t, __m512i x, __m512 *f)
  * result: the rounded bits shifted down, the sign at bit 31 - shift.
  */
 ARITH_TARGET static inline __m512i
-arith_round(const struct fp8_arith *c, __m512 v)
+arith_scale(const struct fp8_arith *c, __m512 v)
+{
+    return _mm512_castps_si512(_mm512_mul_ps(
+        v, _mm512_castsi512_ps(_mm512_set1_epi32((int)c->scale))));
+}
+
+ARITH_TARGET static inline __m512i
+arith_round(const struct fp8_arith *c, __m512i b)
 {
     const __m128i shift = _mm_cvtsi32_si128((int)c->shift);
-    __m512i b = _mm512_castps_si512(_mm512_mul_ps(
-        v, _mm512_castsi512_ps(_mm512_set1_epi32((int)c->scale))));
     __m512i odd =
         _mm512_and_si512(_mm512_srl_epi32(b, shift), _mm512_set1_epi32(1));
 
@@ -390,6 +395,23 @@ arith_round(const struct fp8_arith *c, __m512 v)
         _mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32((int)c->half)),
                          odd),
         shift);
+}
+
+/* Whether the four scaled results are codes already, shifted: none has a
+ * bit below the code's (then arith_round is only the shift).  fmod's
+ * results always are (x - q y is exact and as fine as y, and no larger),
+ * mod's unless the operands' signs differ, floor_divide's when the
+ * quotients are small integers: so their rounding is skipped a step at a
+ * time when it would change nothing. */
+ARITH_TARGET static inline bool
+arith_exact(const struct fp8_arith *c, const __m512i *b)
+{
+    /* b0 | b1 | b2, then | b3, against the bits below the code's */
+    __m512i any = _mm512_or_si512(
+        _mm512_ternarylogic_epi32(b[0], b[1], b[2], 0xfe), b[3]);
+
+    return _mm512_test_epi32_mask(
+               any, _mm512_set1_epi32((int)((1u << c->shift) - 1))) == 0;
 }
 
 /* The codes of 32 rounded values (16-bit lanes): beyond the largest
@@ -451,6 +473,7 @@ arith_vbmi(const struct fp8_arith *c, const uint8_t *table, const uint8_t *a,
 {
     __m512i t[4], ts[2];
     const __m512i one = _mm512_set1_epi8(1), two = _mm512_set1_epi8(2);
+    const __m128i shift = _mm_cvtsi32_si128((int)c->shift);
 
     for (int k = 0; k < 2; k++) {
         t[k] = _mm512_loadu_si512(c->hi + 64 * k);
@@ -469,7 +492,18 @@ arith_vbmi(const struct fp8_arith *c, const uint8_t *table, const uint8_t *a,
         arith_widen(t, x, fx);
         arith_widen(t, y, fy);
         for (int k = 0; k < 4; k++) {
-            e[k] = arith_round(c, arith_op(c->kind, fx[k], fy[k]));
+            e[k] = arith_scale(c, arith_op(c->kind, fx[k], fy[k]));
+        }
+        if (c->kind == ARITH_REM ||
+            ((c->kind == ARITH_MOD || c->kind == ARITH_FLOOR_DIVIDE) &&
+             arith_exact(c, e))) {
+            for (int k = 0; k < 4; k++) {
+                e[k] = _mm512_srl_epi32(e[k], shift);
+            }
+        } else {
+            for (int k = 0; k < 4; k++) {
+                e[k] = arith_round(c, e[k]);
+            }
         }
         /* the packs undo the unpacks' order */
         r = _mm512_packus_epi16(
