@@ -8,6 +8,8 @@
  */
 #include "test.h"
 
+#include <math.h>
+
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_table.h"
@@ -106,6 +108,35 @@ check_tail(enum nrtemu_op op, enum nrtemu_dtype dt)
     check_run(op, dt, dt, a + OFF, b + OFF, N, 1000);
 }
 
+/* The out the first or the second operand itself: the same results as
+ * into an out of its own, special lanes (which the computed path takes
+ * from the table after storing its other results) included. */
+static void
+check_in_place(enum nrtemu_op op, enum nrtemu_dtype dt)
+{
+    enum { N = 65536 + 1000 + 3 };
+    static uint8_t a[N], b[N], want[N], io[N];
+    struct nrtemu_scratch s = {0};
+    uint32_t x = 777;
+
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        a[i] = (uint8_t)(x >> 24);
+        b[i] = (uint8_t)(x >> 16);
+    }
+    for (int k = 0; k < 3; k++) {
+        struct nrtemu_array in[2] = {{k == 1 ? io : a, dt, 1, {N}},
+                                     {k == 2 ? io : b, dt, 1, {N}}};
+        struct nrtemu_array out = {k == 0 ? want : io, dt, 1, {N}};
+        memcpy(io, k == 1 ? a : b, N);
+        ASSERT_TRUE(nrtemu__kernel_table_run(op, dt, &out, in, 2, &s));
+        if (k > 0) {
+            ASSERT_TRUE(memcmp(io, want, N) == 0);
+        }
+    }
+    nrtemu__scratch_free(&s);
+}
+
 static void
 test_fp8_pairs(void)
 {
@@ -115,12 +146,111 @@ test_fp8_pairs(void)
         for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
             check_pairs(ops[k], f, f);
             check_tail(ops[k], f);
+            check_in_place(ops[k], f);
         }
     }
     /* float32 as the compute dtype: rounded once, as the fp8 one */
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
         check_pairs(ops[k], NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT8_E4M3);
     }
+}
+
+/* Known float8_e4m3 results of the computed ops (rounded once from the
+ * float32 result, as NumPy's float32 op cast to ml_dtypes gives), each
+ * pair over a whole out (blocks all exact or all inexact), then all of
+ * them in turn (mixed blocks): signs of zero results, ties to even,
+ * overflow to infinity, a zero divisor. */
+static void
+test_fp8_known_values(void)
+{
+    static const struct {
+        enum nrtemu_op op;
+        float a, b, want;
+    } cases[] = {
+        {NRTEMU_OP_DIV, 1.0f, 3.0f, 0.34375f},
+        {NRTEMU_OP_DIV, -1.0f, 3.0f, -0.34375f},
+        {NRTEMU_OP_DIV, 240.0f, 0.5f, INFINITY},
+        {NRTEMU_OP_DIV, -1.0f, 0.0f, -INFINITY},
+        {NRTEMU_OP_DIV, 0.0f, -2.0f, -0.0f},
+        {NRTEMU_OP_MUL, -0.0f, 3.0f, -0.0f},
+        {NRTEMU_OP_MUL, -1.5f, -1.25f, 1.875f},
+        {NRTEMU_OP_REM, -3.0f, 2.0f, -1.0f},
+        {NRTEMU_OP_REM, 3.0f, -2.0f, 1.0f},
+        {NRTEMU_OP_REM, -4.0f, 2.0f, -0.0f},
+        {NRTEMU_OP_REM, 5.5f, 2.0f, 1.5f},
+        {NRTEMU_OP_MOD, -3.0f, 2.0f, 1.0f},
+        {NRTEMU_OP_MOD, 3.0f, -2.0f, -1.0f},
+        {NRTEMU_OP_MOD, -4.0f, 2.0f, 0.0f},
+        {NRTEMU_OP_MOD, 4.0f, -2.0f, -0.0f},
+        {NRTEMU_OP_MOD, -0.0625f, 2.0f, 2.0f}, /* 1.9375: a tie, to even */
+        {NRTEMU_OP_MOD, 0.75f, 0.5f, 0.25f},
+        {NRTEMU_OP_FLOOR_DIVIDE, -3.0f, 2.0f, -2.0f},
+        {NRTEMU_OP_FLOOR_DIVIDE, 3.0f, 2.0f, 1.0f},
+        {NRTEMU_OP_FLOOR_DIVIDE, 0.5f, -2.0f, -1.0f},
+        {NRTEMU_OP_FLOOR_DIVIDE, -0.0f, 2.0f, -0.0f},
+        {NRTEMU_OP_FLOOR_DIVIDE, 17.0f, 1.0f, 16.0f}, /* a tie, to even */
+        {NRTEMU_OP_FLOOR_DIVIDE, 200.0f, 0.125f, INFINITY},
+        {NRTEMU_OP_ADD, 240.0f, 16.0f, INFINITY},
+        {NRTEMU_OP_SUB, 1.5f, 1.5f, 0.0f},
+    };
+    enum { N = 65536 + 64 * 3 + 5, C = sizeof cases / sizeof *cases };
+    const enum nrtemu_dtype f = NRTEMU_DTYPE_FLOAT8_E4M3;
+    static uint8_t a[N], b[N], o[N];
+    uint8_t ca[C], cb[C], cw[C];
+    float va[C], vb[C], vw[C];
+    struct nrtemu_scratch s = {0};
+    struct nrtemu_array in[2] = {{a, f, 1, {N}}, {b, f, 1, {N}}};
+    struct nrtemu_array out = {o, f, 1, {N}};
+
+    for (size_t k = 0; k < C; k++) {
+        va[k] = cases[k].a;
+        vb[k] = cases[k].b;
+        vw[k] = cases[k].want;
+    }
+    nrtemu__convert(f, ca, NRTEMU_DTYPE_FLOAT32, va, 1, C);
+    nrtemu__convert(f, cb, NRTEMU_DTYPE_FLOAT32, vb, 1, C);
+    nrtemu__convert(f, cw, NRTEMU_DTYPE_FLOAT32, vw, 1, C);
+    for (size_t k = 0; k < C; k++) {
+        memset(a, ca[k], N);
+        memset(b, cb[k], N);
+        ASSERT_TRUE(nrtemu__kernel_table_run(cases[k].op, f, &out, in, 2, &s));
+        for (size_t i = 0; i < N; i++) {
+            if (o[i] != cw[k]) {
+                TEST_FAIL_("op %d of %g, %g: 0x%02x, want 0x%02x",
+                           (int)cases[k].op, (double)va[k], (double)vb[k],
+                           o[i], cw[k]);
+            }
+        }
+    }
+    /* each op over every case in turn: the op's own cases must come out */
+    for (size_t k = 0; k < C; k++) {
+        for (size_t i = 0; i < N; i++) {
+            a[i] = ca[(i + k) % C];
+            b[i] = cb[(i + k) % C];
+        }
+        ASSERT_TRUE(nrtemu__kernel_table_run(cases[k].op, f, &out, in, 2, &s));
+        for (size_t i = 0; i < N; i++) {
+            size_t j = (i + k) % C;
+            if (cases[j].op == cases[k].op && o[i] != cw[j]) {
+                TEST_FAIL_("op %d of %g, %g (mixed): 0x%02x, want 0x%02x",
+                           (int)cases[j].op, (double)va[j], (double)vb[j],
+                           o[i], cw[j]);
+            }
+        }
+    }
+    /* 0 / 0 and fmod(x, 0): NaN */
+    for (int k = 0; k < 2; k++) {
+        float nan_of[2][2] = {{0.0f, 0.0f}, {1.5f, 0.0f}}, back;
+        uint8_t c[2];
+        nrtemu__convert(f, c, NRTEMU_DTYPE_FLOAT32, nan_of[k], 1, 2);
+        memset(a, c[0], N);
+        memset(b, c[1], N);
+        ASSERT_TRUE(nrtemu__kernel_table_run(
+            k == 0 ? NRTEMU_OP_DIV : NRTEMU_OP_REM, f, &out, in, 2, &s));
+        nrtemu__convert(NRTEMU_DTYPE_FLOAT32, &back, f, o + N - 1, 1, 1);
+        ASSERT_TRUE(back != back);
+    }
+    nrtemu__scratch_free(&s);
 }
 
 /* Flush to zero and denormals are zero in the calling thread (as
@@ -172,6 +302,7 @@ main(void)
 {
     test_begin("test_kernels_fp8");
     RUN_TEST(test_fp8_pairs);
+    RUN_TEST(test_fp8_known_values);
     RUN_TEST(test_fp8_flush_to_zero);
     RUN_TEST(test_fp8_computed);
     return 0;
