@@ -122,7 +122,21 @@ CODES16_TARGET static inline __attribute__((always_inline)) void
 binary16_loop(enum nrtemu_op op, bool half, size_t n, const uint16_t *a,
               const uint16_t *b, uint16_t *o)
 {
-    for (size_t i = 0; i < n; i += 16) {
+    size_t i = 0;
+
+    /* two steps at a time (measured faster: more work between the
+     * branches) */
+    for (; i + 32 <= n; i += 32) {
+        __m512 x0 = codes16_load(a + i, 0xffff, half);
+        __m512 y0 = codes16_load(b + i, 0xffff, half);
+        __m512 x1 = codes16_load(a + i + 16, 0xffff, half);
+        __m512 y1 = codes16_load(b + i + 16, 0xffff, half);
+        __m512 r0 = binary16_lanes(op, x0, y0, 0xffff);
+        __m512 r1 = binary16_lanes(op, x1, y1, 0xffff);
+        codes16_store(o + i, 0xffff, r0, half);
+        codes16_store(o + i + 16, 0xffff, r1, half);
+    }
+    for (; i < n; i += 16) {
         __mmask16 m = codes16_mask(n - i);
         __m512 x = codes16_load(a + i, m, half);
         __m512 y = codes16_load(b + i, m, half);

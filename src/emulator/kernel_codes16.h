@@ -45,6 +45,26 @@ codes16_load(const uint16_t *p, __mmask16 m, bool half)
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* The word indices of the high halves of 16 dwords, in order. */
+CODES16_TARGET static inline __attribute__((always_inline)) __m512i
+codes16_high(void)
+{
+    return _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31,
+                            29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3,
+                            1);
+}
+
+/* The 16 codes h of lanes m stored to p. */
+CODES16_TARGET static inline __attribute__((always_inline)) void
+codes16_put(uint16_t *p, __mmask16 m, __m256i h)
+{
+    if (m == 0xffff) {
+        _mm256_storeu_si256((__m256i *)(void *)p, h);
+    } else {
+        _mm256_mask_storeu_epi16(p, m, h);
+    }
+}
+
 /* The float32 lanes v rounded to the codes of lanes m, stored to p.
  * (Zen 4 runs a masked vpmovdw to memory at a fraction of the speed of
  * a permute and a plain store: the codes are put together in a
@@ -59,9 +79,6 @@ codes16_store(uint16_t *p, __mmask16 m, __m512 v, bool half)
     } else {
         /* nrtemu__float_to_bfloat16, 16 lanes at a time: the code in the
          * high half of each rounded lane, then those halves together */
-        const __m512i high = _mm512_set_epi16(
-            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 31, 29, 27, 25, 23,
-            21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
         __m512i u = _mm512_castps_si512(v);
         __m512i odd =
             _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
@@ -74,13 +91,24 @@ codes16_store(uint16_t *p, __mmask16 m, __m512 v, bool half)
             _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
             _mm512_set1_epi32(0x7f800000));
         r = _mm512_mask_mov_epi32(r, is_nan, nan);
-        h = _mm512_castsi512_si256(_mm512_permutexvar_epi16(high, r));
+        h = _mm512_castsi512_si256(
+            _mm512_permutexvar_epi16(codes16_high(), r));
     }
-    if (m == 0xffff) {
-        _mm256_storeu_si256((__m256i *)(void *)p, h);
-    } else {
-        _mm256_mask_storeu_epi16(p, m, h);
-    }
+    codes16_put(p, m, h);
+}
+
+/* codes16_store of bfloat16 codes where every lane of v is finite and
+ * far from a halfway point of bfloat16 (rounding half up gives the same
+ * codes, and no NaN needs its rule). */
+CODES16_TARGET static inline __attribute__((always_inline)) void
+codes16_store_bf16_ok(uint16_t *p, __mmask16 m, __m512 v)
+{
+    __m512i r =
+        _mm512_add_epi32(_mm512_castps_si512(v), _mm512_set1_epi32(0x8000));
+
+    codes16_put(
+        p, m,
+        _mm512_castsi512_si256(_mm512_permutexvar_epi16(codes16_high(), r)));
 }
 #endif
 

@@ -633,8 +633,9 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * bits as load_f32, narrow_divmod and store_f32 in the driver's blocks
  * (convert.c), without the float32 blocks in between, which took half
  * the time of 2048 x 2048 bfloat16 mod.  Results to stream go out a chunk
- * at a time.  (float16 stays on the driver's blocks: its conversions are
- * vcvtph2ps/vcvtps2ph only through intrinsics, and its rows pass.)
+ * at a time.  With AVX-512 kernel_binary16.c runs these ops of both
+ * dtypes first, converting in registers; this loop is for the other
+ * CPUs and the builds without CPU dispatch.
  */
 NRTEMU_MULTIVERSION
 static void
