@@ -1418,11 +1418,16 @@ bytes_at_flush(uint32_t *at, uint64_t n, const uint8_t *a8, uint64_t *taken,
  * Rows [0, g) (g >= 1) of n columns of fp8 codes, `stride` apart, from
  * row index r0 on, into best[0..n) (the widened extreme) and at[0..n)
  * (its row), as ARG_FLOAT_SWEEP's sweeps of the widened codes would: a
- * column takes a row's key when strictly better.  BYTES_ROWS rows at a
- * time across the columns (bytes_columns_ext), the keys, the rows' offsets
+ * column takes a row's key when strictly better.  One row at a time
+ * across the columns, in the order of memory, the keys, the rows' offsets
  * within blocks of BYTES_BLOCK rows (bytes) and which columns took one in
  * the block held in L1 between; the offsets go to `at` at the end of each
- * block.
+ * block.  (Measured on 2048 x 2048 e4m3 over axis 0, one thread, the input
+ * out of the caches: 260-300 us against 350-470 with bytes_columns_ext's
+ * 16 rows at a time, whose 16 streams 2 KiB apart the hardware prefetchers
+ * follow poorly; with the input in cache, 143 against 131 us.  A column
+ * takes a row's key seldom after its first rows, so the stores of the
+ * keys and offsets are skipped for runs of 64 columns that take none.)
  */
 #define BYTES_BLOCK 256
 WIDE static void
@@ -1448,35 +1453,27 @@ bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
             _mm512_store_si512(a8 + j, _mm512_setzero_si512());
             taken[j / 64] = m;
         }
-        for (uint64_t r = 1; r < g;) {
-            uint64_t end = r + BYTES_ROWS < g ? r + BYTES_ROWS : g;
-            end = end < base + BYTES_BLOCK ? end : base + BYTES_BLOCK;
-            for (uint64_t j = 0; j < w; j += 64) {
-                const __mmask64 m = wide_mask(w - j);
-                __m512i kb = _mm512_load_si512(bk + j);
-                __m512i ab = _mm512_load_si512(a8 + j);
-                __mmask64 tk = taken[j / 64];
-                for (uint64_t k = r; k < end; k++) {
-                    const __m512i key = bytes_key(
-                        _mm512_maskz_loadu_epi8(m, xb + k * stride + j), na,
-                        nk);
-                    const __mmask64 t =
-                        (ismax ? _mm512_cmpgt_epi8_mask(key, kb)
-                               : _mm512_cmplt_epi8_mask(key, kb)) &
-                        m;
-                    kb = _mm512_mask_mov_epi8(kb, t, key);
-                    ab = _mm512_mask_mov_epi8(
-                        ab, t, _mm512_set1_epi8((char)(k - base)));
-                    tk |= t;
-                }
-                _mm512_store_si512(bk + j, kb);
-                _mm512_store_si512(a8 + j, ab);
-                taken[j / 64] = tk;
-            }
-            r = end;
+        for (uint64_t r = 1; r < g; r++) {
+            const uint8_t *row = xb + r * stride;
+            __m512i off;
             if (r == base + BYTES_BLOCK) {
                 bytes_at_flush(at + b, w, a8, taken, r0 + (uint32_t)base);
                 base = r;
+            }
+            off = _mm512_set1_epi8((char)(r - base));
+            for (uint64_t j = 0; j < w; j += 64) {
+                const __mmask64 m = wide_mask(w - j);
+                const __m512i key =
+                    bytes_key(_mm512_maskz_loadu_epi8(m, row + j), na, nk);
+                const __m512i kb = _mm512_load_si512(bk + j);
+                const __mmask64 t = (ismax ? _mm512_cmpgt_epi8_mask(key, kb)
+                                           : _mm512_cmplt_epi8_mask(key, kb)) &
+                                    m;
+                if (t != 0) {
+                    _mm512_mask_storeu_epi8(bk + j, t, key);
+                    _mm512_mask_storeu_epi8(a8 + j, t, off);
+                    taken[j / 64] |= t;
+                }
             }
         }
         bytes_at_flush(at + b, w, a8, taken, r0 + (uint32_t)base);
