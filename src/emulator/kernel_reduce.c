@@ -28,7 +28,9 @@
  * order of the rows changes, are split by rows (split_r), so that each
  * task reads consecutive rows, in the order of memory, rather than short
  * runs of every row; the tasks' extremes then fold in task order, which
- * keeps the first NaN and the first extreme.  Column folds of bfloat16,
+ * keeps the first NaN and the first extreme; and columns of fp8 sums,
+ * split by rows when no order of the additions changes them (exact_sum),
+ * else summed again split by columns.  Column folds of bfloat16,
  * float16, fp8 and int32 widen their rows in registers (with AVX-512, 64
  * at a time: the WIDE paths); other conversions use an L1-sized window
  * per task.
@@ -906,13 +908,17 @@ wide_scr(uint64_t c)
 }
 
 #define SCR_CHUNK 2048
-WIDE static void
-wide_fold_fp8_scr(bool prod, uint64_t n, uint64_t g, uint64_t stride,
-                  const uint8_t *x, float *acc, const struct wide_ctx *ctx)
+/* (the fold of wide_fold_fp8_scr, `sweep` rows at a time, and when `mag`
+ * is not NULL the greatest magnitude of the codes, shifted left by one,
+ * into *mag) */
+WIDE static inline __attribute__((always_inline)) void
+scr_fold(bool prod, uint64_t n, uint64_t g, uint64_t stride, const uint8_t *x,
+         float *acc, const struct wide_ctx *ctx, uint64_t sweep, uint8_t *mag)
 {
     const struct wide_tab t = wide_tab_of(ctx);
     const __m512i sign = _mm512_set1_epi8((char)0x80);
     const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    __m512i mx = _mm512_setzero_si512();
     _Alignas(64) float sa[SCR_CHUNK];
 
     for (uint64_t b = 0; b < n; b += SCR_CHUNK) {
@@ -920,8 +926,8 @@ wide_fold_fp8_scr(bool prod, uint64_t n, uint64_t g, uint64_t stride,
         for (uint64_t c = 0; c < (w + 63) / 64 * 64; c++) {
             sa[wide_scr(c)] = c < w ? acc[b + c] : 0.0f;
         }
-        for (uint64_t r = 0; r < g; r += WIDE_SWEEP) {
-            const uint64_t gg = g - r < WIDE_SWEEP ? g - r : WIDE_SWEEP;
+        for (uint64_t r = 0; r < g; r += sweep) {
+            const uint64_t gg = g - r < sweep ? g - r : sweep;
             for (uint64_t j = 0; j < w; j += 64) {
                 const __mmask64 m = wide_mask(w - j);
                 __m512 a[4], v[4];
@@ -938,6 +944,10 @@ wide_fold_fp8_scr(bool prod, uint64_t n, uint64_t g, uint64_t stride,
                         _mm512_permutex2var_epi8(t.hi0, codes, t.hi1), 0xea);
                     const __m512i w0 = _mm512_unpacklo_epi8(lo, hi);
                     const __m512i w1 = _mm512_unpackhi_epi8(lo, hi);
+                    if (mag != NULL) {
+                        mx =
+                            _mm512_max_epu8(mx, _mm512_add_epi8(codes, codes));
+                    }
                     v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
                     v[1] = _mm512_castsi512_ps(_mm512_and_si512(w0, high));
                     v[2] = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
@@ -956,6 +966,35 @@ wide_fold_fp8_scr(bool prod, uint64_t n, uint64_t g, uint64_t stride,
             acc[b + c] = sa[wide_scr(c)];
         }
     }
+    if (mag != NULL) {
+        _Alignas(64) uint8_t lanes[64];
+        _mm512_store_si512(lanes, mx);
+        for (int i = 0; i < 64; i++) {
+            *mag = lanes[i] > *mag ? lanes[i] : *mag;
+        }
+    }
+}
+
+WIDE static void
+wide_fold_fp8_scr(bool prod, uint64_t n, uint64_t g, uint64_t stride,
+                  const uint8_t *x, float *acc, const struct wide_ctx *ctx)
+{
+    scr_fold(prod, n, g, stride, x, acc, ctx, WIDE_SWEEP, NULL);
+}
+
+/*
+ * The sum of rows [0, g) of fp8 columns into acc[0..n), as
+ * wide_fold_fp8_scr adds them, one row at a time across the columns (in
+ * the order of memory: the rows of a task of exact_sum, whole rows, read
+ * faster so than 8 at a time, whose streams 2 KiB apart the hardware
+ * prefetchers follow poorly), and the greatest magnitude of the codes,
+ * shifted left by one, into *mag (at least what it held).
+ */
+WIDE static void
+wide_sum_fp8_rows(uint64_t n, uint64_t g, uint64_t stride, const uint8_t *x,
+                  float *acc, const struct wide_ctx *ctx, uint8_t *mag)
+{
+    scr_fold(false, n, g, stride, x, acc, ctx, 1, mag);
 }
 
 /* max/min of int32 columns, as SFX##_columns folds them (any order). */
@@ -1794,6 +1833,57 @@ enum reduce_load {
     LOAD_CONVERT,  /* converted into the task's window first (load_run) */
 };
 
+/*
+ * Sums of fp8 columns split by rows (exact_sum): float32 sums of fp8
+ * values are exact while no partial sum needs more than float32's 24 bits,
+ * counted in the format's least step (its least subnormal: every fp8
+ * value is a whole number of it), and then no order of the additions
+ * changes the result, -0 included (a zero sum is -0 only when every term
+ * and the start are).  So when R times the greatest magnitude among the
+ * codes is at most 2^24 such steps (no partial sum of any run of rows
+ * exceeds it, and the codes hold no infinity or NaN), the sums of the
+ * tasks' runs of rows, added in task order, are the column sums row after
+ * row; otherwise the columns are summed again, split by columns.  Each
+ * task then reads whole rows in the order of memory where a split by
+ * columns reads half rows of a 2048-byte row, which the hardware
+ * prefetchers read whole.
+ */
+static bool
+exact_sum_ready(enum nrtemu_dtype kt, enum nrtemu_dtype src)
+{
+#if NRTEMU_X86_CLONES
+    return kt == NRTEMU_DTYPE_FLOAT32 && is_fp8(src) && cpu_has_wide() &&
+           wide_ctx_fp8(src) != NULL;
+#else
+    (void)kt, (void)src;
+    return false;
+#endif
+}
+
+/* Rows [0, g) of n fp8 columns added into acc as exact_sum needs them (only
+ * where exact_sum_ready), the greatest magnitude << 1 into *mag. */
+static void
+exact_sum_rows(enum nrtemu_dtype src, uint64_t n, uint64_t g, uint64_t stride,
+               const void *x, float *acc, uint8_t *mag)
+{
+#if NRTEMU_X86_CLONES
+    wide_sum_fp8_rows(n, g, stride, x, acc, wide_ctx_fp8(src), mag);
+#else
+    (void)src, (void)n, (void)g, (void)stride, (void)x, (void)acc, (void)mag;
+#endif
+}
+
+/* Whether sums of R rows of codes of magnitude at most mag2 >> 1 are exact
+ * in any order (false for an infinity or a NaN). */
+static bool
+exact_sum_holds(enum nrtemu_dtype src, uint64_t R, uint8_t mag2)
+{
+    const struct narrow p = narrow_fp8(src);
+    const double big = narrow_widen(mag2 >> 1, p), step = narrow_widen(1, p);
+
+    return (double)R * big <= 0x1p24 * step;
+}
+
 /* One reduction of [A, R, B] into acc[A * B], split among tasks by A, or
  * by B (in multiples of 16 elements) when there are too few of A. */
 struct reduce_job {
@@ -1806,8 +1896,9 @@ struct reduce_job {
     char *windows; /* window_bytes for each task */
     size_t window_bytes;
     char *partial; /* split_r: each task's A * B accumulators */
+    uint8_t *mags; /* exact: each task's greatest fp8 magnitude, << 1 */
     uint32_t tasks;
-    bool split_a, split_r;
+    bool split_a, split_r, exact;
 };
 
 /*
@@ -1851,7 +1942,7 @@ reduce_task(void *arg, uint32_t t)
     char *win = j->windows + (size_t)t * j->window_bytes;
     char *acc = j->acc;
     uint64_t a0 = 0, a1 = j->A, r0 = 0, r1 = j->R, b0 = 0, b1 = j->B;
-    struct fp8_rows rows;
+    struct fp8_rows rows = {0};
     const bool fp8 =
         j->B == 1 && j->load == LOAD_CONVERT &&
         fp8_rows_init(&rows, j->fold, j->kt, j->compute, in->dtype);
@@ -1868,6 +1959,16 @@ reduce_task(void *arg, uint32_t t)
         task_share(j->A, j->tasks, t, 1, &a0, &a1);
     } else {
         task_share(j->B, j->tasks, t, 16, &b0, &b1);
+    }
+    if (j->exact) {
+        uint8_t mag = 0;
+        for (uint64_t a = 0; a < j->A; a++) {
+            exact_sum_rows(in->dtype, j->B, r1 - r0, j->B,
+                           data + (a * j->R + r0) * j->B * is,
+                           (float *)(void *)(acc + a * j->B * ks), &mag);
+        }
+        j->mags[t] = mag;
+        return;
     }
     for (uint64_t a = a0; a < a1; a++) {
         if (j->B == 1) {
@@ -1986,6 +2087,15 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (!j.split_a && j.tasks > threads) {
         j.tasks = threads;
     }
+    if (!j.split_a && threads > 1 && j.fold == NRTEMU_OP_SUM &&
+        j.load == LOAD_FUSED && exact_sum_ready(kt, in->dtype) &&
+        R >= 2 * SPLIT_ROWS_MIN && R <= ((uint64_t)1 << 24) &&
+        A * B * ks * threads * TASKS_PER_THREAD <= SPLIT_PARTIAL_MAX) {
+        /* fp8 column sums by rows, when exact_sum_holds */
+        j.split_r = j.exact = true;
+        j.tasks = task_count(threads, R / SPLIT_ROWS_MIN);
+        partial_bytes = (j.tasks * A * B * ks + j.tasks + 63) & ~(size_t)63;
+    }
     if (!j.split_a && (op == NRTEMU_OP_MAX || op == NRTEMU_OP_MIN) &&
         R >= 2 * SPLIT_ROWS_MIN &&
         A * B * ks * threads * TASKS_PER_THREAD <= SPLIT_PARTIAL_MAX) {
@@ -2003,6 +2113,7 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
     }
     j.acc = acc_is_out ? out->data : scratch;
     j.partial = scratch + acc_bytes;
+    j.mags = (uint8_t *)j.partial + j.tasks * A * B * ks;
     j.windows = scratch + acc_bytes + partial_bytes;
     identity(j.fold, kt, &init);
     for (uint64_t i = 0; i < A * B; i++) {
@@ -2012,6 +2123,23 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
         nrtemu__pool_run(reduce_task, &j, j.tasks);
     } else {
         reduce_task(&j, 0);
+    }
+    if (j.exact) {
+        uint8_t mag = 0;
+        for (uint32_t t = 0; t < j.tasks; t++) {
+            mag = j.mags[t] > mag ? j.mags[t] : mag;
+        }
+        if (!exact_sum_holds(in->dtype, R, mag)) {
+            /* not exact in every order: again, split by columns */
+            j.split_r = j.exact = false;
+            j.tasks = task_count(threads, (B + 15) / 16);
+            j.tasks = j.tasks > threads ? threads : j.tasks;
+            if (j.tasks > 1) {
+                nrtemu__pool_run(reduce_task, &j, j.tasks);
+            } else {
+                reduce_task(&j, 0);
+            }
+        }
     }
     for (uint32_t t = 0; j.split_r && t < j.tasks; t++) {
         fold_columns(j.fold, kt, A * B, 1, 0, j.partial + t * A * B * ks,

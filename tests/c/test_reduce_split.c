@@ -433,6 +433,92 @@ test_column_order(void)
     }
 }
 
+/* fp8 column sums split among tasks by rows where every order of the
+ * additions gives the same sum (kernel_reduce.c's exact_sum), and summed
+ * again split by columns where not, against a plain loop row after row,
+ * bit for bit: `mode` 0: magnitudes below 2 (every order exact in e4m3,
+ * e4m3fn and e3m4); 1: any finite code, 3 in 4 positive (sums that
+ * grow, rounded); 2: as 0, with NaN
+ * and infinite codes here and there; 3: zeros of both signs only. */
+static void
+check_fp8_column_sum(enum nrtemu_dtype dt, uint64_t R, uint64_t B, int mode)
+{
+    uint8_t *data = alloc_bytes(R * B);
+    float *wide = alloc_bytes(R * B * sizeof(float));
+    float *got = alloc_bytes(B * sizeof(float));
+    float *want = alloc_bytes(B * sizeof(float));
+    const uint64_t shape[2] = {R, B};
+    struct nrtemu_array in = array(dt, data, 2, shape);
+    struct nrtemu_array out = array(NRTEMU_DTYPE_FLOAT32, got, 1, &B);
+
+    for (uint64_t i = 0; i < R * B; i++) {
+        uint64_t r = rng_next();
+        uint8_t c = (uint8_t)(r >> 56);
+        float v;
+        switch (mode) {
+        case 0:
+            c &= 0xbf; /* magnitude below 0x40: below 2 in these formats */
+            break;
+        case 1:
+            nrtemu__convert(NRTEMU_DTYPE_FLOAT32, &v, dt, &c, 1, 1);
+            if (isnan(v) || isinf(v)) {
+                c &= 0xbf;
+            }
+            if (r % 4 != 0) {
+                c &= 0x7f; /* mostly positive: sums that grow */
+            }
+            break;
+        case 2:
+            c = r % 40009 == 0
+                    ? (uint8_t)(r % 3 == 0 ? 0x7f : 0x78 | (r & 0x80))
+                    : (uint8_t)(c & 0xbf);
+            break;
+        default:
+            c &= 0x80;
+            break;
+        }
+        data[i] = c;
+    }
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, wide, dt, data, 1, R * B);
+    for (uint64_t b = 0; b < B; b++) {
+        float a = 0.0f;
+        for (uint64_t r = 0; r < R; r++) {
+            a += wide[r * B + b];
+        }
+        want[b] = a;
+    }
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 1u, &scratch));
+    for (uint64_t b = 0; b < B; b++) {
+        if (memcmp(&got[b], &want[b], 4) != 0) {
+            TEST_FAIL_("sum %s [%llu, %llu] mode %d column %llu: %.9g, "
+                       "expected %.9g",
+                       nrtemu__dtype_name(dt), (unsigned long long)R,
+                       (unsigned long long)B, mode, (unsigned long long)b,
+                       got[b], want[b]);
+        }
+    }
+    free(data);
+    free(wide);
+    free(got);
+    free(want);
+}
+
+static void
+test_fp8_column_sum_split(void)
+{
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        for (int mode = 0; mode < 4; mode++) {
+            check_fp8_column_sum(dts[t], 1201, 1001, mode);
+            check_fp8_column_sum(dts[t], 2048, 2048, mode);
+        }
+    }
+}
+
 /* --- argmax/argmin against a reference --- */
 
 /* Element i of line (a, b) at row r of [A, R, B], for `pattern` 0: random
@@ -706,6 +792,7 @@ main(void)
     RUN_TEST(test_widen_every_code);
     RUN_TEST(test_split_reduce);
     RUN_TEST(test_column_order);
+    RUN_TEST(test_fp8_column_sum_split);
     RUN_TEST(test_split_arg);
     RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_fp8_reduce_codes);
