@@ -1303,6 +1303,14 @@ test_matmul(void)
                  SHAPE(200, 300), 2, SHAPE(300, 260));
     check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
                  SHAPE(520, 300), 2, SHAPE(300, 20));
+    /* Split between threads by columns (22 tiles of 32), by rows, by
+     * batch entries. */
+    check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 2,
+                 SHAPE(150, 400), 2, SHAPE(400, 700));
+    check_matmul(NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_FLOAT64, 2,
+                 SHAPE(1000, 300), 2, SHAPE(300, 40));
+    check_matmul(NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT32, 3,
+                 SHAPE(6, 100, 150), 3, SHAPE(6, 150, 110));
     /* Vector x matrix large enough to split by depth (and by columns
      * whose count is no multiple of 16), 1-D or 2-D vector. */
     check_matmul(NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_FLOAT32, 1, SHAPE(2054), 2,

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import nrtpy.neff
-from support import run_compiled
+from support import child_env, run_compiled
 
 FP8 = [ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
        ml_dtypes.float8_e3m4]
@@ -221,3 +221,45 @@ def test_fp8_where_every_code(tmp_path, dtype):
                                 y[i:i + 8]) for i in range(0, 256, 8)])
     np.testing.assert_array_equal(bits(got), bits(small))
     same_values(got, np.where(c, x, y))
+
+
+
+MATMUL_ONE_CPU = """
+import os, sys
+import ml_dtypes
+import numpy as np
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from support import run_compiled
+def bits(x):
+    return np.ascontiguousarray(x).view(f"u{x.dtype.itemsize}")
+dt = np.dtype(getattr(ml_dtypes, sys.argv[2], None) or sys.argv[2])
+a, b = (np.load(f).view(dt) for f in sys.argv[3:5])
+np.save(sys.argv[5], bits(run_compiled(Path(sys.argv[6]), np.matmul, a, b)))
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_matmul_on_the_pool_is_the_one_thread_product(tmp_path, dtype):
+    """A product split between the pool's threads (by columns of C) has the
+    bits of the same product in a child process pinned to one CPU (the
+    pool then has no worker: one task), and NumPy's values."""
+    import os
+    import subprocess
+    import sys
+
+    a = RNG.uniform(-1, 1, (300, 500)).astype(dtype)
+    b = RNG.uniform(-1, 1, (500, 520)).astype(dtype)
+    got = run_compiled(tmp_path, np.matmul, a, b)
+    np.save(tmp_path / "a.npy", bits(a))
+    np.save(tmp_path / "b.npy", bits(b))
+    (tmp_path / "one").mkdir()
+    subprocess.run([sys.executable, "-c", MATMUL_ONE_CPU, os.path.dirname(__file__),
+                    np.dtype(dtype).name, tmp_path / "a.npy", tmp_path / "b.npy",
+                    tmp_path / "one.npy", tmp_path / "one"], check=True,
+                   env=child_env(NRTPY_EMU_NAMESPACE=f"pool-one-{os.getpid()}"))
+    np.testing.assert_array_equal(bits(got), np.load(tmp_path / "one.npy"))
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 1e-4 if dtype is np.float32 else 0.1  # bfloat16: the result rounded
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)
