@@ -2,6 +2,7 @@
  * kernel.c - what the kernels share: scratch memory, loads and stores.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "convert.h"
 #include "kernel.h"
@@ -15,6 +16,21 @@ nrtemu__array_count(const struct nrtemu_array *a)
         n *= a->shape[d];
     }
     return n;
+}
+
+bool
+nrtemu__arrays_match(const struct nrtemu_array *out,
+                     const struct nrtemu_array *in, int n,
+                     enum nrtemu_dtype dt)
+{
+    for (int k = 0; k < n; k++) {
+        if (in[k].dtype != dt || in[k].ndim != out->ndim ||
+            memcmp(in[k].shape, out->shape, out->ndim * sizeof *out->shape) !=
+                0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 void *

@@ -174,6 +174,13 @@ struct nrtemu_array {
 
 uint64_t nrtemu__array_count(const struct nrtemu_array *a);
 
+/* Whether each of the n arrays `in` has dtype `dt` and out's shape: the
+ * operands a same-shape fast path reads element for element with its
+ * output (no broadcast). */
+bool nrtemu__arrays_match(const struct nrtemu_array *out,
+                          const struct nrtemu_array *in, int n,
+                          enum nrtemu_dtype dt);
+
 /*
  * Scratch memory of a program, reused by its ops (which run one at a
  * time).  nrtemu__scratch_get() returns at least `size` bytes, 64-byte

@@ -19,7 +19,6 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "kernel.h"
 #include "kernel_binary16.h"
@@ -244,12 +243,8 @@ nrtemu__kernel_binary16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (n_in != 2 || !binary16_applies(op, compute) || out->dtype != compute) {
         return false;
     }
-    for (int k = 0; k < 2; k++) {
-        if (in[k].dtype != compute || in[k].ndim != out->ndim ||
-            memcmp(in[k].shape, out->shape, out->ndim * sizeof *out->shape) !=
-                0) {
-            return false;
-        }
+    if (!nrtemu__arrays_match(out, in, 2, compute)) {
+        return false;
     }
     n = (size_t)nrtemu__array_count(out);
     a = in[0].data;

@@ -688,12 +688,8 @@ bf16_divmod_run(enum nrtemu_op op, enum nrtemu_dtype compute,
         out->dtype != compute) {
         return false;
     }
-    for (int k = 0; k < 2; k++) {
-        if (in[k].dtype != compute || in[k].ndim != out->ndim ||
-            memcmp(in[k].shape, out->shape, out->ndim * sizeof *out->shape) !=
-                0) {
-            return false;
-        }
+    if (!nrtemu__arrays_match(out, in, 2, compute)) {
+        return false;
     }
     bf16_divmod(op, (size_t)nrtemu__array_count(out), in[0].data, in[1].data,
                 out->data, stream);
@@ -1148,14 +1144,7 @@ logical_truth_applies(enum nrtemu_op op, const struct nrtemu_array *out,
         n_in != (op == NRTEMU_OP_LOGICAL_NOT ? 1 : 2)) {
         return false;
     }
-    for (int k = 0; k < n_in; k++) {
-        if (in[k].dtype != in[0].dtype || in[k].ndim != out->ndim ||
-            memcmp(in[k].shape, out->shape, out->ndim * sizeof *out->shape) !=
-                0) {
-            return false;
-        }
-    }
-    return true;
+    return nrtemu__arrays_match(out, in, n_in, in[0].dtype);
 }
 
 /*

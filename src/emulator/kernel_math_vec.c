@@ -889,15 +889,18 @@ log1p16_f32(__m512 x, const __m512 *t, const __m512i *c, __mmask16 *ok)
         _mm512_castps_si512(y), _mm512_castps_si512(x), c[4], 0xf8));
 }
 
-/* The lanes m & ok of y to o, kmath_log1p() of a to the lanes m & ~ok. */
+/* The lanes m & ok of y to o, scalar() of a to the lanes m & ~ok (the
+ * vector formula's domain left out; `scalar` folds in, being constant in
+ * every caller). */
 NPOW_TARGET static inline __attribute__((always_inline)) void
-log1p16_store(__m512 y, __mmask16 ok, __mmask16 m, const float *a, float *o)
+f32x16_store_or(__m512 y, __mmask16 ok, __mmask16 m, const float *a, float *o,
+                float (*scalar)(float))
 {
     __mmask16 bad = m & (__mmask16)~ok;
     _mm512_mask_storeu_ps(o, m & ok, y);
     while (bad != 0) {
         int l = __builtin_ctz(bad);
-        o[l] = kmath_log1p(a[l]);
+        o[l] = scalar(a[l]);
         bad &= (__mmask16)(bad - 1);
     }
 }
@@ -931,14 +934,14 @@ log1p_f32_avx512(size_t n, const float *a, float *o)
         if (ok == 0xffff) {
             _mm512_storeu_ps(o + i, y);
         } else {
-            log1p16_store(y, ok, 0xffff, a + i, o + i);
+            f32x16_store_or(y, ok, 0xffff, a + i, o + i, kmath_log1p);
         }
     }
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __mmask16 ok;
         __m512 y = log1p16_f32(_mm512_maskz_loadu_ps(m, a + i), t, c, &ok);
-        log1p16_store(y, ok, m, a + i, o + i);
+        f32x16_store_or(y, ok, m, a + i, o + i, kmath_log1p);
     }
 }
 
@@ -984,19 +987,6 @@ cbrt16_f32(__m512 x, __mmask16 *ok)
                                   _mm512_set1_epi32((int)0x80000000u), 0xf8));
 }
 
-/* The lanes m & ok of y to o, kmath_cbrt() of a to the lanes m & ~ok. */
-NPOW_TARGET static inline __attribute__((always_inline)) void
-cbrt16_store(__m512 y, __mmask16 ok, __mmask16 m, const float *a, float *o)
-{
-    __mmask16 bad = m & (__mmask16)~ok;
-    _mm512_mask_storeu_ps(o, m & ok, y);
-    while (bad != 0) {
-        int l = __builtin_ctz(bad);
-        o[l] = kmath_cbrt(a[l]);
-        bad &= (__mmask16)(bad - 1);
-    }
-}
-
 NPOW_TARGET static void
 cbrt_f32_avx512(size_t n, const float *a, float *o)
 {
@@ -1007,14 +997,14 @@ cbrt_f32_avx512(size_t n, const float *a, float *o)
         if (ok == 0xffff) {
             _mm512_storeu_ps(o + i, y);
         } else {
-            cbrt16_store(y, ok, 0xffff, a + i, o + i);
+            f32x16_store_or(y, ok, 0xffff, a + i, o + i, kmath_cbrt);
         }
     }
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __mmask16 ok;
         __m512 y = cbrt16_f32(_mm512_maskz_loadu_ps(m, a + i), &ok);
-        cbrt16_store(y, ok, m, a + i, o + i);
+        f32x16_store_or(y, ok, m, a + i, o + i, kmath_cbrt);
     }
 }
 
