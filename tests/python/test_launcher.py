@@ -55,7 +55,10 @@ def test_a_failing_rank_stops_the_ranks_waiting_for_it(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[rank 1] failed: FileNotFoundError" in proc.stdout
     assert "in1.npy" in proc.stdout
-    assert "rank(s) 1 failed; stopped rank(s) 0" in proc.stderr
+    # Stopped by the launcher, or (on a loaded machine, where both exits
+    # can fall in one poll) failed on its own on losing its peer.
+    assert ("rank(s) 1 failed; stopped rank(s) 0" in proc.stderr
+            or "rank(s) 0, 1 failed" in proc.stderr), proc.stderr
     assert took < 100, took  # not the 600 s timeout
 
 
