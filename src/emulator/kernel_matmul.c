@@ -883,20 +883,28 @@ struct task {
     void *ap, *bp;
 };
 
-/* The integer product, wrapping: int64 and uint64 give the same bits. */
-static void
+/* The integer product, wrapping: int64 and uint64 give the same bits.
+ * The sizes in locals and the pointers restrict: otherwise the compiler
+ * must assume that a store to C changes g->N or B (C, B and the sizes
+ * are all 64-bit integers) and reloads them for every element, with no
+ * vectors (64 x 64 x 64: 115 us against 8, one thread, Zen 4).
+ * Multiversioned for AVX-512's 64-bit multiply (vpmullq). */
+NRTEMU_MULTIVERSION static void
 int_gemm(const struct gemm_args *g)
 {
-    const uint64_t *A = g->A, *B = g->B;
-    uint64_t *C = g->C;
+    const uint64_t *restrict A = g->A;
+    const uint64_t *restrict B = g->B;
+    uint64_t *restrict C = g->C;
+    const size_t M = g->M, N = g->N, K = g->K;
+    const size_t lda = g->lda, ldb = g->ldb, ldc = g->ldc;
 
-    for (size_t i = 0; i < g->M; i++) {
-        uint64_t *crow = C + i * g->ldc;
-        memset(crow, 0, g->N * sizeof *crow);
-        for (size_t p = 0; p < g->K; p++) {
-            const uint64_t a = A[i * g->lda + p];
-            const uint64_t *brow = B + p * g->ldb;
-            for (size_t j = 0; j < g->N; j++) {
+    for (size_t i = 0; i < M; i++) {
+        uint64_t *restrict crow = C + i * ldc;
+        memset(crow, 0, N * sizeof *crow);
+        for (size_t p = 0; p < K; p++) {
+            const uint64_t a = A[i * lda + p];
+            const uint64_t *restrict brow = B + p * ldb;
+            for (size_t j = 0; j < N; j++) {
                 crow[j] += a * brow[j];
             }
         }

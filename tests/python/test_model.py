@@ -555,6 +555,18 @@ def test_matmul_operator_dot_and_ints(tmp_path):
     check(tmp_path, lambda a, b: (a @ b, np.dot(a, b), a @ b.astype(np.int64)), a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8], ids=str)
+def test_integer_matmul_wraps_as_numpy(tmp_path, dtype):
+    # full-range values (the products wrap), a batch, and row lengths that
+    # leave a tail after the vectors of the multiversioned kernel
+    info = np.iinfo(dtype)
+    g = np.random.default_rng(48)
+    a = g.integers(info.min, info.max, (3, 37, 67), dtype=dtype, endpoint=True)
+    b = g.integers(info.min, info.max, (3, 67, 29), dtype=dtype, endpoint=True)
+    with np.errstate(over="ignore"):
+        check(tmp_path, np.matmul, a, b)
+
+
 def test_matmul_mixed_dtypes(tmp_path):
     h, f = rand((3, 5), np.float16, seed=46), rand((5, 2), np.float32, seed=47)
     check(tmp_path, lambda h, f: h @ f, h, f, rtol=1e-5, atol=1e-5)
