@@ -526,6 +526,42 @@ def test_argmax_argmin(tmp_path, dtype):
                                np.argmax(x, axis=2, keepdims=True)), x)
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16], ids=str)
+def test_argmax_argmin_of_rows_by_codes(tmp_path, dtype):
+    # every non-NaN code, shuffled into rows of 1000 (a tail after 32-code
+    # vectors); then rows whose answer turns on NaNs (the first wins, of
+    # either sign), on -0 == +0 (the first of them), on ties, on infinities
+    codes = np.arange(1 << 16, dtype=np.uint16).view(dtype)
+    finite = codes[~np.isnan(codes.astype(np.float32))]
+    g = np.random.default_rng(49)
+    rows = np.resize(g.permutation(finite), 66 * 1000).reshape(66, 1000)
+    nan = np.array(np.nan, dtype)
+    special = np.full((12, 1000), -1.0, np.float32).astype(dtype)
+    special[0, [5, 700]] = nan
+    special[1, [999]] = -nan
+    special[2, [0]] = nan
+    special[3, [3, 4]] = [-0.0, 0.0]  # the rest negative: max is a zero
+    special[4, [4, 3]] = [-0.0, 0.0]
+    special[5, :] = 0.0
+    special[5, [10]] = -0.0
+    special[6, :] = -np.inf
+    special[7, [17, 900]] = np.inf
+    special[8, [31, 32]] = 7.0  # a tie across the vector boundary
+    special[9, ::7] = -5.0
+    special[10, [998]] = -np.inf
+    special[11, [640, 641]] = [nan, -np.inf]
+    x = np.concatenate([rows, special])
+    want = x.astype(np.float32)
+    got = run(tmp_path, lambda x: (np.argmax(x, axis=1), np.argmin(x, axis=1)), x)
+    np.testing.assert_array_equal(got[0], np.argmax(want, axis=1))
+    np.testing.assert_array_equal(got[1], np.argmin(want, axis=1))
+    for n in (1, 31, 33, 64):  # short rows, and whole vectors only
+        y = np.ascontiguousarray(x[:, :n])
+        got = run(tmp_path, lambda y: (np.argmax(y, axis=-1), np.argmin(y, axis=-1)), y)
+        np.testing.assert_array_equal(got[0], np.argmax(y.astype(np.float32), axis=-1))
+        np.testing.assert_array_equal(got[1], np.argmin(y.astype(np.float32), axis=-1))
+
+
 def test_softmax(tmp_path):
     x = rand((4, 7, 9), np.float32, seed=41)
     check(tmp_path, lambda x: (nrtpy.neff.softmax(x), nrtpy.neff.softmax(x, axis=1),
