@@ -1414,16 +1414,26 @@ bytes_arg_row(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above)
  * copy and the float32 pass took 80% of a float16 argmax over the rows of
  * 2048 x 2048).
  */
-WIDE static inline __m512i
-half_key(__m512i c, __m512i inf_bits, __m512i nan_key)
-{
-    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi16(0x7fff));
-    const __m512i key = _mm512_mask_sub_epi16(mag, _mm512_movepi16_mask(c),
-                                              _mm512_setzero_si512(), mag);
-
-    return _mm512_mask_mov_epi16(key, _mm512_cmpgt_epu16_mask(mag, inf_bits),
-                                 nan_key);
-}
+/*
+ * The order of fp8 codes for argmax/argmin as signed bytes (bytes_key),
+ * and of float16/bfloat16 codes as signed 16-bit lanes (half_key): the
+ * sign and the magnitude (-0 and +0 both 0: equal, as NumPy has them),
+ * every NaN (a magnitude above `nan_above`) `nan_key`, above (argmax:
+ * the greatest key) or below (argmin: the least) every other key, so
+ * that a row or column keeps its first NaN as it keeps its first extreme.
+ */
+#define DEFINE_CODE_KEY(NAME, BITS, MAG)                                      \
+    WIDE static inline __m512i NAME(__m512i c, __m512i nan_above,             \
+                                    __m512i nan_key)                          \
+    {                                                                         \
+        const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi##BITS(MAG));  \
+        const __m512i key = _mm512_mask_sub_epi##BITS(                        \
+            mag, _mm512_movepi##BITS##_mask(c), _mm512_setzero_si512(), mag); \
+        return _mm512_mask_mov_epi##BITS(                                     \
+            key, _mm512_cmpgt_epu##BITS##_mask(mag, nan_above), nan_key);     \
+    }
+DEFINE_CODE_KEY(bytes_key, 8, 0x7f)
+DEFINE_CODE_KEY(half_key, 16, 0x7fff)
 
 /* The greatest (ismax) or least signed 16-bit lane of v, in every lane:
  * _mm_minpos_epu16 on keys whose unsigned order is the one wanted. */
@@ -1484,23 +1494,6 @@ half_arg_row(bool ismax, uint64_t n, const uint16_t *x, uint16_t inf_bits)
         }
     }
     return 0; /* (not reached: some lane holds the extreme) */
-}
-
-/*
- * The order of fp8 codes for argmax/argmin as signed bytes: the sign and
- * the magnitude (-0 and +0 both 0: equal, as NumPy has them), every NaN
- * `nan_key`, above (argmax: 127) or below (argmin: -128) every other key,
- * so that a column keeps its first NaN as it keeps its first extreme.
- */
-WIDE static inline __m512i
-bytes_key(__m512i c, __m512i nan_above, __m512i nan_key)
-{
-    const __m512i mag = _mm512_and_si512(c, _mm512_set1_epi8(0x7f));
-    const __m512i key = _mm512_mask_sub_epi8(mag, _mm512_movepi8_mask(c),
-                                             _mm512_setzero_si512(), mag);
-
-    return _mm512_mask_mov_epi8(key, _mm512_cmpgt_epu8_mask(mag, nan_above),
-                                nan_key);
 }
 
 /* at[i] = base + a8's byte i, for the lanes of t. */

@@ -323,6 +323,11 @@ test_split_reduce(void)
     }
 }
 
+/* The four fp8 formats, which every fp8 test below runs through. */
+static const enum nrtemu_dtype fp8_dtypes[] = {
+    NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
+    NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
+
 /* The fp8 max and min by their codes (kernel_reduce.c's bytes_*), and the
  * sums, against the serial walk, which widens every code: every code,
  * ties of -0 and +0, negative codes only, NaNs of both signs, rows and
@@ -330,9 +335,6 @@ test_split_reduce(void)
 static void
 test_fp8_reduce_codes(void)
 {
-    static const enum nrtemu_dtype dts[] = {
-        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
-        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
     static const struct {
         uint32_t ndim, axes;
         uint64_t shape[3];
@@ -346,11 +348,11 @@ test_fp8_reduce_codes(void)
         {3, 2, {3, 1001, 373}},
     };
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             for (int pattern = 0; pattern < 4; pattern++) {
-                check_split_reduce(dts[t], cases[c].ndim, cases[c].shape,
-                                   cases[c].axes, 2 + pattern);
+                check_split_reduce(fp8_dtypes[t], cases[c].ndim,
+                                   cases[c].shape, cases[c].axes, 2 + pattern);
             }
         }
     }
@@ -423,13 +425,13 @@ check_column_order(enum nrtemu_dtype dt, uint64_t R, uint64_t B)
 static void
 test_column_order(void)
 {
-    static const enum nrtemu_dtype dts[] = {
+    static const enum nrtemu_dtype fp8_dtypes[] = {
         NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT16,
         NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E5M2};
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
-        check_column_order(dts[t], 37, 1001);
-        check_column_order(dts[t], 1201, 1001);
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
+        check_column_order(fp8_dtypes[t], 37, 1001);
+        check_column_order(fp8_dtypes[t], 1201, 1001);
     }
 }
 
@@ -507,14 +509,11 @@ check_fp8_column_sum(enum nrtemu_dtype dt, uint64_t R, uint64_t B, int mode)
 static void
 test_fp8_column_sum_split(void)
 {
-    static const enum nrtemu_dtype dts[] = {
-        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
-        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
         for (int mode = 0; mode < 4; mode++) {
-            check_fp8_column_sum(dts[t], 1201, 1001, mode);
-            check_fp8_column_sum(dts[t], 2048, 2048, mode);
+            check_fp8_column_sum(fp8_dtypes[t], 1201, 1001, mode);
+            check_fp8_column_sum(fp8_dtypes[t], 2048, 2048, mode);
         }
     }
 }
@@ -616,7 +615,7 @@ check_arg(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
 static void
 test_split_arg(void)
 {
-    static const enum nrtemu_dtype dts[] = {
+    static const enum nrtemu_dtype fp8_dtypes[] = {
         NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_BFLOAT16,    NRTEMU_DTYPE_FLOAT16,
         NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT64,
     };
@@ -629,11 +628,11 @@ test_split_arg(void)
         {1, 1001, 1201}, {1, 3001, 373}, {3, 1001, 373}, {1, 1, 4099},
     };
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
         for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
             for (int pattern = 0; pattern < 3; pattern++) {
-                check_arg(dts[t], shapes[c][0], shapes[c][1], shapes[c][2],
-                          pattern);
+                check_arg(fp8_dtypes[t], shapes[c][0], shapes[c][1],
+                          shapes[c][2], pattern);
             }
         }
     }
@@ -645,22 +644,19 @@ test_split_arg(void)
 static void
 test_arg_every_fp8_code(void)
 {
-    static const enum nrtemu_dtype dts[] = {
-        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
-        NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
-        check_arg(dts[t], 1, 1001, 1201, 3);
-        check_arg(dts[t], 1, 256, 300, 3);
-        check_arg(dts[t], 3, 4099, 101, 3);
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
+        check_arg(fp8_dtypes[t], 1, 1001, 1201, 3);
+        check_arg(fp8_dtypes[t], 1, 256, 300, 3);
+        check_arg(fp8_dtypes[t], 3, 4099, 101, 3);
         /* and along the rows, split or not */
-        check_arg(dts[t], 1201, 1001, 1, 3);
-        check_arg(dts[t], 3, 300, 1, 3);
+        check_arg(fp8_dtypes[t], 1201, 1001, 1, 3);
+        check_arg(fp8_dtypes[t], 3, 300, 1, 3);
         for (int pattern = 0; pattern < 3; pattern++) {
-            check_arg(dts[t], 1201, 1001, 1, pattern);
-            check_arg(dts[t], 1, 1001, 1201, pattern);
-            check_arg(dts[t], 7, 100, 1, pattern);
-            check_arg(dts[t], 1, 700, 300, pattern);
+            check_arg(fp8_dtypes[t], 1201, 1001, 1, pattern);
+            check_arg(fp8_dtypes[t], 1, 1001, 1201, pattern);
+            check_arg(fp8_dtypes[t], 7, 100, 1, pattern);
+            check_arg(fp8_dtypes[t], 1, 700, 300, pattern);
         }
     }
 }
@@ -768,16 +764,17 @@ check_argsort(enum nrtemu_dtype dt, uint64_t A, uint64_t R, uint64_t B,
 static void
 test_split_argsort(void)
 {
-    static const enum nrtemu_dtype dts[] = {
+    static const enum nrtemu_dtype fp8_dtypes[] = {
         NRTEMU_DTYPE_FLOAT32,     NRTEMU_DTYPE_INT32,   NRTEMU_DTYPE_BFLOAT16,
         NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT16, NRTEMU_DTYPE_INT8,
         NRTEMU_DTYPE_UINT16,      NRTEMU_DTYPE_FLOAT64};
 
-    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
         for (int desc = 0; desc < 2; desc++) {
-            check_argsort(dts[t], 140, 2001, 1, desc); /* rows, split */
-            check_argsort(dts[t], 1, 2001, 140, desc); /* strided lines */
-            check_argsort(dts[t], 3, 17, 5, desc);     /* not split */
+            check_argsort(fp8_dtypes[t], 140, 2001, 1, desc); /* rows, split */
+            check_argsort(fp8_dtypes[t], 1, 2001, 140,
+                          desc);                          /* strided lines */
+            check_argsort(fp8_dtypes[t], 3, 17, 5, desc); /* not split */
         }
     }
 }
