@@ -978,8 +978,8 @@ cbrt16_f32(__m512 x, __mmask16 *ok)
     /* |x| zero or in [2^-100, 2^126], on the bits without the sign */
     __m512i x2 = _mm512_slli_epi32(xb, 1);
     *ok = _mm512_cmple_epu32_mask(
-              _mm512_sub_epi32(x2, _mm512_set1_epi32(0x0d800000 << 1)),
-              _mm512_set1_epi32((0x7e800000 - 0x0d800000) << 1)) |
+              _mm512_sub_epi32(x2, _mm512_set1_epi32((int)(0x0d800000u << 1))),
+              _mm512_set1_epi32((int)((0x7e800000u - 0x0d800000u) << 1))) |
           _mm512_cmpeq_epi32_mask(x2, _mm512_setzero_si512());
     /* r | (x & sign) */
     return _mm512_castsi512_ps(
