@@ -59,8 +59,11 @@ static struct {
      * without it by a thread polling before it parks. */
     _Atomic uint64_t generation;
     struct job *job;
-    int caller_cpu;        /* where the job's caller posted it, or -1 */
-    uint32_t workers;      /* started */
+    uint32_t workers; /* started: tids[0, workers) */
+    pthread_t tids[POOL_MAX_THREADS];
+    cpu_set_t allowed; /* the process's CPUs when the workers started */
+    bool have_allowed;
+    int kept_off;          /* the CPU the workers' affinity excludes, or -1 */
     _Atomic uint32_t busy; /* workers in the current job, not yet finished */
     bool started;          /* start tried, in this process */
 } pool = {
@@ -149,29 +152,37 @@ job_work(struct job *j)
 }
 
 /*
- * Keep a worker off its caller's CPU.  The scheduler sometimes wakes a
- * worker on the CPU of the thread that woke it, with another one idle,
- * and the two then share that CPU for many jobs (timestamps and
- * sched_getcpu() around each job of 512^3 float32 products, on an idle
- * 2-vCPU machine: a third of the jobs ran their two halves one after
- * the other, 2.7 ms instead of 1.3).  A worker that finds itself there
- * narrows its affinity to the other CPUs it may use, which moves it at
- * once, and widens it again after the job; `allowed` is its own mask.
- * Whether it moved.
+ * Keep the workers off their caller's CPU.  The scheduler may wake a
+ * parked worker on the CPU of the thread that woke it, with another one
+ * idle, and there (since Linux 6.6's EEVDF scheduler lets the running
+ * caller finish its slice) it waits for the caller to finish its share:
+ * a 512^3 float32 product then runs its two halves one after the other,
+ * 2.7 ms instead of 1.3, on an idle 2-vCPU machine (per-thread run and
+ * wait times from /proc/<pid>/task/<tid>/schedstat around each call:
+ * the worker runnable for 1.9-2.2 ms of the caller's 2.7).  A worker
+ * that moved itself once it ran was too late.  So the caller, when its
+ * CPU is not the one the workers were last kept off, narrows every
+ * worker's affinity to the others before it wakes them, and the wakeup
+ * places them there.  With `lock` held.
  */
-static bool
-worker_move_off(int caller_cpu, const cpu_set_t *allowed)
+static void
+workers_place(int caller_cpu)
 {
     cpu_set_t other;
-    int cpu = sched_getcpu();
 
-    if (caller_cpu < 0 || cpu != caller_cpu || caller_cpu >= CPU_SETSIZE) {
-        return false;
+    if (caller_cpu == pool.kept_off || caller_cpu < 0 ||
+        caller_cpu >= CPU_SETSIZE || !pool.have_allowed) {
+        return;
     }
-    other = *allowed;
+    other = pool.allowed;
     CPU_CLR(caller_cpu, &other);
-    return CPU_COUNT(&other) > 0 &&
-           pthread_setaffinity_np(pthread_self(), sizeof other, &other) == 0;
+    if (CPU_COUNT(&other) == 0) {
+        return;
+    }
+    for (uint32_t i = 0; i < pool.workers; i++) {
+        pthread_setaffinity_np(pool.tids[i], sizeof other, &other);
+    }
+    pool.kept_off = caller_cpu;
 }
 
 /* `start`: the generation when the worker was created; any later one is
@@ -180,14 +191,9 @@ static void *
 worker_main(void *start)
 {
     uint64_t seen = (uint64_t)(uintptr_t)start;
-    cpu_set_t allowed;
-    bool can_move =
-        pthread_getaffinity_np(pthread_self(), sizeof allowed, &allowed) == 0;
 
     for (;;) {
         struct job *j;
-        int caller_cpu;
-        bool moved;
         /* Polled first, then parked. */
         poll_change64(&pool.generation, seen);
         pthread_mutex_lock(&pool.lock);
@@ -201,13 +207,8 @@ worker_main(void *start)
             continue; /* withdrawn before this worker woke */
         }
         pool.busy++;
-        caller_cpu = pool.caller_cpu;
         pthread_mutex_unlock(&pool.lock);
-        moved = can_move && worker_move_off(caller_cpu, &allowed);
         job_work(j);
-        if (moved) {
-            pthread_setaffinity_np(pthread_self(), sizeof allowed, &allowed);
-        }
         pthread_mutex_lock(&pool.lock);
         /* Release: the caller may reuse the job once it reads 0. */
         if (atomic_fetch_sub_explicit(&pool.busy, 1, memory_order_release) ==
@@ -229,6 +230,10 @@ pool_start(void)
     pthread_attr_t attr;
 
     pool.started = true;
+    pool.kept_off = -1;
+    pool.have_allowed =
+        pthread_getaffinity_np(pthread_self(), sizeof pool.allowed,
+                               &pool.allowed) == 0;
     if (want == 0 || pthread_attr_init(&attr) != 0) {
         return;
     }
@@ -244,7 +249,7 @@ pool_start(void)
             pthread_mutex_unlock(&pool.lock);
             break;
         }
-        pool.workers++;
+        pool.tids[pool.workers++] = tid;
         pthread_mutex_unlock(&pool.lock);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -339,7 +344,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         pthread_mutex_lock(&pool.lock);
         if (pool.workers > 0) {
             pool.job = &j;
-            pool.caller_cpu = sched_getcpu();
+            workers_place(sched_getcpu());
             pool.busy = 0;
             pool.generation++;
             pthread_cond_broadcast(&pool.wake);

@@ -6,8 +6,10 @@
  * workers are started on first use; between jobs each polls for the next
  * one for 100 us (jobs come in bursts, and waking a parked thread takes
  * tens of microseconds), then parks on a condition variable: an idle pool
- * costs no CPU.  A forked child starts with no workers (fork.h) and
- * starts its own when it first needs them.
+ * costs no CPU.  The workers' affinity is the process's CPUs less the
+ * one the last job's caller ran on, so that a wakeup never queues them
+ * behind their caller (pool.c).  A forked child starts with no workers
+ * (fork.h) and starts its own when it first needs them.
  */
 #ifndef NRTEMU_POOL_H
 #define NRTEMU_POOL_H

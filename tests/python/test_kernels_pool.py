@@ -267,3 +267,60 @@ def test_matmul_on_the_pool_is_the_one_thread_product(tmp_path, dtype):
                      optimize=False)
     tol = 1e-4 if dtype is np.float32 else 0.1  # bfloat16: the result rounded
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=tol)
+
+
+WORKERS_PLACED = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+import numpy as np
+from support import run_compiled
+allowed = sorted(os.sched_getaffinity(0))
+a = np.ones((300, 500), np.float32)
+b = np.ones((500, 520), np.float32)
+run_compiled(Path(sys.argv[2]) / "wide", np.matmul, a, b)  # starts the pool
+pinned = allowed[-1]
+os.sched_setaffinity(0, {pinned})  # this thread only
+got = run_compiled(Path(sys.argv[2]) / "pinned", np.matmul, a, b)
+assert (got == 500).all()
+me = os.getpid()
+workers = []
+for tid in os.listdir(f"/proc/{me}/task"):
+    if int(tid) == me:
+        continue
+    with open(f"/proc/{me}/task/{tid}/status") as f:
+        line = next(l for l in f if l.startswith("Cpus_allowed_list:"))
+    cpus = set()
+    for part in line.split(":")[1].strip().split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    workers.append(sorted(cpus))
+print(json.dumps({"allowed": allowed, "pinned": pinned, "threads": workers}))
+"""
+
+
+def test_pool_workers_are_kept_off_the_callers_cpu(tmp_path):
+    """The caller narrows its workers' affinity to the CPUs other than its
+    own before it wakes them: woken on the caller's busy CPU they would wait
+    for the caller's share to end (a product's halves one after the other).
+    A child process whose main thread moves to its last CPU after the pool
+    started finds every worker allowed on the rest and not on that one."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    for d in ("wide", "pinned"):
+        (tmp_path / d).mkdir()
+    done = subprocess.run([sys.executable, "-c", WORKERS_PLACED,
+                           os.path.dirname(__file__), tmp_path],
+                          check=True, capture_output=True, text=True,
+                          env=child_env(OPENBLAS_NUM_THREADS="1",
+                                        NRTPY_EMU_NAMESPACE=f"pool-place-{os.getpid()}"))
+    seen = json.loads(done.stdout)
+    others = sorted(set(seen["allowed"]) - {seen["pinned"]})
+    if not others:  # one CPU: the pool has no worker
+        assert seen["threads"] == [], seen
+        return
+    placed = [t for t in seen["threads"] if t == others]
+    assert len(placed) == min(len(seen["allowed"]), 64) - 1, seen
