@@ -627,6 +627,35 @@ def test_narrow_matmul_accumulates_in_float32(tmp_path, dtype):
                                rtol=RTOL[np.dtype(out_dtype)], atol=1e-2)
 
 
+@pytest.mark.parametrize("sa, sb", [((1, 77), (77, 45)), ((45, 77), (77, 1)),
+                                    ((77,), (77, 33)), ((33, 77), (77,))],
+                         ids=str)
+def test_float16_vector_products_are_the_float32_ones(tmp_path, sa, sb):
+    # A product with one row or column decodes its float16 operands on the
+    # way into registers (by vcvtph2ps where the CPU has it): the float32
+    # product of the decoded values, in the same order, so the same bits
+    # once rounded; with subnormals, -0, infinities and a NaN among them,
+    # and lengths that leave a tail after the vectors of 16.
+    for d in ("h", "f", "hs", "fs"):
+        (tmp_path / d).mkdir()
+    g = np.random.default_rng(53)
+    a = g.normal(0, 1, sa).astype(np.float16)
+    b = g.normal(0, 1, sb).astype(np.float16)
+    flat = b.reshape(-1)
+    flat[:4] = np.array([6e-8, -3e-5, -0.0, 1e-7], np.float16)  # subnormals
+    (got,) = run(tmp_path / "h", np.matmul, a, b)
+    (wide,) = run(tmp_path / "f", np.matmul, a.astype(np.float32),
+                  b.astype(np.float32))
+    np.testing.assert_array_equal(got.view(np.uint16),
+                                  wide.astype(np.float16).view(np.uint16))
+    flat[5] = np.inf
+    a.reshape(-1)[7] = np.nan
+    (got,) = run(tmp_path / "hs", np.matmul, a, b)
+    (wide,) = run(tmp_path / "fs", np.matmul, a.astype(np.float32),
+                  b.astype(np.float32))
+    np.testing.assert_array_equal(got, wide.astype(np.float16))
+
+
 def test_mlp(tmp_path):
     w1 = rand((16, 32), np.float32, seed=50) / 4
     w2 = rand((32, 8), np.float32, seed=51) / 6
