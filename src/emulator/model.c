@@ -157,6 +157,7 @@ model_free(nrt_model_t *model)
         free(model->programs);
     }
     nrtemu__neff_free(model->neff);
+    free(model->bind.tensors);
     model->magic = 0;
     free(model);
 }
@@ -193,6 +194,13 @@ load_into(const char *func, const void *bytes, size_t size, uint32_t first,
     }
     if (st != NRT_SUCCESS) {
         return st;
+    }
+    /* (calloc(0) may return NULL: one entry at least.) */
+    model->bind.tensors =
+        calloc(model->neff->io_count > 0 ? model->neff->io_count : 1,
+               sizeof *model->bind.tensors);
+    if (model->bind.tensors == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
     }
     hdr = &model->neff->header;
     snprintf(model->name, sizeof model->name, "%s",
@@ -519,9 +527,53 @@ set_check(const char *func, const struct nrtemu_tensor_set *set,
 }
 
 /*
- * Find the tensor of every NEFF input and output and check it: present,
- * live, of the runtime, of the NEFF's byte size, on one of the model's
- * vncs when on a device.  Names the sets have beyond the NEFF's are
+ * Check the tensor `t` found for NEFF I/O `io`: live, of the open
+ * runtime, of the NEFF's byte size, on one of the model's vncs when on a
+ * device.
+ */
+static NRT_STATUS
+io_check(const char *func, const nrt_model_t *model,
+         const struct nrtemu_neff_io *io, const nrt_tensor_t *t)
+{
+    const char *what =
+        io->usage == NRT_TENSOR_USAGE_INPUT ? "input" : "output";
+
+    if (t->magic != NRTEMU_TENSOR_MAGIC) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "%s '%s' is not a live tensor (freed or "
+                              "corrupt)",
+                              what, io->name);
+    }
+    if (!nrtemu__runtime_epoch_open(t->epoch)) {
+        NRT_STATUS st = nrtemu__runtime_fork_error(func, t->epoch);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+        return nrtemu__reject(NRT_INVALID, func,
+                              "%s '%s' belongs to a closed runtime", what,
+                              io->name);
+    }
+    if (t->storage == NULL || t->size != io->size) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "%s '%s' is %zu bytes, the model expects "
+                              "%zu",
+                              what, io->name, t->storage != NULL ? t->size : 0,
+                              io->size);
+    }
+    if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE &&
+        (t->vnc < 0 || (uint32_t)t->vnc < model->vnc ||
+         (uint32_t)t->vnc - model->vnc >= model->vnc_count)) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "%s '%s' is on vnc %d, model '%s' is on "
+                              "vnc %u",
+                              what, io->name, t->vnc, model->name, model->vnc);
+    }
+    return NRT_SUCCESS;
+}
+
+/*
+ * Find the tensor of every NEFF input and output by name and check it
+ * (io_check), in NEFF order.  Names the sets have beyond the NEFF's are
  * ignored, so one set can serve several models.
  */
 static NRT_STATUS
@@ -538,42 +590,16 @@ bind_io_locked(const char *func, const nrt_model_t *model,
         const char *what = input ? "input" : "output";
         nrt_tensor_t *t =
             nrtemu__tensor_set_lookup_locked(input ? in : out, io->name);
+        NRT_STATUS st;
 
         if (t == NULL) {
             return nrtemu__reject(NRT_INVALID, func,
                                   "%s '%s' missing from the %s set", what,
                                   io->name, what);
         }
-        if (t->magic != NRTEMU_TENSOR_MAGIC) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s '%s' is not a live tensor (freed or "
-                                  "corrupt)",
-                                  what, io->name);
-        }
-        if (!nrtemu__runtime_epoch_open(t->epoch)) {
-            NRT_STATUS st = nrtemu__runtime_fork_error(func, t->epoch);
-            if (st != NRT_SUCCESS) {
-                return st;
-            }
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s '%s' belongs to a closed runtime", what,
-                                  io->name);
-        }
-        if (t->storage == NULL || t->size != io->size) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s '%s' is %zu bytes, the model expects "
-                                  "%zu",
-                                  what, io->name,
-                                  t->storage != NULL ? t->size : 0, io->size);
-        }
-        if (t->placement == NRT_TENSOR_PLACEMENT_DEVICE &&
-            (t->vnc < 0 || (uint32_t)t->vnc < model->vnc ||
-             (uint32_t)t->vnc - model->vnc >= model->vnc_count)) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s '%s' is on vnc %d, model '%s' is on "
-                                  "vnc %u",
-                                  what, io->name, t->vnc, model->name,
-                                  model->vnc);
+        st = io_check(func, model, io, t);
+        if (st != NRT_SUCCESS) {
+            return st;
         }
         io_data[i] = nrtemu__tensor_data(t);
         io_tensors[i] = t;
@@ -581,21 +607,85 @@ bind_io_locked(const char *func, const nrt_model_t *model,
     return NRT_SUCCESS;
 }
 
+/* The model's binding cache, if no other thread holds it. */
+static struct nrtemu_bind_cache *
+bind_cache_take(nrt_model_t *model)
+{
+    struct nrtemu_bind_cache *c = &model->bind;
+
+    return atomic_exchange_explicit(&c->busy, true, memory_order_acquire)
+               ? NULL
+               : c;
+}
+
+static void
+bind_cache_give(struct nrtemu_bind_cache *c)
+{
+    atomic_store_explicit(&c->busy, false, memory_order_release);
+}
+
 /*
- * The sets' locks are taken once each (the same set may be both), in
- * address order: two threads executing with sets A, B and B, A must not
- * wait for each other.
+ * The tensors of the sets at stamps `in_stamp`, `out_stamp`, checked, when
+ * the model's cache holds them: NRT_SUCCESS or a check's failure, with
+ * *hit set; *hit false otherwise (nothing written).
  */
 static NRT_STATUS
-bind_io(const char *func, const nrt_model_t *model,
+bind_io_cached(const char *func, nrt_model_t *model, uint64_t in_stamp,
+               uint64_t out_stamp, void **io_data, nrt_tensor_t **io_tensors,
+               bool *hit)
+{
+    const struct nrtemu_neff *neff = model->neff;
+    struct nrtemu_bind_cache *c = bind_cache_take(model);
+
+    *hit = false;
+    if (c == NULL) {
+        return NRT_SUCCESS;
+    }
+    if (c->in_stamp == in_stamp && c->out_stamp == out_stamp &&
+        in_stamp != 0) {
+        memcpy(io_tensors, c->tensors, neff->io_count * sizeof *io_tensors);
+        *hit = true;
+    }
+    bind_cache_give(c);
+    if (!*hit) {
+        return NRT_SUCCESS;
+    }
+    for (size_t i = 0; i < neff->io_count; i++) {
+        NRT_STATUS st = io_check(func, model, &neff->io[i], io_tensors[i]);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+        io_data[i] = nrtemu__tensor_data(io_tensors[i]);
+    }
+    return NRT_SUCCESS;
+}
+
+/*
+ * Bind the model's I/O to the tensors of the sets: from the model's cache
+ * when the sets are unchanged since it was filled, else by name.  The
+ * sets' locks are taken once each (the same set may be both), in address
+ * order: two threads executing with sets A, B and B, A must not wait for
+ * each other.
+ */
+static NRT_STATUS
+bind_io(const char *func, nrt_model_t *model,
         const struct nrtemu_tensor_set *in,
         const struct nrtemu_tensor_set *out, void **io_data,
         nrt_tensor_t **io_tensors)
 {
     struct nrtemu_tensor_set *first = (struct nrtemu_tensor_set *)in;
     struct nrtemu_tensor_set *second = (struct nrtemu_tensor_set *)out;
+    struct nrtemu_bind_cache *c;
+    uint64_t in_stamp, out_stamp;
+    bool hit;
     NRT_STATUS st;
 
+    st = bind_io_cached(func, model, nrtemu__tensor_set_stamp(in),
+                        nrtemu__tensor_set_stamp(out), io_data, io_tensors,
+                        &hit);
+    if (hit) {
+        return st;
+    }
     if ((uintptr_t)second < (uintptr_t)first) {
         struct nrtemu_tensor_set *t = first;
         first = second;
@@ -605,11 +695,21 @@ bind_io(const char *func, const nrt_model_t *model,
     if (second != first) {
         pthread_mutex_lock(&second->lock);
     }
+    /* Read under the locks: the stamps of what is looked up. */
+    in_stamp = nrtemu__tensor_set_stamp(in);
+    out_stamp = nrtemu__tensor_set_stamp(out);
     st = bind_io_locked(func, model, in, out, io_data, io_tensors);
     if (second != first) {
         pthread_mutex_unlock(&second->lock);
     }
     pthread_mutex_unlock(&first->lock);
+    if (st == NRT_SUCCESS && (c = bind_cache_take(model)) != NULL) {
+        memcpy(c->tensors, io_tensors,
+               model->neff->io_count * sizeof *io_tensors);
+        c->in_stamp = in_stamp;
+        c->out_stamp = out_stamp;
+        bind_cache_give(c);
+    }
     return st;
 }
 

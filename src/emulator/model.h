@@ -8,6 +8,7 @@
 #ifndef NRTEMU_MODEL_H
 #define NRTEMU_MODEL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,6 +25,21 @@ struct nrtemu_rank; /* collective.h */
 
 /* Marks a live model, to catch some stale or foreign handles. */
 #define NRTEMU_MODEL_MAGIC 0x6e72744du /* "Mtrn" */
+
+/*
+ * The tensors an execution found by name for the NEFF's I/O (model.c
+ * bind_io), valid while the input and output sets still carry the stamps
+ * they had then (tensor_set.h): a call with the same sets unchanged
+ * skips the lookups by name.  Only the lookups: each tensor is checked
+ * again on every call (live, of the runtime, of the right size and vnc).
+ * `busy` is a try-lock over the rest; a thread that finds it taken looks
+ * the names up itself.
+ */
+struct nrtemu_bind_cache {
+    atomic_bool busy;
+    uint64_t in_stamp, out_stamp; /* 0 (no set's stamp): empty */
+    nrt_tensor_t **tensors;       /* owned; neff->io_count of them */
+};
 
 struct nrt_model {
     uint32_t magic;
@@ -46,6 +62,7 @@ struct nrt_model {
      * one. */
     struct nrtemu_rank *cc_rank;
     char name[NRTEMU_MODEL_NAME_MAX]; /* NEFF name, for messages and traces */
+    struct nrtemu_bind_cache bind;    /* freed with the model */
 };
 
 /*

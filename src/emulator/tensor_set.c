@@ -15,6 +15,18 @@
 #include "export.h"
 #include "tensor_set.h"
 
+/* The last stamp given to a set (tensor_set.h). */
+static _Atomic uint64_t last_stamp;
+
+/* A stamp no set has had; the caller holds the set's lock (or owns it
+ * alone, at creation). */
+static void
+set_restamp(struct nrtemu_tensor_set *set)
+{
+    atomic_store_explicit(&set->stamp, atomic_fetch_add(&last_stamp, 1) + 1,
+                          memory_order_release);
+}
+
 static NRT_STATUS
 set_check(const char *func, const nrt_tensor_set_t *tensor_set)
 {
@@ -129,6 +141,7 @@ nrt_allocate_tensor_set(nrt_tensor_set_t **result)
         return nrtemu__fail(NRT_RESOURCE, __func__, "out of host memory");
     }
     set->magic = NRTEMU_TENSOR_SET_MAGIC;
+    set_restamp(set);
     pthread_mutex_init(&set->lock, NULL);
     *result = set;
     return NRT_SUCCESS;
@@ -152,6 +165,8 @@ nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set)
     free(set->entries);
     free(set->index);
     pthread_mutex_destroy(&set->lock);
+    /* (0 matches no binding; a set at this address later gets a new one.) */
+    atomic_store(&set->stamp, 0);
     set->magic = 0;
     free(set);
     *tensor_set = NULL;
@@ -178,8 +193,12 @@ nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
     entry = set_find(set, tensor_name);
     if (entry != NULL) {
         /* A known name: replaced in place, no allocation (callers that
-         * reuse a set across executions rely on it). */
-        entry->tensor = tensor;
+         * reuse a set across executions rely on it).  The same tensor
+         * again changes nothing, and keeps the bindings made with it. */
+        if (entry->tensor != tensor) {
+            entry->tensor = tensor;
+            set_restamp(set);
+        }
         pthread_mutex_unlock(&set->lock);
         return NRT_SUCCESS;
     }
@@ -193,6 +212,7 @@ nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
         (struct nrtemu_tensor_set_entry){name, hash, tensor};
     set->index[set_slot(set, name, hash)] = (uint32_t)(set->count + 1);
     set->count++;
+    set_restamp(set);
     pthread_mutex_unlock(&set->lock);
     return NRT_SUCCESS;
 }

@@ -5,6 +5,7 @@
 #define NRTEMU_TENSOR_SET_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,14 @@ struct nrtemu_tensor_set_entry {
  */
 struct nrtemu_tensor_set {
     uint32_t magic;
+    /*
+     * Names what the set maps: new at creation and at every change, never
+     * 0 and never reused by any set, so a binding of names to tensors made
+     * at one stamp (model.c caches its last) holds while the stamp does,
+     * even for a set allocated where a destroyed one was.  Written under
+     * `lock`; read without it (nrtemu__tensor_set_stamp).
+     */
+    _Atomic uint64_t stamp;
     pthread_mutex_t lock; /* guards everything below */
     size_t count;
     size_t capacity;
@@ -33,6 +42,14 @@ struct nrtemu_tensor_set {
     uint32_t *index;   /* owned; entry number + 1 per slot, 0 when empty */
     size_t index_size; /* a power of two, at least 2 x capacity */
 };
+
+/* The set's stamp now; `set` must be live (magic checked).  Lock-free:
+ * a change made at the same time may or may not be seen. */
+static inline uint64_t
+nrtemu__tensor_set_stamp(const struct nrtemu_tensor_set *set)
+{
+    return atomic_load_explicit(&set->stamp, memory_order_acquire);
+}
 
 /*
  * The tensor named `name` in `set`, or NULL.  Takes the set's lock, so it

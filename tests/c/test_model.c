@@ -366,6 +366,108 @@ test_execute_validation(void)
     nrt_close();
 }
 
+/*
+ * The binding of a model's I/O cached between executions with the same
+ * sets: every change to a set, a set destroyed and another allocated
+ * (perhaps at its address), a tensor freed and another put in its place,
+ * and a model unloaded and another loaded all give the new tensors.
+ */
+static void
+test_bind_cache(void)
+{
+    float a[ADD_ELEMS];
+    struct add_io io;
+    nrt_tensor_t *a2, *out2, *small;
+    nrt_model_t *model;
+
+    init_runtime();
+    model = load("add", ADD_DEF, ADD_PROGRAM, 0);
+    add_io_make(&io, 0, 1.0f);
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 1.0f);
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 1.0f);
+
+    /* A name given another tensor, in each set. */
+    for (int i = 0; i < ADD_ELEMS; i++) {
+        a[i] = (float)i * 3.0f;
+    }
+    a2 = tensor_f32(NRT_TENSOR_PLACEMENT_DEVICE, 0, a, ADD_ELEMS, "a2");
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", a2));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 3.0f);
+    out2 = tensor_f32(NRT_TENSOR_PLACEMENT_DEVICE, 0, NULL, ADD_ELEMS, "o2");
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.out_set, "output_0", out2));
+    ASSERT_OK(nrt_tensor_write(io.out, a, 0, ADD_BYTES)); /* not written */
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    {
+        struct add_io view = io;
+        view.out = out2;
+        add_io_check(&view, 3.0f);
+    }
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.out_set, "output_0", io.out));
+
+    /* A name added that the model does not read changes nothing it
+     * binds; one given a tensor it rejects fails the call, and the
+     * checks hold for a binding made before. */
+    small = tensor_f32(NRT_TENSOR_PLACEMENT_DEVICE, 0, NULL, 16, "small");
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "extra", small));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 3.0f);
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "b", small));
+    ASSERT_STATUS(nrt_execute(model, io.in_set, io.out_set), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "input 'b' is 64 bytes, the model expects 128");
+    ASSERT_STATUS(nrt_execute(model, io.in_set, io.out_set), NRT_INVALID);
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "b", io.b));
+
+    /* A tensor freed, another allocated (perhaps at its address) with
+     * other values, and put under its name. */
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", io.a));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 1.0f);
+    nrt_tensor_free(&a2);
+    for (int i = 0; i < ADD_ELEMS; i++) {
+        a[i] = (float)i * 5.0f;
+    }
+    a2 = tensor_f32(NRT_TENSOR_PLACEMENT_DEVICE, 0, a, ADD_ELEMS, "a2");
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", a2));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 5.0f);
+
+    /* The sets destroyed and others allocated (perhaps at their
+     * addresses) with other tensors. */
+    nrt_destroy_tensor_set(&io.in_set);
+    nrt_destroy_tensor_set(&io.out_set);
+    ASSERT_OK(nrt_allocate_tensor_set(&io.in_set));
+    ASSERT_OK(nrt_allocate_tensor_set(&io.out_set));
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", io.a));
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "b", io.b));
+    ASSERT_STATUS(nrt_execute(model, io.in_set, io.out_set), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "output 'output_0' missing from the output set");
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.out_set, "output_0", io.out));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 1.0f);
+
+    /* The model unloaded and another loaded (perhaps at its address),
+     * with the sets unchanged, then changed. */
+    ASSERT_OK(nrt_unload(model));
+    model = load("add", ADD_DEF, ADD_PROGRAM, 0);
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 1.0f);
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", a2));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 5.0f);
+
+    nrt_tensor_free(&a2);
+    nrt_tensor_free(&out2);
+    nrt_tensor_free(&small);
+    add_io_free(&io);
+    ASSERT_OK(nrt_unload(model));
+    nrt_close();
+}
+
 static void
 test_neff_without_program(void)
 {
@@ -727,6 +829,7 @@ main(void)
     RUN_TEST(test_load_arguments);
     RUN_TEST(test_load_environment);
     RUN_TEST(test_execute_validation);
+    RUN_TEST(test_bind_cache);
     RUN_TEST(test_neff_without_program);
     RUN_TEST(test_exact_dtypes);
     RUN_TEST(test_neff_describe);
