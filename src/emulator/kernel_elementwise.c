@@ -23,6 +23,7 @@
 #include "kernel_math_vec.h"
 #include "kernel_stream.h"
 #include "kernel_table.h"
+#include "kernel_where.h"
 #include "simd.h"
 
 /* The loop family of each op, from its row of NRTEMU_OP_LIST. */
@@ -1671,6 +1672,7 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (nrtemu__kernel_binary16_run(op, compute, out, in, n_in, stream) ||
         bf16_divmod_run(op, compute, out, in, n_in, stream) ||
         nrtemu__kernel_round16_run(op, compute, out, in, n_in, stream) ||
+        nrtemu__kernel_where_run(op, compute, out, in, n_in, stream) ||
         nrtemu__kernel_table_run(op, compute, out, in, n_in, s) ||
         nrtemu__kernel_table16_run(op, compute, out, in, n_in, s, stream)) {
         return NRT_SUCCESS;

@@ -35,6 +35,7 @@ sources="$emu/json.c $emu/neff.c $emu/tar.c $emu/npy.c $emu/sha256.c
          $emu/kernel_matmul.c $emu/kernel_reduce.c $emu/kernel_scatter.c
          $emu/kernel_sort.c $emu/kernel_collective.c $emu/kernel_table.c
          $emu/kernel_table16.c $emu/kernel_round16.c $emu/kernel_binary16.c
+         $emu/kernel_where.c
          $emu/pool.c"
 # A 64 MiB payload bound keeps a 1 MiB gzip input from inflating to
 # 1 GiB: the ratio rule is exercised all the same.
