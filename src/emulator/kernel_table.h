@@ -28,6 +28,14 @@ bool nrtemu__kernel_table16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                                 struct nrtemu_scratch *s, bool stream);
 
 /*
+ * Whether unary `op` of compute dtype `dt` (float16 or bfloat16) on
+ * operands and outs of `dt` is computed in registers rather than looked
+ * up by nrtemu__kernel_table16_run: the cheap ops, on CPUs with AVX-512
+ * (kernel_table16.c).  For tests.  Thread-safe.
+ */
+bool nrtemu__kernel_table16_computed(enum nrtemu_op op, enum nrtemu_dtype dt);
+
+/*
  * Run floor, ceil, round_even or round_away (arguments as
  * nrtemu__kernel_elementwise) on the bits when it applies: compute dtype,
  * operand and out all float16 or all bfloat16, of one shape; `stream` as

@@ -86,6 +86,74 @@ test_every_code(void)
     }
 }
 
+/*
+ * The ops computed in registers with AVX-512 (relu, sign, square...):
+ * taken where the build and CPU have it, and bit for bit the kernel's on
+ * every code above (test_every_code); here also on lengths that end in
+ * part of a step, from an odd address, in place, with nothing stored
+ * past the end.
+ */
+static void
+test_computed(void)
+{
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_RELU,       NRTEMU_OP_SIGN, NRTEMU_OP_SQUARE,
+        NRTEMU_OP_RECIPROCAL, NRTEMU_OP_SQRT, NRTEMU_OP_RSQRT};
+    static const size_t lens[] = {4096,      4097,      4096 + 15,
+                                  4096 + 17, 4096 + 31, 4096 + 33};
+    static uint16_t a[8192], o[8192], ref[8192];
+    struct nrtemu_scratch s = {0};
+
+#if !defined(NRTEMU_NO_CPU_DISPATCH) && defined(__x86_64__)
+    __builtin_cpu_init();
+    ASSERT_EQ(
+        nrtemu__kernel_table16_computed(NRTEMU_OP_RELU, NRTEMU_DTYPE_FLOAT16),
+        __builtin_cpu_supports("x86-64-v4") != 0);
+#else
+    ASSERT_TRUE(!nrtemu__kernel_table16_computed(NRTEMU_OP_RELU,
+                                                 NRTEMU_DTYPE_FLOAT16));
+#endif
+    ASSERT_TRUE(
+        !nrtemu__kernel_table16_computed(NRTEMU_OP_EXP, NRTEMU_DTYPE_FLOAT16));
+    ASSERT_TRUE(
+        !nrtemu__kernel_table16_computed(NRTEMU_OP_RELU, NRTEMU_DTYPE_INT16));
+    for (int d = 0; d < 2; d++) {
+        enum nrtemu_dtype dt =
+            d ? NRTEMU_DTYPE_BFLOAT16 : NRTEMU_DTYPE_FLOAT16;
+        for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+            for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+                size_t n = lens[l];
+                struct nrtemu_array in = {a + 1, dt, 1, {n}};
+                struct nrtemu_array out = {o + 1, dt, 1, {n}};
+                for (size_t i = 0; i < 8192; i++) {
+                    a[i] = (uint16_t)(i * 7919u + l);
+                }
+                memset(o, 0xee, sizeof o);
+                for (size_t p = 0; p < n; p += 1000) {
+                    size_t c = n - p < 1000 ? n - p : 1000;
+                    struct nrtemu_array pin = {a + 1 + p, dt, 1, {c}};
+                    struct nrtemu_array pout = {ref + p, dt, 1, {c}};
+                    ASSERT_EQ(nrtemu__kernel_elementwise(ops[k], dt, &pout,
+                                                         &pin, 1, &s),
+                              NRT_SUCCESS);
+                }
+                ASSERT_TRUE(nrtemu__kernel_table16_run(ops[k], dt, &out, &in,
+                                                       1, &s, 0));
+                ASSERT_TRUE(memcmp(o + 1, ref, n * sizeof *o) == 0);
+                ASSERT_EQ(o[0], 0xeeee);
+                ASSERT_EQ(o[n + 1], 0xeeee);
+                in.data = out.data; /* in place, streamed */
+                memcpy(o + 1, a + 1, n * sizeof *o);
+                ASSERT_TRUE(nrtemu__kernel_table16_run(ops[k], dt, &out, &in,
+                                                       1, &s, 1));
+                ASSERT_TRUE(memcmp(o + 1, ref, n * sizeof *o) == 0);
+                ASSERT_EQ(o[n + 1], 0xeeee);
+            }
+        }
+    }
+    nrtemu__scratch_free(&s);
+}
+
 /* What the table path leaves to the kernel: binary ops, broadcasts,
  * other dtypes, 4-byte results, small outs. */
 static void
@@ -163,6 +231,7 @@ main(void)
 {
     test_begin("test_kernel_table16");
     RUN_TEST(test_every_code);
+    RUN_TEST(test_computed);
     RUN_TEST(test_not_taken);
 #if defined(__x86_64__) && defined(__SSE__)
     RUN_TEST(test_built_in_default_modes);
