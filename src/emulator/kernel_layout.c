@@ -702,7 +702,8 @@ unpack_512(__m512i a, __m512i b, size_t w, bool hi)
 /* dst rows [0, 64) x columns [0, 64) from src rows [0, 64) x columns
  * [0, 64) (dst[r][c] = src[c][r]), through `sq` (64 x 64 bytes). */
 static inline __attribute__((always_inline)) ATTR_AVX512 void
-square_64_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs, char *sq)
+square_64_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs, char *sq,
+            bool stream)
 {
     const size_t size = 1;
     const int n = 16;
@@ -727,6 +728,14 @@ square_64_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs, char *sq)
             _mm_storeu_si128((__m128i *)(row + 48 * 64),
                              _mm512_extracti32x4_epi32(x[k], 3));
         }
+    }
+    if (stream) { /* (dst and drs: whole lines) */
+#pragma GCC unroll 8
+        for (int r = 0; r < 64; r++) {
+            _mm512_stream_si512((void *)(dst + r * drs),
+                                _mm512_load_si512(sq + r * 64));
+        }
+        return;
     }
 #pragma GCC unroll 8
     for (int r = 0; r < 64; r++) {
@@ -754,7 +763,8 @@ transpose_2d_avx512_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
                 }
             }
             square_64_1(dst + (ptrdiff_t)r * drs + (ptrdiff_t)c, drs,
-                        src + (ptrdiff_t)c * srs + (ptrdiff_t)r, srs, sq);
+                        src + (ptrdiff_t)c * srs + (ptrdiff_t)r, srs, sq,
+                        false);
         }
     }
     if (C64 < C) {
@@ -766,7 +776,126 @@ transpose_2d_avx512_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
                             src + (ptrdiff_t)R64, srs, R - R64, C);
     }
 }
+
+/*
+ * A large 2-D transpose of 1-byte items whose extents are whole squares
+ * (transpose_bands_1) by bands of 64 rows of src: each band is one run of
+ * memory, read square by square along it while the next band is
+ * prefetched in memory order, and its squares go to dst, 64 whole lines
+ * in 64 rows, with non-temporal stores.  The call is cold in the
+ * bench (its operands evicted by NumPy's phase): the tiles of
+ * transpose_2d read a strip of 64 or 256 bytes of each row of src, 2 KiB
+ * apart at 2048 x 2048, which the prefetchers do not follow, and every
+ * line of dst is first read from memory (write-allocate).  Measured at
+ * 2048 x 2048 through nrtpy, 96 MiB copied before each cold call, three
+ * warm calls after it, of 30-40, ranges over two or three runs (us):
+ *
+ *                        cold before  cold after  warm before  warm after
+ *   two threads, minimum 546-579      371-400     169-208      167-183
+ *                median  867-996      565-584     542-627      333-363
+ *   one thread,  minimum 490-534      350-355     294-307      321-323
+ *                median  622-639      385-390     439-456      330-331
+ *
+ * The same order with plain stores was slower cold (668-685 us) and
+ * warm; the huge pages of the tensors (host_memory.c) leave the TLB out
+ * of it (touching every page of both before a cold call changed it
+ * little).
+ */
+static ATTR_AVX512 void
+transpose_bands_avx512_1(char *dst, ptrdiff_t drs, const char *src,
+                         ptrdiff_t srs, uint64_t R, uint64_t C)
+{
+    _Alignas(64) char sq[64 * 64];
+    uint64_t lines = R / 64; /* of a row of src */
+
+    for (uint64_t c = 0; c < C; c += 64) {
+        const char *band = src + (ptrdiff_t)c * srs;
+        const char *next = band + 64 * srs;
+        uint64_t prow = 0, pline = 0;
+        for (uint64_t r = 0; r < R; r += 64) {
+            /* a square's share of the next band: 64 of its lines, in
+             * memory order (the band has 64 a square) */
+            for (int k = 0; k < 64 && c + 64 < C; k++) {
+                __builtin_prefetch(next + (ptrdiff_t)prow * srs +
+                                   (ptrdiff_t)(pline * 64));
+                if (++pline == lines) {
+                    pline = 0;
+                    prow++;
+                }
+            }
+            square_64_1(dst + (ptrdiff_t)r * drs + (ptrdiff_t)c, drs,
+                        band + (ptrdiff_t)r, srs, sq, true);
+        }
+    }
+    _mm_sfence();
+}
+
+struct bands_job {
+    char *dst;
+    const char *src;
+    uint64_t R, C; /* out rows and columns */
+    uint32_t tasks;
+};
+
+/* Piece t of a bands job: a range of whole bands (columns of dst). */
+static void
+bands_task(void *arg, uint32_t t)
+{
+    const struct bands_job *j = arg;
+    uint64_t bands = j->C / 64;
+    uint64_t b0 = bands * t / j->tasks, b1 = bands * (t + 1) / j->tasks;
+
+    if (b1 > b0) {
+        transpose_bands_avx512_1(j->dst + b0 * 64, (ptrdiff_t)j->C,
+                                 j->src + b0 * 64 * j->R, (ptrdiff_t)j->R,
+                                 j->R, (b1 - b0) * 64);
+    }
+}
 #endif
+
+/* Outs of at least this many bytes go by bands (transpose_bands_1):
+ * smaller ones stay in the cache for what reads them next. */
+#define TRANSPOSE_BANDS_MIN ((uint64_t)1 << 21)
+
+static uint32_t layout_tasks(size_t bytes);
+
+/*
+ * out = in transposed (perm 1, 0) by bands when that applies: 1-byte
+ * items, extents multiples of 64, both arrays on 64-byte boundaries, an
+ * out of TRANSPOSE_BANDS_MIN bytes at least, a CPU with AVX-512 BW.
+ * False, nothing written, otherwise.
+ */
+static bool
+transpose_bands_1(const struct nrtemu_array *out,
+                  const struct nrtemu_array *in, const uint32_t *perm)
+{
+#if NRTEMU_X86_CLONES
+    struct bands_job j = {out->data, in->data, 0, 0, 1};
+
+    if (out->ndim != 2 || perm[0] != 1 ||
+        nrtemu__dtype_size(out->dtype) != 1 ||
+        nrtemu__dtype_size(in->dtype) != 1) {
+        return false;
+    }
+    j.R = out->shape[0];
+    j.C = out->shape[1];
+    if (j.R % 64 != 0 || j.C % 64 != 0 || j.R * j.C < TRANSPOSE_BANDS_MIN ||
+        (uintptr_t)out->data % 64 != 0 || (uintptr_t)in->data % 64 != 0) {
+        return false;
+    }
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512bw")) {
+        return false;
+    }
+    j.tasks = layout_tasks((size_t)(j.R * j.C));
+    j.tasks = j.tasks < j.C / 64 ? j.tasks : (uint32_t)(j.C / 64);
+    nrtemu__pool_run(bands_task, &j, j.tasks);
+    return true;
+#else
+    (void)out, (void)in, (void)perm;
+    return false;
+#endif
+}
 
 static void
 transpose_2d_part(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
@@ -1092,6 +1221,9 @@ nrtemu__kernel_transpose(const struct nrtemu_array *out,
 {
     ptrdiff_t in_strides[NRTEMU_MAX_DIMS], strides[NRTEMU_MAX_DIMS];
 
+    if (transpose_bands_1(out, in, perm)) {
+        return;
+    }
     contiguous_strides(in, in_strides);
     for (uint32_t d = 0; d < out->ndim; d++) {
         strides[d] = in_strides[perm[d]];

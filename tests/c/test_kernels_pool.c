@@ -281,6 +281,50 @@ test_transpose_small_items(void)
     }
 }
 
+/*
+ * Large transposes of 1-byte items with extents of whole 64 x 64 squares
+ * (by bands of src, streamed, kernel_layout.c, with AVX-512 BW), wide,
+ * tall and square, one band and many; and the same arrays one byte off
+ * a 64-byte boundary (the tiles); every item checked.
+ */
+static void
+test_transpose_bands(void)
+{
+    static const uint64_t shapes[][2] = {
+        {2048, 2048}, {1024, 2048}, {4096, 512}, {64, 32768}, {32768, 64}};
+    enum { N = 2048 * 2048 + 128 };
+    static uint8_t x[N], o[N];
+    uint32_t perm[2] = {1, 0};
+
+    for (size_t i = 0; i < N; i++) {
+        x[i] = (uint8_t)(i * 40503u >> 7);
+    }
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        for (size_t skew = 0; skew < 2; skew++) {
+            uint64_t R = shapes[k][0], C = shapes[k][1];
+            uint8_t *in_data = x + (64 - (uintptr_t)x % 64) + skew;
+            uint8_t *out_data = o + (64 - (uintptr_t)o % 64) + skew;
+            struct nrtemu_array in = {
+                in_data, NRTEMU_DTYPE_FLOAT8_E4M3, 2, {R, C}};
+            struct nrtemu_array out = {
+                out_data, NRTEMU_DTYPE_FLOAT8_E4M3, 2, {C, R}};
+            size_t bad = 0;
+            memset(o, 0, sizeof o);
+            nrtemu__kernel_transpose(&out, &in, perm);
+            for (uint64_t r = 0; r < R; r++) {
+                for (uint64_t c = 0; c < C; c++) {
+                    bad += out_data[c * R + r] != in_data[r * C + c];
+                }
+            }
+            if (bad != 0) {
+                TEST_FAIL_("%llux%llu transpose (skew %zu): %zu items wrong",
+                           (unsigned long long)R, (unsigned long long)C, skew,
+                           bad);
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -289,5 +333,6 @@ main(void)
     RUN_TEST(test_tables);
     RUN_TEST(test_streamed);
     RUN_TEST(test_transpose_small_items);
+    RUN_TEST(test_transpose_bands);
     return 0;
 }

@@ -194,16 +194,19 @@ def test_fp8_transpose_by_squares_of_lines(tmp_path):
     """1-byte transposes whose rows are whole cache lines apart go by 64 x
     64 squares with AVX-512 (kernel_layout.c), the rest of the plane by
     the 16 x 32 blocks: planes of whole squares, of squares and edges
-    (strides of 64 bytes, extents not), on the pool and not."""
+    (strides of 64 bytes, extents not), on the pool and not; large planes
+    of whole squares by bands of rows, streamed."""
     dtype = FP8[0]
     a = RNG.integers(0, 256, (512, 320), dtype=np.uint8).view(dtype)
     b = RNG.integers(0, 256, (300, 64, 170), dtype=np.uint8).view(dtype)
     c = RNG.integers(0, 256, (2048, 2048), dtype=np.uint8).view(dtype)
+    d = RNG.integers(0, 256, (1024, 4096), dtype=np.uint8).view(dtype)
     cases = [
         (lambda x: x.T, a),
         (lambda x: np.transpose(x, (2, 1, 0)), b),
         (lambda x: np.transpose(x, (1, 2, 0)), b),
         (lambda x: x.T, c),
+        (lambda x: x.T, d),
     ]
     for fn, x in cases:
         got = run_compiled(tmp_path, fn, x)
