@@ -44,6 +44,7 @@
 
 #include "env_parse.h"
 #include "error.h"
+#include "kernel_stream.h"
 #include "pool.h"
 #include "program_internal.h"
 
@@ -720,17 +721,82 @@ io_overlaps(const struct nrtemu_program *p, const struct fusion *f,
     return false;
 }
 
+/* Whether chained op k reads buffer b from memory (not from a slot). */
+static bool
+reads_buffer(const struct fused_op *fo, size_t b)
+{
+    for (size_t a = 0; a < fo->op->n_in; a++) {
+        if (fo->in[a].slot < 0 && fo->in[a].buffer == b) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The chained ops whose results go out with non-temporal stores
+ * (kernel_stream.h), as bits by chain index: those that write a buffer
+ * (not a slot, not the reduction's result) that no later op of the chain
+ * reads, when the buffers the chain touches in memory outgrow the
+ * last-level cache, as kstream_wanted() judges a single op.  A kernel
+ * asked of one block alone sees a small op and never streams: at 2048 x
+ * 2048 every result line was then read from memory before it was
+ * written.
+ */
+static uint64_t
+stream_ops(const struct nrtemu_program *p, const struct fusion *f)
+{
+    uint64_t bytes = 0, out_bytes = 0, ops = 0;
+    size_t seen[FUSE_MAX_CHAIN * 4], n_seen = 0;
+
+    for (size_t k = 0; k < f->n_chain; k++) {
+        const struct fused_op *fo = &f->chain[k];
+        bool last = true;
+        if (fo->virtual) {
+            continue;
+        }
+        for (size_t a = 0; a <= fo->op->n_in; a++) {
+            const struct fused_arg *arg =
+                a < fo->op->n_in ? &fo->in[a] : &fo->out;
+            size_t i = 0;
+            if (arg->slot >= 0) {
+                continue;
+            }
+            while (i < n_seen && seen[i] != arg->buffer) {
+                i++;
+            }
+            if (i == n_seen) {
+                seen[n_seen++] = arg->buffer;
+                bytes += p->buffers[arg->buffer].bytes;
+            }
+        }
+        if (fo->out.slot >= 0 || (f->reduce && k == f->n_chain - 1)) {
+            continue;
+        }
+        for (size_t j = k + 1; j < f->n_chain && last; j++) {
+            last = f->chain[j].virtual ||
+                   !reads_buffer(&f->chain[j], fo->out.buffer);
+        }
+        if (last) {
+            ops |= (uint64_t)1 << k;
+            out_bytes += p->buffers[fo->out.buffer].bytes;
+        }
+    }
+    return ops != 0 && kstream_wanted(bytes, out_bytes) ? ops : 0;
+}
+
 /*
  * Blocks [first, end) of the chain, in the order lead index, then start
  * along dimension split; each op of the chain on a block before the next
- * block.  `slots` and `scratch` belong to the caller alone.  On failure,
- * *failed is the op whose kernel failed (no error is recorded here: this
- * may run on a worker thread).
+ * block, the ops in `streamed` (stream_ops) storing their results with
+ * non-temporal stores.  `slots` and `scratch` belong to the caller alone.
+ * On failure, *failed is the op whose kernel failed (no error is recorded
+ * here: this may run on a worker thread).
  */
 static NRT_STATUS
 run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
-           uint64_t end, char *slots, struct nrtemu_scratch *scratch,
-           const struct op **failed)
+           uint64_t end, uint64_t streamed, char *slots,
+           struct nrtemu_scratch *scratch, const struct op **failed)
 {
     struct nrtemu_program *p = c->program;
     uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split];
@@ -771,9 +837,10 @@ run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
             st = reduce
                      ? nrtemu__kernel_reduce(fo->op->op, fo->op->compute, &out,
                                              &in[0], fo->axes, scratch)
-                     : nrtemu__kernel_elementwise(fo->kernel, fo->op->compute,
-                                                  &out, in, (int)fo->op->n_in,
-                                                  scratch);
+                     : nrtemu__kernel_elementwise_part(
+                           fo->kernel, fo->op->compute, &out, in,
+                           (int)fo->op->n_in, scratch,
+                           (streamed >> k & 1) != 0);
             if (st != NRT_SUCCESS) {
                 *failed = fo->op;
                 return st;
@@ -790,6 +857,7 @@ struct chain_job {
     const struct op_call *c;
     const struct fusion *f;
     uint64_t blocks;
+    uint64_t streamed; /* stream_ops */
     uint32_t tasks;
     char *slots;
     size_t slot_bytes; /* per task */
@@ -805,7 +873,7 @@ chain_task(void *arg, uint32_t t)
     uint64_t first = job->blocks * t / job->tasks;
     uint64_t end = job->blocks * (t + 1) / job->tasks;
 
-    job->st[t] = run_blocks(job->c, job->f, first, end,
+    job->st[t] = run_blocks(job->c, job->f, first, end, job->streamed,
                             job->slots + (size_t)t * job->slot_bytes,
                             &job->scratch[t], &job->failed[t]);
 }
@@ -845,6 +913,7 @@ run_chain(const struct op_call *c, const struct fusion *f)
         job.tasks = job.tasks < p->n_task_scratch + 1 ? job.tasks
                                                       : p->n_task_scratch + 1;
     }
+    job.streamed = stream_ops(p, f);
     job.slot_bytes = (f->n_slots ? f->n_slots : 1) * f->block * 8;
     job.slots = nrtemu__scratch_get(&p->fused, job.slot_bytes * job.tasks);
     if (job.slots == NULL) {

@@ -107,6 +107,22 @@ def test_float_chains_equal_unfused(fresh_runtime, tmp_path, fn, shapes, dtype):
                                        rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=str)
+@pytest.mark.parametrize("fn", [norm, select], ids=lambda f: f.__name__)
+def test_chains_larger_than_the_cache_equal_unfused(fresh_runtime, tmp_path, fn,
+                                                   dtype):
+    # Past the last-level cache (32 MiB here) a chain stores the results
+    # that no later op of it reads with non-temporal stores, a block at a
+    # time; norm's first output is read again by the chain (plain stores),
+    # its second is not (streamed); select's two outputs are both last.
+    arrs = arrays(((2048, 4096), (2048, 1), (4096,)), dtype, 3)
+    got = check_same(tmp_path, fresh_runtime, fn, arrs)
+    if np.dtype(dtype) == np.float32:
+        for g, w in zip(got, fn(*arrs)):
+            np.testing.assert_allclose(g.astype(np.float64), np.asarray(w, np.float64),
+                                       rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int8, np.uint16, np.int64])
 @pytest.mark.parametrize("shapes", FLOAT_SHAPES[:4], ids=str)
 def test_int_chains_equal_unfused(fresh_runtime, tmp_path, shapes, dtype):
