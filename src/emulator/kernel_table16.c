@@ -167,11 +167,11 @@ lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
 
 /*
  * With AVX-512 the cheap ops are computed instead, faster than lookup16
- * (compute16_find has the figures).  square, reciprocal, sqrt and rsqrt:
- * each step of 16 codes is widened to float32 in registers
+ * (compute16_find has the figures).  square, reciprocal and sqrt: each
+ * step of 16 codes is widened to float32 in registers
  * (kernel_codes16.h: the kernel's conversions), put through the float32
  * instructions of the kernel's loop (kernel_elementwise.c,
- * DEFINE_FLOAT_KERNELS: x * x, 1 / x, sqrtf, 1 / sqrtf) and narrowed in
+ * DEFINE_FLOAT_KERNELS: x * x, 1 / x, sqrtf) and narrowed in
  * registers: the same operations on the same values as the table's, so
  * the same bits.  relu and sign are the same on the codes themselves.
  * test_kernel_table16 checks every code.  The transcendentals keep the
@@ -202,10 +202,8 @@ compute16_op(enum nrtemu_op op, __m512 x)
         return _mm512_mul_ps(x, x);
     case NRTEMU_OP_RECIPROCAL:
         return _mm512_div_ps(one, x);
-    case NRTEMU_OP_SQRT:
+    default: /* NRTEMU_OP_SQRT */
         return _mm512_sqrt_ps(x);
-    default: /* NRTEMU_OP_RSQRT */
-        return _mm512_div_ps(one, _mm512_sqrt_ps(x));
     }
 }
 
@@ -276,7 +274,7 @@ compute16_bits_loop(enum nrtemu_op op, bool half, const uint16_t *a,
 }
 
 #define COMPUTE16_OPS(X) \
-    X(SQUARE, square) X(RECIPROCAL, reciprocal) X(SQRT, sqrt) X(RSQRT, rsqrt)
+    X(SQUARE, square) X(RECIPROCAL, reciprocal) X(SQRT, sqrt)
 
 #define COMPUTE16_FNS(SUFFIX, name)                                \
     CODES16_TARGET static void compute16_##name##_f16(             \
@@ -320,8 +318,9 @@ COMPUTE16_BITS_FNS(SIGN, sign)
  * with operand and out evicted first): relu and sign 0.08-0.09 ns (cold
  * 0.54 ms), square and reciprocal 0.07-0.12 on float16, 0.16-0.18 on
  * bfloat16 (cold 0.53-0.56, 0.68-0.75 ms), sqrt 0.17 and 0.19 (0.73,
- * 0.80 ms), rsqrt 0.27 on float16 (1.15 ms; 0.25-0.30 on bfloat16, no
- * faster than its lookup, which it keeps).
+ * 0.80 ms).  rsqrt (a division and a square root a step) keeps the
+ * table: 0.27 ns on float16, 0.25-0.30 on bfloat16, and on two threads
+ * (the VM's two vCPUs) no faster than lookup16 at 1.15-1.19 ms.
  */
 static kstream_map16_fn *
 compute16_find(enum nrtemu_op op, enum nrtemu_dtype dt)
@@ -330,9 +329,8 @@ compute16_find(enum nrtemu_op op, enum nrtemu_dtype dt)
     bool half = dt == NRTEMU_DTYPE_FLOAT16;
 
     pthread_once(&compute16_once, compute16_probe);
-    if (!compute16_avx512 || (!half && dt != NRTEMU_DTYPE_BFLOAT16) ||
-        (!half && op == NRTEMU_OP_RSQRT)) {
-        return NULL; /* (bfloat16 rsqrt: slower than its lookup) */
+    if (!compute16_avx512 || (!half && dt != NRTEMU_DTYPE_BFLOAT16)) {
+        return NULL;
     }
     switch (op) {
 #define COMPUTE16_CASE(SUFFIX, name) \

@@ -96,9 +96,9 @@ test_every_code(void)
 static void
 test_computed(void)
 {
-    static const enum nrtemu_op ops[] = {
-        NRTEMU_OP_RELU,       NRTEMU_OP_SIGN, NRTEMU_OP_SQUARE,
-        NRTEMU_OP_RECIPROCAL, NRTEMU_OP_SQRT, NRTEMU_OP_RSQRT};
+    static const enum nrtemu_op ops[] = {NRTEMU_OP_RELU, NRTEMU_OP_SIGN,
+                                         NRTEMU_OP_SQUARE,
+                                         NRTEMU_OP_RECIPROCAL, NRTEMU_OP_SQRT};
     static const size_t lens[] = {4096,      4097,      4096 + 15,
                                   4096 + 17, 4096 + 31, 4096 + 33};
     static uint16_t a[8192], o[8192], ref[8192];
@@ -115,6 +115,8 @@ test_computed(void)
 #endif
     ASSERT_TRUE(
         !nrtemu__kernel_table16_computed(NRTEMU_OP_EXP, NRTEMU_DTYPE_FLOAT16));
+    ASSERT_TRUE(!nrtemu__kernel_table16_computed(NRTEMU_OP_RSQRT,
+                                                 NRTEMU_DTYPE_FLOAT16));
     ASSERT_TRUE(
         !nrtemu__kernel_table16_computed(NRTEMU_OP_RELU, NRTEMU_DTYPE_INT16));
     for (int d = 0; d < 2; d++) {
