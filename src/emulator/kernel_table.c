@@ -217,6 +217,97 @@ lookup2_avx2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
     return i;
 }
 
+/*
+ * o[i] = t[a[i] << 8 | b[i]] from registers, 64 a step, while the codes
+ * stay in a window of 32 x 32 pairs (a in [a0, a0 + 32), b in [b0, b0 +
+ * 32)): its 1024 results, copied from t, are 16 registers, two per 4 rows;
+ * vpermi2b looks up row % 4 and the column in each pair, and three blends
+ * on the row's bits pick the pair.  About 28 instructions for 64 results,
+ * where the gathers take a cycle a result: operands of few codes (values
+ * of one or two binades, as a ** b over [0.5, 2) has, 17 codes each) are
+ * common.  A step with a code outside takes the gathers, and moves the
+ * window to its smallest codes while moves have paid: at most 4 + hits /
+ * 16 of them (a move, about 200 cycles, saves about 50 a step that hits),
+ * so codes all over take the gathers after 4.  Returns the count done
+ * (whole steps).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) static size_t
+lookup2_window_vbmi(const uint8_t *t, const uint8_t *a, const uint8_t *b,
+                    uint8_t *o, size_t n)
+{
+    uint8_t w[1024] __attribute__((aligned(64)));
+    __m512i tw[16];
+    __m512i a0 = _mm512_setzero_si512(), b0 = a0;
+    const __m512i n32 = _mm512_set1_epi8(32);
+    const __m512i hi3 = _mm512_set1_epi8((char)0xe0);
+    const __m512i bit3 = _mm512_set1_epi8(8), bit4 = _mm512_set1_epi8(16);
+    bool have = false;
+    size_t i = 0, hits = 0, moves = 0;
+
+    for (int k = 0; k < 16; k++) {
+        tw[k] = a0; /* filled at the first step */
+    }
+
+    for (; i + 64 <= n; i += 64) {
+        __m512i x = _mm512_loadu_si512(a + i), y = _mm512_loadu_si512(b + i);
+        __m512i dr = _mm512_sub_epi8(x, a0), dc = _mm512_sub_epi8(y, b0);
+        __mmask64 in =
+            _mm512_cmplt_epu8_mask(dr, n32) & _mm512_cmplt_epu8_mask(dc, n32);
+        if (!have || ~in != 0) {
+            if (moves >= 4 + hits / 16) {
+                lookup2_avx2(t, a + i, b + i, o + i, 64);
+                continue;
+            }
+            /* the window at this step's smallest codes */
+            unsigned amin = 255, bmin = 255;
+            for (int l = 0; l < 64; l++) {
+                amin = a[i + l] < amin ? a[i + l] : amin;
+                bmin = b[i + l] < bmin ? b[i + l] : bmin;
+            }
+            unsigned cols = 256 - bmin < 32 ? 256 - bmin : 32;
+            memset(w, 0, sizeof w);
+            for (unsigned r = 0; r < 32 && amin + r < 256; r++) {
+                memcpy(w + 32 * r, t + ((amin + r) << 8) + bmin, cols);
+            }
+            for (int k = 0; k < 16; k++) {
+                tw[k] = _mm512_load_si512(w + 64 * k);
+            }
+            a0 = _mm512_set1_epi8((char)amin);
+            b0 = _mm512_set1_epi8((char)bmin);
+            have = true;
+            moves++;
+            dr = _mm512_sub_epi8(x, a0);
+            dc = _mm512_sub_epi8(y, b0);
+            in = _mm512_cmplt_epu8_mask(dr, n32) &
+                 _mm512_cmplt_epu8_mask(dc, n32);
+            if (~in != 0) {
+                lookup2_avx2(t, a + i, b + i, o + i, 64);
+                continue;
+            }
+        }
+        hits++;
+        /* (row % 4) * 32 + column in bits 0-6; bit 7 (row's bit 2) is
+         * not an index bit of vpermi2b */
+        __m512i idx =
+            _mm512_ternarylogic_epi32(hi3, _mm512_slli_epi16(dr, 5), dc, 0xca);
+        __mmask64 r2 = _mm512_movepi8_mask(idx);
+        __mmask64 r3 = _mm512_test_epi8_mask(dr, bit3);
+        __mmask64 r4 = _mm512_test_epi8_mask(dr, bit4);
+        __m512i p[8];
+        for (int g = 0; g < 8; g++) {
+            p[g] = _mm512_permutex2var_epi8(tw[2 * g], idx, tw[2 * g + 1]);
+        }
+        __m512i q0 = _mm512_mask_blend_epi8(r2, p[0], p[1]);
+        __m512i q1 = _mm512_mask_blend_epi8(r2, p[2], p[3]);
+        __m512i q2 = _mm512_mask_blend_epi8(r2, p[4], p[5]);
+        __m512i q3 = _mm512_mask_blend_epi8(r2, p[6], p[7]);
+        __m512i s0 = _mm512_mask_blend_epi8(r3, q0, q1);
+        __m512i s1 = _mm512_mask_blend_epi8(r3, q2, q3);
+        _mm512_storeu_si512(o + i, _mm512_mask_blend_epi8(r4, s0, s1));
+    }
+    return i;
+}
+
 /* Whether the CPU has AVX-512 VBMI (1), or AVX2 (0). */
 static bool
 cpu_has(int vbmi)
@@ -259,8 +350,11 @@ lookup2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
     size_t i = 0;
 
 #if NRTEMU_X86_CLONES
+    if (cpu_has(1)) {
+        i = lookup2_window_vbmi(t, a, b, o, n);
+    }
     if (cpu_has(0)) {
-        i = lookup2_avx2(t, a, b, o, n);
+        i += lookup2_avx2(t, a + i, b + i, o + i, n - i);
     }
 #endif
     for (; i < n; i++) {

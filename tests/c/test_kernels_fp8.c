@@ -137,6 +137,52 @@ check_in_place(enum nrtemu_op op, enum nrtemu_dtype dt)
     nrtemu__scratch_free(&s);
 }
 
+/* pow looked up from registers while the codes stay in a window of 32 x
+ * 32 pairs (kernel_table.c): every pair, window by window (the kernel
+ * moves its window 64 times, paid for by 16 steps in each); then
+ * stretches of codes near each other at random places, the top codes (a
+ * window's rows and columns past code 255) included, inside 32 and of
+ * random spreads (over 32: the gathers), until the kernel stops moving,
+ * with a tail. */
+static void
+check_windows(enum nrtemu_dtype dt)
+{
+    enum { N = 65536 + 37 };
+    static uint8_t a[N], b[N];
+    uint8_t codes[256];
+    float v[256];
+    uint32_t x = 4242;
+
+    for (int j = 0; j < 65536; j++) {
+        int w = j / 1024, k = j % 1024;
+        a[j] = (uint8_t)(w / 8 * 32 + k / 32);
+        b[j] = (uint8_t)(w % 8 * 32 + k % 32);
+    }
+    check_run(NRTEMU_OP_POW, dt, dt, a, b, 65536, 1024);
+    for (int c = 0; c < 256; c++) {
+        codes[c] = (uint8_t)c;
+    }
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, v, dt, codes, 1, 256);
+    unsigned ba = 0, bb = 0, spread = 0;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u;
+        if (i % 640 == 0) {
+            unsigned q = (unsigned)(i / 640);
+            ba = q % 4 == 0 ? 255 - q % 32 : x >> 24;
+            bb = q % 4 == 0 ? 255 - q % 16 : (x >> 16) & 0xff;
+            spread = q % 4 < 2 ? 31 : (x >> 8) % 48;
+        }
+        unsigned ca = ba + (x >> 4) % (spread + 1);
+        unsigned cb = bb + (x >> 12) % (spread + 1);
+        a[i] = (uint8_t)(ca > 255 ? 255 : ca);
+        b[i] = (uint8_t)(cb > 255 ? 255 : cb);
+        if (v[a[i]] != v[a[i]] && v[b[i]] != v[b[i]]) {
+            b[i] = 0;
+        }
+    }
+    check_run(NRTEMU_OP_POW, dt, dt, a, b, N, 1024);
+}
+
 static void
 test_fp8_pairs(void)
 {
@@ -148,6 +194,7 @@ test_fp8_pairs(void)
             check_tail(ops[k], f);
             check_in_place(ops[k], f);
         }
+        check_windows(f);
     }
     /* float32 as the compute dtype: rounded once, as the fp8 one */
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
