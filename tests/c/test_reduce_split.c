@@ -522,6 +522,70 @@ test_fp8_column_sum_split(void)
     }
 }
 
+/* fp8 sums along rows (kernel_reduce.c's wide_row_sum_fp8, whose leaves
+ * of whole vector steps are summed several at a time) against the float32
+ * sums of the rows widened (f32_row: the same pairwise order), bit for
+ * bit, at lengths whose halves or quarters are such leaves (1024, 2048,
+ * 4096) and lengths whose are not; any finite code, 3 in 4 positive, so
+ * that the sums grow and round. */
+static void
+check_fp8_row_sum(enum nrtemu_dtype dt, uint64_t A, uint64_t R)
+{
+    uint8_t *data = alloc_bytes(A * R);
+    float *wide = alloc_bytes(A * R * sizeof(float));
+    float *got = alloc_bytes(A * sizeof(float));
+    float *want = alloc_bytes(A * sizeof(float));
+    const uint64_t shape[2] = {A, R};
+    struct nrtemu_array in = array(dt, data, 2, shape);
+    struct nrtemu_array win = array(NRTEMU_DTYPE_FLOAT32, wide, 2, shape);
+    struct nrtemu_array out = array(NRTEMU_DTYPE_FLOAT32, got, 1, &A);
+    struct nrtemu_array ref = array(NRTEMU_DTYPE_FLOAT32, want, 1, &A);
+
+    for (uint64_t i = 0; i < A * R; i++) {
+        uint64_t r = rng_next();
+        uint8_t c = (uint8_t)(r >> 56);
+        float v;
+        nrtemu__convert(NRTEMU_DTYPE_FLOAT32, &v, dt, &c, 1, 1);
+        if (isnan(v) || isinf(v)) {
+            c &= 0xbf;
+        }
+        data[i] = r % 4 != 0 ? (uint8_t)(c & 0x7f) : c;
+    }
+    nrtemu__convert(NRTEMU_DTYPE_FLOAT32, wide, dt, data, 1, A * R);
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_FLOAT32, &out,
+                                    &in, 2u, &scratch));
+    ASSERT_OK(nrtemu__kernel_reduce(NRTEMU_OP_SUM, NRTEMU_DTYPE_FLOAT32, &ref,
+                                    &win, 2u, &scratch));
+    for (uint64_t a = 0; a < A; a++) {
+        if (memcmp(&got[a], &want[a], 4) != 0) {
+            TEST_FAIL_("sum %s [%llu, %llu] row %llu: %.9g, expected %.9g",
+                       nrtemu__dtype_name(dt), (unsigned long long)A,
+                       (unsigned long long)R, (unsigned long long)a, got[a],
+                       want[a]);
+        }
+    }
+    free(data);
+    free(wide);
+    free(got);
+    free(want);
+}
+
+static void
+test_fp8_row_sum(void)
+{
+    static const uint64_t lengths[] = {1024, 2048, 4096, 8192, 2080,
+                                       1000, 3000, 640,  64,   513};
+
+    for (size_t t = 0; t < sizeof fp8_dtypes / sizeof fp8_dtypes[0]; t++) {
+        for (size_t k = 0; k < sizeof lengths / sizeof lengths[0]; k++) {
+            /* over 1 MiB (split among threads) and under */
+            check_fp8_row_sum(fp8_dtypes[t], (1u << 20) / lengths[k] + 3,
+                              lengths[k]);
+            check_fp8_row_sum(fp8_dtypes[t], 5, lengths[k]);
+        }
+    }
+}
+
 /* --- argmax/argmin against a reference --- */
 
 /* Element i of line (a, b) at row r of [A, R, B], for `pattern` 0: random
@@ -794,6 +858,7 @@ main(void)
     RUN_TEST(test_split_reduce);
     RUN_TEST(test_column_order);
     RUN_TEST(test_fp8_column_sum_split);
+    RUN_TEST(test_fp8_row_sum);
     RUN_TEST(test_split_arg);
     RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_fp8_reduce_codes);
