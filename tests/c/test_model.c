@@ -2,6 +2,7 @@
  * test_model.c - nrt_load/nrt_unload, model info and nrt_execute.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "neff_image.h"
@@ -468,6 +469,70 @@ test_bind_cache(void)
     nrt_close();
 }
 
+/* A thread giving the name "a" of one set two tensors in turn while
+ * another executes with it: each execution reads one or the other. */
+struct swapper {
+    nrt_tensor_set_t *set;
+    nrt_tensor_t *t[2];
+    atomic_bool stop;
+};
+
+static void *
+swapper_main(void *arg)
+{
+    struct swapper *w = arg;
+
+    for (int i = 0; !atomic_load(&w->stop); i++) {
+        ASSERT_OK(nrt_add_tensor_to_tensor_set(w->set, "a", w->t[i & 1]));
+    }
+    return NULL;
+}
+
+static void
+test_bind_cache_concurrent_change(void)
+{
+    float a[ADD_ELEMS], out[ADD_ELEMS];
+    struct add_io io;
+    struct swapper w;
+    pthread_t thread;
+    nrt_model_t *model;
+    int seen[2] = {0, 0};
+
+    init_runtime();
+    model = load("add", ADD_DEF, ADD_PROGRAM, 0);
+    add_io_make(&io, 0, 1.0f);
+    for (int i = 0; i < ADD_ELEMS; i++) {
+        a[i] = (float)i * 2.0f;
+    }
+    w.set = io.in_set;
+    w.t[0] = io.a;
+    w.t[1] = tensor_f32(NRT_TENSOR_PLACEMENT_DEVICE, 0, a, ADD_ELEMS, "a2");
+    atomic_init(&w.stop, false);
+    ASSERT_EQ(pthread_create(&thread, NULL, swapper_main, &w), 0);
+    for (int n = 0; n < 2000; n++) {
+        float scale;
+        ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+        ASSERT_OK(nrt_tensor_read(io.out, out, 0, sizeof out));
+        scale = out[1] - 1000.0f;
+        ASSERT_TRUE(scale == 1.0f || scale == 2.0f);
+        seen[scale == 2.0f]++;
+        for (int i = 0; i < ADD_ELEMS; i++) {
+            ASSERT_TRUE(out[i] == (float)i * scale + 1000.0f);
+        }
+    }
+    atomic_store(&w.stop, true);
+    ASSERT_EQ(pthread_join(thread, NULL), 0);
+    ASSERT_TRUE(seen[0] + seen[1] == 2000);
+    /* Unchanged since: the last tensor given. */
+    ASSERT_OK(nrt_add_tensor_to_tensor_set(io.in_set, "a", w.t[1]));
+    ASSERT_OK(nrt_execute(model, io.in_set, io.out_set));
+    add_io_check(&io, 2.0f);
+    nrt_tensor_free(&w.t[1]);
+    add_io_free(&io);
+    ASSERT_OK(nrt_unload(model));
+    nrt_close();
+}
+
 static void
 test_neff_without_program(void)
 {
@@ -830,6 +895,7 @@ main(void)
     RUN_TEST(test_load_environment);
     RUN_TEST(test_execute_validation);
     RUN_TEST(test_bind_cache);
+    RUN_TEST(test_bind_cache_concurrent_change);
     RUN_TEST(test_neff_without_program);
     RUN_TEST(test_exact_dtypes);
     RUN_TEST(test_neff_describe);
