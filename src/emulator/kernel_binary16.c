@@ -229,16 +229,28 @@ binary16_block(enum nrtemu_op op, enum nrtemu_dtype dt, size_t n,
     return false;
 }
 
+/* kstream_parts's call of binary16_block. */
+struct binary16_args {
+    enum nrtemu_op op;
+    enum nrtemu_dtype dt;
+    const uint16_t *a, *b;
+};
+
+static bool
+binary16_part(const void *ctx, size_t at, size_t count, void *dst)
+{
+    const struct binary16_args *g = ctx;
+
+    return binary16_block(g->op, g->dt, count, g->a + at, g->b + at, dst);
+}
+
 bool
 nrtemu__kernel_binary16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                             const struct nrtemu_array *out,
                             const struct nrtemu_array *in, int n_in,
                             bool stream)
 {
-    enum { STEP = KSTREAM_BLOCK / sizeof(uint16_t) };
-    const uint16_t *a, *b;
-    uint16_t *o;
-    size_t n;
+    struct binary16_args g = {op, compute, NULL, NULL};
 
     if (n_in != 2 || !binary16_applies(op, compute) || out->dtype != compute) {
         return false;
@@ -246,22 +258,9 @@ nrtemu__kernel_binary16_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (!nrtemu__arrays_match(out, in, 2, compute)) {
         return false;
     }
-    n = (size_t)nrtemu__array_count(out);
-    a = in[0].data;
-    b = in[1].data;
-    o = out->data;
-    if (!stream) {
-        return binary16_block(op, compute, n, a, b, o);
-    }
-    /* a block at a time into cache, then streamed out */
-    for (size_t j = 0; j < n; j += STEP) {
-        _Alignas(64) uint16_t block[STEP];
-        size_t c = n - j < STEP ? n - j : STEP;
-        if (!binary16_block(op, compute, c, a + j, b + j, block)) {
-            return false; /* (at the first block) */
-        }
-        kstream_copy(o + j, block, c * sizeof *o);
-    }
-    kstream_fence();
-    return true;
+    g.a = in[0].data;
+    g.b = in[1].data;
+    return kstream_parts(binary16_part, &g, out->data,
+                         (size_t)nrtemu__array_count(out), sizeof(uint16_t),
+                         stream);
 }

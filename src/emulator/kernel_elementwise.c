@@ -633,20 +633,18 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * float32 is a shift; back, nrtemu__float_to_bfloat16, both inline): the same
  * bits as load_f32, narrow_divmod and store_f32 in the driver's blocks
  * (convert.c), without the float32 blocks in between, which took half
- * the time of 2048 x 2048 bfloat16 mod.  Results to stream go out a chunk
- * at a time.  With AVX-512 kernel_binary16.c runs these ops of both
- * dtypes first, converting in registers; this loop is for the other
- * CPUs and the builds without CPU dispatch.
+ * the time of 2048 x 2048 bfloat16 mod.  With AVX-512 kernel_binary16.c runs
+ * these ops of both dtypes first, converting in registers; this loop is for
+ * the other CPUs and the builds without CPU dispatch.
  */
 NRTEMU_MULTIVERSION
 static void
 bf16_divmod(enum nrtemu_op op, size_t n, const uint16_t *a, const uint16_t *b,
-            uint16_t *o, bool stream)
+            uint16_t *o)
 {
     for (size_t j = 0; j < n; j += CHUNK) {
         size_t c = n - j < CHUNK ? n - j : CHUNK;
         float x[CHUNK], y[CHUNK], t[CHUNK];
-        _Alignas(64) uint16_t r[CHUNK];
         int bad = 0;
 
         for (size_t i = 0; i < c; i++) {
@@ -660,17 +658,24 @@ bf16_divmod(enum nrtemu_op op, size_t n, const uint16_t *a, const uint16_t *b,
             narrow_divmod_chunk(op, c, x, y, t);
         }
         for (size_t i = 0; i < c; i++) {
-            r[i] = nrtemu__float_to_bfloat16(t[i]);
-        }
-        if (stream) {
-            kstream_copy(o + j, r, c * sizeof *o);
-        } else {
-            memcpy(o + j, r, c * sizeof *o);
+            o[j + i] = nrtemu__float_to_bfloat16(t[i]);
         }
     }
-    if (stream) {
-        kstream_fence();
-    }
+}
+
+/* kstream_parts's call of bf16_divmod. */
+struct bf16_divmod_args {
+    enum nrtemu_op op;
+    const uint16_t *a, *b;
+};
+
+static bool
+bf16_divmod_part(const void *ctx, size_t at, size_t count, void *dst)
+{
+    const struct bf16_divmod_args *d = ctx;
+
+    bf16_divmod(d->op, count, d->a + at, d->b + at, dst);
+    return true;
 }
 
 /*
@@ -692,9 +697,11 @@ bf16_divmod_run(enum nrtemu_op op, enum nrtemu_dtype compute,
     if (!nrtemu__arrays_match(out, in, 2, compute)) {
         return false;
     }
-    bf16_divmod(op, (size_t)nrtemu__array_count(out), in[0].data, in[1].data,
-                out->data, stream);
-    return true;
+    struct bf16_divmod_args d = {op, in[0].data, in[1].data};
+
+    return kstream_parts(bf16_divmod_part, &d, out->data,
+                         (size_t)nrtemu__array_count(out), sizeof(uint16_t),
+                         stream);
 }
 
 /* Integers: arithmetic wraps (it is done on uint64_t). */

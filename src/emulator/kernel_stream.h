@@ -64,32 +64,67 @@ kstream_fence(void)
 }
 
 /*
+ * A result of n elements of `size` bytes (a divisor of KSTREAM_BLOCK),
+ * whose part [at, at + count) fn(ctx, at, count, dst) computes into dst:
+ * all of it straight into o, or, when `stream`, a block at a time into
+ * cache and then streamed out (kstream_fence() included).  fn may refuse
+ * (false) at its first call only, when nothing has been written yet; then
+ * this returns false.  Thread-safe as fn is.
+ */
+typedef bool kstream_part_fn(const void *ctx, size_t at, size_t count,
+                             void *dst);
+
+static inline bool
+kstream_parts(kstream_part_fn *fn, const void *ctx, void *o, size_t n,
+              size_t size, bool stream)
+{
+    size_t step = KSTREAM_BLOCK / size;
+
+    if (!stream) {
+        return fn(ctx, 0, n, o);
+    }
+    for (size_t j = 0; j < n; j += step) {
+        _Alignas(64) unsigned char block[KSTREAM_BLOCK];
+        size_t c = n - j < step ? n - j : step;
+        if (!fn(ctx, j, c, block)) {
+            return false; /* (at the first block) */
+        }
+        kstream_copy((char *)o + j * size, block, c * size);
+    }
+    kstream_fence();
+    return true;
+}
+
+/*
  * A map of 2-byte codes to 2-byte codes over n elements: fn(ctx, a, o, n)
- * straight into o, or, when `stream`, a block at a time into cache and
- * then streamed out (kstream_fence() included).  For the float16 and
- * bfloat16 unary paths (kernel_table16.c, kernel_round16.c).  Thread-safe
- * as fn is.
+ * through kstream_parts.  For the float16 and bfloat16 unary paths
+ * (kernel_table16.c, kernel_round16.c).  Thread-safe as fn is.
  */
 typedef void kstream_map16_fn(const void *ctx, const uint16_t *a, uint16_t *o,
                               size_t n);
+
+struct kstream_map16_args {
+    kstream_map16_fn *fn;
+    const void *ctx;
+    const uint16_t *a;
+};
+
+static inline bool
+kstream_map16_part(const void *ctx, size_t at, size_t count, void *dst)
+{
+    const struct kstream_map16_args *m = ctx;
+
+    m->fn(m->ctx, m->a + at, dst, count);
+    return true;
+}
 
 static inline void
 kstream_map16(kstream_map16_fn *fn, const void *ctx, const uint16_t *a,
               uint16_t *o, size_t n, bool stream)
 {
-    enum { STEP = KSTREAM_BLOCK / sizeof(uint16_t) };
+    struct kstream_map16_args m = {fn, ctx, a};
 
-    if (!stream) {
-        fn(ctx, a, o, n);
-        return;
-    }
-    for (size_t j = 0; j < n; j += STEP) {
-        _Alignas(64) uint16_t block[STEP];
-        size_t c = n - j < STEP ? n - j : STEP;
-        fn(ctx, a + j, block, c);
-        kstream_copy(o + j, block, c * sizeof *o);
-    }
-    kstream_fence();
+    kstream_parts(kstream_map16_part, &m, o, n, sizeof *o, stream);
 }
 
 #endif /* NRTEMU_KERNEL_STREAM_H */

@@ -124,17 +124,29 @@ where16(size_t n, const uint8_t *c, const uint16_t *x, const uint16_t *y,
     }
 }
 
+/* kstream_parts's call of where16. */
+struct where16_args {
+    const struct nan_rule *r;
+    const uint8_t *c;
+    const uint16_t *x, *y;
+};
+
+static bool
+where16_part(const void *ctx, size_t at, size_t count, void *dst)
+{
+    const struct where16_args *w = ctx;
+
+    where16(count, w->c + at, w->x + at, w->y + at, dst, w->r->above,
+            w->r->keep, w->r->set);
+    return true;
+}
+
 bool
 nrtemu__kernel_where_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                          const struct nrtemu_array *out,
                          const struct nrtemu_array *in, int n_in, bool stream)
 {
-    enum { STEP = KSTREAM_BLOCK / sizeof(uint16_t) };
-    const struct nan_rule *r;
-    const uint8_t *c;
-    const uint16_t *x, *y;
-    uint16_t *o;
-    size_t n;
+    struct where16_args w;
 
     if (op != NRTEMU_OP_WHERE || n_in != 3 || out->dtype != compute ||
         nrtemu__dtype_size(compute) != 2 ||
@@ -142,26 +154,14 @@ nrtemu__kernel_where_run(enum nrtemu_op op, enum nrtemu_dtype compute,
         !nrtemu__arrays_match(out, in + 1, 2, compute)) {
         return false;
     }
-    r = nan_rule_of(compute);
-    if (r == NULL) {
+    w.r = nan_rule_of(compute);
+    if (w.r == NULL) {
         return false;
     }
-    n = (size_t)nrtemu__array_count(out);
-    c = in[0].data;
-    x = in[1].data;
-    y = in[2].data;
-    o = out->data;
-    if (!stream) {
-        where16(n, c, x, y, o, r->above, r->keep, r->set);
-        return true;
-    }
-    /* a block at a time into cache, then streamed out */
-    for (size_t j = 0; j < n; j += STEP) {
-        _Alignas(64) uint16_t block[STEP];
-        size_t m = n - j < STEP ? n - j : STEP;
-        where16(m, c + j, x + j, y + j, block, r->above, r->keep, r->set);
-        kstream_copy(o + j, block, m * sizeof *o);
-    }
-    kstream_fence();
-    return true;
+    w.c = in[0].data;
+    w.x = in[1].data;
+    w.y = in[2].data;
+    return kstream_parts(where16_part, &w, out->data,
+                         (size_t)nrtemu__array_count(out), sizeof(uint16_t),
+                         stream);
 }
