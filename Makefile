@@ -47,7 +47,7 @@ $(VENV)/.deps: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "meson-python>=0.15" "meson>=1.4" ninja \
-	    "numpy>=2.0" "ml_dtypes>=0.5" "pytest>=7"
+	    "numpy>=2.0" "ml_dtypes>=0.7" "pytest>=7"
 	touch $@
 
 # JAX (CPU) is a test dependency only, never a runtime one: the HLO

@@ -771,8 +771,55 @@ store_f32(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
     }
 }
 
-/* bfloat16 and fp8 from float64 or an integer go through float32
- * (ml_dtypes); `from_wide` converts one wide value to float. */
+/*
+ * bfloat16 and fp8 from float64 or an integer go through float32 rounded
+ * to odd: truncated, with the last bit set when anything was dropped.
+ * Rounding that to nearest even in a format of at most 22 bits gives what
+ * rounding the exact source there gives, which is what ml_dtypes does
+ * (from 0.7); rounding to nearest twice would not: a float64 or an
+ * integer just past a halfway point of the format lands on it in float32
+ * and then goes to even.
+ */
+static inline float
+u64_to_f32_odd(uint64_t x)
+{
+    int drop;
+    uint64_t kept;
+
+    if (x < (1ull << 24)) {
+        return (float)x;
+    }
+    drop = 40 - __builtin_clzll(x);
+    kept = x >> drop | ((x & ((1ull << drop) - 1)) != 0);
+    /* kept < 2^24 and the scale a power of two: both exact. */
+    return (float)kept * bits_float((uint32_t)(127 + drop) << 23);
+}
+
+static inline float
+i64_to_f32_odd(int64_t x)
+{
+    float mag = u64_to_f32_odd(x < 0 ? 0 - (uint64_t)x : (uint64_t)x);
+
+    return x < 0 ? -mag : mag;
+}
+
+static inline float
+f64_to_f32_odd(double x)
+{
+    float f = (float)x;
+    uint32_t u;
+
+    if ((double)f == x || x != x) {
+        return f;
+    }
+    /* Inexact: step to the neighbour toward zero when rounding went
+     * away from it (an overflow to infinity steps back to the largest
+     * float), then mark the dropped bits in the last bit. */
+    u = float_bits(f);
+    u -= fabs((double)f) > fabs(x);
+    return bits_float(u | 1);
+}
+
 #define VIA_FLOAT32(TO_FLOAT)                                  \
     do {                                                       \
         float tmp_[CHUNK];                                     \
@@ -786,8 +833,6 @@ store_f32(void *dst, enum nrtemu_dtype to, const float *s, size_t n)
             store_f32(d_ + done_ * elem_, to, tmp_, k_);       \
         }                                                      \
     } while (0)
-
-#define TO_FLOAT(x) ((float)(x))
 
 NRTEMU_MULTIVERSION
 static void
@@ -805,7 +850,7 @@ store_f64(void *dst, enum nrtemu_dtype to, const double *s, size_t n)
         STORE_LOOP(double, v);
         break;
     default:
-        VIA_FLOAT32(TO_FLOAT);
+        VIA_FLOAT32(f64_to_f32_odd);
         break;
     }
 }
@@ -823,7 +868,7 @@ store_i64(void *dst, enum nrtemu_dtype to, const int64_t *s, size_t n)
         STORE_LOOP(double, v);
         break;
     default:
-        VIA_FLOAT32(TO_FLOAT);
+        VIA_FLOAT32(i64_to_f32_odd);
         break;
     }
 }
@@ -841,7 +886,7 @@ store_u64(void *dst, enum nrtemu_dtype to, const uint64_t *s, size_t n)
         STORE_LOOP(double, v);
         break;
     default:
-        VIA_FLOAT32(TO_FLOAT);
+        VIA_FLOAT32(u64_to_f32_odd);
         break;
     }
 }

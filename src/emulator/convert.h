@@ -3,11 +3,12 @@
  *
  * The rules are NumPy's `astype` (ml_dtypes' for bfloat16 and fp8), so
  * that an emulated program gives the bytes NumPy gives:
- *  - to a float type: round to nearest, ties to even.  bfloat16 and fp8
- *    values are rounded from float32, as ml_dtypes does (a float64 or an
- *    integer is first rounded to float32); float16 is rounded directly
- *    from float32 or float64, as NumPy does.  Overflow gives infinity,
- *    except for float8_e4m3fn, which has none and gives NaN (ml_dtypes).
+ *  - to a float type: round to nearest, ties to even, once, from the
+ *    exact source value: NumPy's rule for float16 and ml_dtypes' (from
+ *    0.7) for bfloat16 and fp8, float64 and integer sources included
+ *    (rounding them to float32 first could round twice).  Overflow gives
+ *    infinity, except for float8_e4m3fn, which has none and gives NaN
+ *    (ml_dtypes).
  *  - float to integer: truncation toward zero, saturated to the range of
  *    the type (negatives give 0 for unsigned types), and NaN gives 0:
  *    XLA's convert.  NumPy leaves out-of-range values undefined.

@@ -43,17 +43,9 @@ def dtype_of(ml, name):
         "float16", "float32", "float64") else np.dtype(name)
 
 
-def float32_samples(rng, ml):
-    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0]
-    bits = [0x7f800001, 0x7fc00001, 0xffc00000, 0x00000001, 0x807fffff,
-            0x00800000, 0x7f7fffff, 0xff7fffff]
-    # Every exponent with a few mantissas.
-    for e in range(256):
-        for m in (0, 1, 0x400000, 0x7fffff, 0x1000, 0x0fff, 0x2000):
-            bits.append((e << 23) | m)
-            bits.append(0x80000000 | (e << 23) | m)
-    # Ties and their neighbours for every narrower float: the midpoint of
-    # two adjacent representable values, as float32, +- 1 ulp.
+def narrow_midpoints(rng, ml):
+    """For each float narrower than float32, the midpoints of adjacent
+    finite values (at most 6000 of them) and two points past the largest."""
     for name in ("float16", "bfloat16", "float8_e4m3", "float8_e4m3fn",
                  "float8_e5m2", "float8_e3m4"):
         dt = dtype_of(ml, name)
@@ -66,6 +58,21 @@ def float32_samples(rng, ml):
         mids = np.concatenate([mids, [v[-1] * 1.0625, v[-1] * 1.03]])
         if len(mids) > 6000:
             mids = rng.choice(mids, 6000, replace=False)
+        yield mids
+
+
+def float32_samples(rng, ml):
+    vals = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, -1.0]
+    bits = [0x7f800001, 0x7fc00001, 0xffc00000, 0x00000001, 0x807fffff,
+            0x00800000, 0x7f7fffff, 0xff7fffff]
+    # Every exponent with a few mantissas.
+    for e in range(256):
+        for m in (0, 1, 0x400000, 0x7fffff, 0x1000, 0x0fff, 0x2000):
+            bits.append((e << 23) | m)
+            bits.append(0x80000000 | (e << 23) | m)
+    # Ties and their neighbours for every narrower float, as float32,
+    # +- 1 ulp.
+    for mids in narrow_midpoints(rng, ml):
         m32 = mids.astype(np.float32)
         for delta in (-1, 0, 1):
             b = m32.view(np.uint32).astype(np.int64) + delta
@@ -75,7 +82,7 @@ def float32_samples(rng, ml):
     return np.array(out, np.uint64).astype(np.uint32).view(np.float32)
 
 
-def float64_samples(rng):
+def float64_samples(rng, ml):
     vals = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e308, -1e-308,
             5e-324, 2.0**63, -2.0**63, 2.0**64, 2.0**63 - 1024, 2.0**31,
             -2.0**31 - 1, 255.5, -128.5, 65504.0, 65519.99, 65520.0,
@@ -91,7 +98,13 @@ def float64_samples(rng):
     h = rng.standard_normal(2000).astype(np.float16).astype(np.float64)
     ulp16 = np.spacing(h.astype(np.float16)).astype(np.float64)
     halves16 = np.concatenate([h + ulp16 / 2, h + ulp16 / 2 * (1 + 2**-30)])
-    return np.concatenate([np.array(vals), f, b, -b, halves, halves16])
+    # Every narrower float's ties from float64, exact and nudged below
+    # float32's precision: rounding through float32 to nearest would
+    # land the nudged ones on the tie (ml_dtypes rounds once, from 0.7).
+    narrow = [m * s for m in narrow_midpoints(rng, ml)
+              for s in (1.0, 1 + 2.0**-30, 1 - 2.0**-30)]
+    return np.concatenate([np.array(vals), f, b, -b, halves, halves16,
+                           *narrow])
 
 
 def int_samples(rng, dt):
@@ -100,6 +113,11 @@ def int_samples(rng, dt):
                2**24 - 1, 2**24, 2**24 + 1, 2**24 + 3, 2**31 - 1, 2**31,
                2**32 - 1, 2**53 + 1, 2**62 + 2**38 + 1, 2**63 - 1,
                (1 << 40) + (1 << 32) + 1]
+    # bfloat16's ties at every scale past float32's 24 bits, with and
+    # without a low bit that float32 would drop.
+    for k in range(24, info.bits):
+        for low in (0, 1, 2 ** (k - 24)):
+            special += [2**k + 2**(k - 8) + low, 2**k + 3 * 2**(k - 8) - low]
     vals = [v for v in special if info.min <= v <= info.max]
     vals += [-v for v in special if info.min <= -v <= info.max]
     vals += [info.min, info.max]
@@ -146,7 +164,7 @@ def main():
         elif n == "float32":
             sources[n] = float32_samples(rng, ml)
         elif n == "float64":
-            sources[n] = float64_samples(rng)
+            sources[n] = float64_samples(rng, ml)
         elif dt.itemsize == 1:
             sources[n] = np.arange(256, dtype=np.uint8).view(dt)
         else:
