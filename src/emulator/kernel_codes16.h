@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "simd.h"
+#include "simd_tail.h"
 
 #if NRTEMU_X86_CLONES
 #include <immintrin.h>
@@ -36,7 +37,7 @@ codes16_mask(size_t n)
 CODES16_TARGET static inline __attribute__((always_inline)) __m512
 codes16_load(const uint16_t *p, __mmask16 m, bool half)
 {
-    __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    __m256i h = tail_load256_epi16(m, p);
 
     if (half) {
         return _mm512_cvtph_ps(h);
@@ -58,11 +59,7 @@ codes16_high(void)
 CODES16_TARGET static inline __attribute__((always_inline)) void
 codes16_put(uint16_t *p, __mmask16 m, __m256i h)
 {
-    if (m == 0xffff) {
-        _mm256_storeu_si256((__m256i *)(void *)p, h);
-    } else {
-        _mm256_mask_storeu_epi16(p, m, h);
-    }
+    tail_store256_epi16(p, m, h);
 }
 
 /* The float32 lanes v rounded to the codes of lanes m, stored to p.

@@ -19,6 +19,7 @@
 #include "kernel_math.h"
 #include "kernel_stream.h"
 #include "simd.h"
+#include "simd_tail.h"
 
 #if NRTEMU_X86_CLONES
 #include <immintrin.h>
@@ -742,7 +743,7 @@ NPOW_TARGET static inline __attribute__((always_inline)) void
 pow16_f32_store(__m512 x, __m512 y, const __m512 *t, __mmask16 m, float *o)
 {
     __mmask16 bad;
-    _mm512_mask_storeu_ps(o, m, pow16_f32(x, y, t, &bad));
+    tail_store_ps(o, m, pow16_f32(x, y, t, &bad));
     bad &= m;
     if (bad != 0) {
         float xs[16], ys[16];
@@ -790,8 +791,8 @@ pow_f32_avx512(size_t n, const float *a, bool sa, const float *b, bool sb,
     }
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-        __m512 x = sa ? _mm512_set1_ps(a[0]) : _mm512_maskz_loadu_ps(m, a + i);
-        __m512 y = sb ? _mm512_set1_ps(b[0]) : _mm512_maskz_loadu_ps(m, b + i);
+        __m512 x = sa ? _mm512_set1_ps(a[0]) : tail_load_ps(m, a + i);
+        __m512 y = sb ? _mm512_set1_ps(b[0]) : tail_load_ps(m, b + i);
         pow16_f32_store(x, y, t, m, o + i);
     }
 }
@@ -805,12 +806,12 @@ npow_run(size_t n, const float *a, bool sa, const float *b, bool sb, float *o,
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 m =
             n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m512 x = sa ? _mm512_set1_ps(a[0]) : _mm512_maskz_loadu_ps(m, a + i);
-        __m512 y = sb ? _mm512_set1_ps(b[0]) : _mm512_maskz_loadu_ps(m, b + i);
+        __m512 x = sa ? _mm512_set1_ps(a[0]) : tail_load_ps(m, a + i);
+        __m512 y = sb ? _mm512_set1_ps(b[0]) : tail_load_ps(m, b + i);
         __mmask16 bad;
         __m512 r = npow_16(x, y, t, m_bits, min_bits, &bad);
         bad &= m;
-        _mm512_mask_storeu_ps(o + i, m & (__mmask16)~bad, r);
+        tail_store_ps(o + i, m & (__mmask16)~bad, r);
         if (bad != 0) {
             pow16_f32_store(x, y, t, bad, o + i);
         }
@@ -897,7 +898,7 @@ f32x16_store_or(__m512 y, __mmask16 ok, __mmask16 m, const float *a, float *o,
                 float (*scalar)(float))
 {
     __mmask16 bad = m & (__mmask16)~ok;
-    _mm512_mask_storeu_ps(o, m & ok, y);
+    tail_store_ps(o, m & ok, y);
     while (bad != 0) {
         int l = __builtin_ctz(bad);
         o[l] = scalar(a[l]);
@@ -940,7 +941,7 @@ log1p_f32_avx512(size_t n, const float *a, float *o)
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __mmask16 ok;
-        __m512 y = log1p16_f32(_mm512_maskz_loadu_ps(m, a + i), t, c, &ok);
+        __m512 y = log1p16_f32(tail_load_ps(m, a + i), t, c, &ok);
         f32x16_store_or(y, ok, m, a + i, o + i, kmath_log1p);
     }
 }
@@ -1003,7 +1004,7 @@ cbrt_f32_avx512(size_t n, const float *a, float *o)
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         __mmask16 ok;
-        __m512 y = cbrt16_f32(_mm512_maskz_loadu_ps(m, a + i), &ok);
+        __m512 y = cbrt16_f32(tail_load_ps(m, a + i), &ok);
         f32x16_store_or(y, ok, m, a + i, o + i, kmath_cbrt);
     }
 }
@@ -1864,7 +1865,10 @@ table_i32_avx512(size_t n, const int32_t *x, double *t,
     }
     for (size_t i = 0; i < n; i += 8) {
         __mmask8 m = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
-        __m512i v = _mm512_maskz_loadu_epi32(m, x + i);
+        /* (8 lanes: the low half; whole steps unmasked, simd_tail.h) */
+        __m512i v = m == 0xff ? _mm512_castsi256_si512(_mm256_loadu_si256(
+                                    (const __m256i *)(const void *)(x + i)))
+                              : _mm512_maskz_loadu_epi32(m, x + i);
         __m512i k = _mm512_min_epi32(
             _mm512_max_epi32(_mm512_sub_epi32(v, lo), _mm512_setzero_si512()),
             top);
@@ -1889,7 +1893,7 @@ table_i32_avx512(size_t n, const int32_t *x, double *t,
             x_above, above, _mm512_cvtepi32_pd(_mm512_castsi512_si256(v)));
         g = _mm512_mask_blend_pd(big, g, up);
         g = _mm512_mask_blend_pd(neg, g, below);
-        _mm512_mask_storeu_pd(t + i, m, g);
+        tail_store_pd(t + i, m, g);
     }
 }
 #endif

@@ -45,6 +45,7 @@
 #include "kernel_math.h"
 #include "pool.h"
 #include "simd.h"
+#include "simd_tail.h"
 
 /* Accumulators of the row loops: enough independent chains to hide the
  * latency of vector adds. */
@@ -769,8 +770,8 @@ wide_load_f32(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
 {
     (void)c;
     for (int q = 0; q < 4; q++) {
-        v[q] = _mm512_maskz_loadu_ps((__mmask16)(m >> (16 * q)),
-                                     (const float *)x + i + 16 * q);
+        v[q] = tail_load_ps((__mmask16)(m >> (16 * q)),
+                            (const float *)x + i + 16 * q);
     }
 }
 
@@ -780,8 +781,8 @@ wide_load_bf16(const void *x, uint64_t i, __mmask64 m,
 {
     (void)c;
     for (int q = 0; q < 4; q++) {
-        __m256i h = _mm256_maskz_loadu_epi16((__mmask16)(m >> (16 * q)),
-                                             (const uint16_t *)x + i + 16 * q);
+        __m256i h = tail_load256_epi16((__mmask16)(m >> (16 * q)),
+                                       (const uint16_t *)x + i + 16 * q);
         v[q] = _mm512_castsi512_ps(
             _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
@@ -793,7 +794,7 @@ wide_load_f16(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
 {
     (void)c;
     for (int q = 0; q < 4; q++) {
-        v[q] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(
+        v[q] = _mm512_cvtph_ps(tail_load256_epi16(
             (__mmask16)(m >> (16 * q)), (const uint16_t *)x + i + 16 * q));
     }
 }
@@ -802,7 +803,7 @@ WIDE static inline void
 wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
               __m512 *v)
 {
-    const __m512i codes = _mm512_maskz_loadu_epi8(m, (const uint8_t *)x + i);
+    const __m512i codes = tail_load_epi8(m, (const uint8_t *)x + i);
     /* vpermi2b reads the low 7 bits of each code: its magnitude */
     __m512i hi = _mm512_permutex2var_epi8(c->hi0, codes, c->hi1);
     const __m512i lo = _mm512_permutex2var_epi8(c->lo0, codes, c->lo1);
@@ -845,8 +846,8 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
                 const __mmask64 m = wide_mask(n - j);                         \
                 __m512 a[4];                                                  \
                 for (int q = 0; q < 4; q++) {                                 \
-                    a[q] = _mm512_maskz_loadu_ps((__mmask16)(m >> (16 * q)),  \
-                                                 acc + j + 16 * q);           \
+                    a[q] = tail_load_ps((__mmask16)(m >> (16 * q)),           \
+                                        acc + j + 16 * q);                    \
                 }                                                             \
                 for (uint64_t k = 0; k < gg; k++) {                           \
                     LOAD(x, (r + k) * stride + j, m, c, v);                   \
@@ -878,8 +879,8 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
                     }                                                         \
                 }                                                             \
                 for (int q = 0; q < 4; q++) {                                 \
-                    _mm512_mask_storeu_ps(acc + j + 16 * q,                   \
-                                          (__mmask16)(m >> (16 * q)), a[q]);  \
+                    tail_store_ps(acc + j + 16 * q,                           \
+                                  (__mmask16)(m >> (16 * q)), a[q]);          \
                 }                                                             \
             }                                                                 \
         }                                                                     \
@@ -935,8 +936,8 @@ scr_fold(bool prod, uint64_t n, uint64_t g, uint64_t stride, const uint8_t *x,
                     a[q] = _mm512_load_ps(sa + j + 16 * q);
                 }
                 for (uint64_t k = 0; k < gg; k++) {
-                    const __m512i codes = _mm512_maskz_loadu_epi8(
-                        m, x + (r + k) * stride + b + j);
+                    const __m512i codes =
+                        tail_load_epi8(m, x + (r + k) * stride + b + j);
                     const __m512i lo =
                         _mm512_permutex2var_epi8(t.lo0, codes, t.lo1);
                     const __m512i hi = _mm512_ternarylogic_epi32(
@@ -1011,21 +1012,21 @@ wide_fold_i32(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
             const __mmask64 m = wide_mask(n - j);
             __m512i a[4];
             for (int q = 0; q < 4; q++) {
-                a[q] = _mm512_maskz_loadu_epi32((__mmask16)(m >> (16 * q)),
-                                                acc + j + 16 * q);
+                a[q] = tail_load_epi32((__mmask16)(m >> (16 * q)),
+                                       acc + j + 16 * q);
             }
             for (uint64_t k = 0; k < gg; k++) {
                 const int32_t *row = x + (r + k) * stride + j;
                 for (int q = 0; q < 4; q++) {
-                    __m512i v = _mm512_maskz_loadu_epi32(
-                        (__mmask16)(m >> (16 * q)), row + 16 * q);
+                    __m512i v = tail_load_epi32((__mmask16)(m >> (16 * q)),
+                                                row + 16 * q);
                     a[q] = ismax ? _mm512_max_epi32(a[q], v)
                                  : _mm512_min_epi32(a[q], v);
                 }
             }
             for (int q = 0; q < 4; q++) {
-                _mm512_mask_storeu_epi32(acc + j + 16 * q,
-                                         (__mmask16)(m >> (16 * q)), a[q]);
+                tail_store_epi32(acc + j + 16 * q, (__mmask16)(m >> (16 * q)),
+                                 a[q]);
             }
         }
     }
@@ -1043,8 +1044,7 @@ wide_widen_fp8(float *d, const uint8_t *s, size_t n,
         const __mmask64 m = wide_mask(n - i);
         wide_load_fp8(s, i, m, &tab, v);
         for (int q = 0; q < 4; q++) {
-            _mm512_mask_storeu_ps(d + i + 16 * q, (__mmask16)(m >> (16 * q)),
-                                  v[q]);
+            tail_store_ps(d + i + 16 * q, (__mmask16)(m >> (16 * q)), v[q]);
         }
     }
 }
@@ -1319,8 +1319,7 @@ bytes_columns_ext(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
                 .umax = _mm512_load_si512(st[2] + j),
             };
             for (uint64_t k = 0; k < rr; k++) {
-                bytes_ext_add(&e, m,
-                              _mm512_maskz_loadu_epi8(m, col + k * stride));
+                bytes_ext_add(&e, m, tail_load_epi8(m, col + k * stride));
             }
             _mm512_store_si512(st[0] + j, e.smax);
             _mm512_store_si512(st[1] + j, e.umin);
@@ -1335,7 +1334,7 @@ bytes_columns_ext(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
             .umax = _mm512_load_si512(st[2] + j),
         };
         const __m512i c = bytes_ext_code(ismax, &e);
-        _mm512_mask_storeu_epi8(code + j, m, c);
+        tail_store_epi8(code + j, m, c);
         unsure[j / 64] = bytes_ext_unsure(&e, c, nan_above) & m;
     }
 }
@@ -1371,7 +1370,7 @@ bytes_fold_fp8(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
             wide_load_fp8(code, j, m, &tab, v);
             for (int q = 0; q < 4; q++) {
                 const __mmask16 mq = (__mmask16)(m >> (16 * q));
-                const __m512 aq = _mm512_maskz_loadu_ps(mq, a + 16 * q);
+                const __m512 aq = tail_load_ps(mq, a + 16 * q);
                 /* FLOAT_MAX (FLOAT_MIN): acc stays when >= (<=) or NaN */
                 const __mmask16 take =
                     (ismax ? _mm512_cmp_ps_mask(aq, v[q], _CMP_NGE_UQ)
@@ -1401,7 +1400,7 @@ bytes_row_ext(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above,
     }
     for (; i < n; i += 64) {
         const __mmask64 m = wide_mask(n - i);
-        bytes_ext_add(&e[0], m, _mm512_maskz_loadu_epi8(m, x + i));
+        bytes_ext_add(&e[0], m, tail_load_epi8(m, x + i));
     }
     e[0].smax = _mm512_max_epi8(e[0].smax, e[1].smax);
     e[0].umin = _mm512_min_epu8(e[0].umin, e[1].umin);
@@ -1427,8 +1426,7 @@ bytes_find(uint64_t n, const uint8_t *x, uint8_t and, uint8_t want, bool gt)
 
     for (uint64_t i = 0; i < n; i += 64) {
         const __mmask64 m = wide_mask(n - i);
-        const __m512i c =
-            _mm512_and_si512(_mm512_maskz_loadu_epi8(m, x + i), a);
+        const __m512i c = _mm512_and_si512(tail_load_epi8(m, x + i), a);
         const __mmask64 hit = (gt ? _mm512_cmpgt_epu8_mask(c, w)
                                   : _mm512_cmpeq_epi8_mask(c, w)) &
                               m;
@@ -1451,7 +1449,7 @@ bytes_arg_row(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above)
     bytes_ext_init(&e);
     for (uint64_t i = 0; i < n; i += 64) {
         const __mmask64 m = wide_mask(n - i);
-        bytes_ext_add(&e, m, _mm512_maskz_loadu_epi8(m, x + i));
+        bytes_ext_add(&e, m, tail_load_epi8(m, x + i));
     }
     bytes_ext_lanes(&e);
     c = bytes_ext_code(ismax, &e);
@@ -1544,16 +1542,14 @@ half_arg_row(bool ismax, uint64_t n, const uint16_t *x, uint16_t inf_bits)
     }
     if (i < n) {
         const __mmask32 m = (__mmask32)wide_mask(n - i);
-        const __m512i k =
-            half_key(_mm512_maskz_loadu_epi16(m, x + i), inf, nan_key);
+        const __m512i k = half_key(tail_load_epi16(m, x + i), inf, nan_key);
         ext = ismax ? _mm512_mask_max_epi16(ext, m, ext, k)
                     : _mm512_mask_min_epi16(ext, m, ext, k);
     }
     ext = half_extreme(ismax, ext);
     for (i = 0; i < n; i += 32) {
         const __mmask32 m = (__mmask32)wide_mask(n - i);
-        const __m512i k =
-            half_key(_mm512_maskz_loadu_epi16(m, x + i), inf, nan_key);
+        const __m512i k = half_key(tail_load_epi16(m, x + i), inf, nan_key);
         const __mmask32 hit = _mm512_mask_cmpeq_epi16_mask(m, k, ext);
         if (hit != 0) {
             return i + (uint64_t)__builtin_ctz(hit);
@@ -1630,8 +1626,8 @@ bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
 
         for (uint64_t j = 0; j < w; j += 64) {
             const __mmask64 m = wide_mask(w - j);
-            _mm512_store_si512(
-                bk + j, bytes_key(_mm512_maskz_loadu_epi8(m, xb + j), na, nk));
+            _mm512_store_si512(bk + j,
+                               bytes_key(tail_load_epi8(m, xb + j), na, nk));
             _mm512_store_si512(a8 + j, _mm512_setzero_si512());
             taken[j / 64] = m;
         }
@@ -1646,7 +1642,7 @@ bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
             for (uint64_t j = 0; j < w; j += 64) {
                 const __mmask64 m = wide_mask(w - j);
                 const __m512i key =
-                    bytes_key(_mm512_maskz_loadu_epi8(m, row + j), na, nk);
+                    bytes_key(tail_load_epi8(m, row + j), na, nk);
                 const __m512i kb = _mm512_load_si512(bk + j);
                 const __mmask64 t = (ismax ? _mm512_cmpgt_epi8_mask(key, kb)
                                            : _mm512_cmplt_epi8_mask(key, kb)) &
@@ -2513,9 +2509,9 @@ struct arg_job {
                 LOAD(x, j, m, c, v);                                          \
                 for (int q = 0; q < 4; q++) {                                 \
                     const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
-                    _mm512_mask_storeu_ps(best + j + 16 * q, mq, v[q]);       \
-                    _mm512_mask_storeu_epi32(at + j + 16 * q, mq,             \
-                                             _mm512_set1_epi32((int)r0));     \
+                    tail_store_ps(best + j + 16 * q, mq, v[q]);               \
+                    tail_store_epi32(at + j + 16 * q, mq,                     \
+                                     _mm512_set1_epi32((int)r0));             \
                 }                                                             \
             }                                                                 \
             r = 1;                                                            \
@@ -2528,8 +2524,8 @@ struct arg_job {
                 __m512i a[4];                                                 \
                 for (int q = 0; q < 4; q++) {                                 \
                     const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
-                    b[q] = _mm512_maskz_loadu_ps(mq, best + j + 16 * q);      \
-                    a[q] = _mm512_maskz_loadu_epi32(mq, at + j + 16 * q);     \
+                    b[q] = tail_load_ps(mq, best + j + 16 * q);               \
+                    a[q] = tail_load_epi32(mq, at + j + 16 * q);              \
                 }                                                             \
                 for (uint64_t k = 0; k < gg; k++) {                           \
                     const __m512i kk = _mm512_set1_epi32((int)(r0 + r + k));  \
@@ -2547,8 +2543,8 @@ struct arg_job {
                 }                                                             \
                 for (int q = 0; q < 4; q++) {                                 \
                     const __mmask16 mq = (__mmask16)(m >> (16 * q));          \
-                    _mm512_mask_storeu_ps(best + j + 16 * q, mq, b[q]);       \
-                    _mm512_mask_storeu_epi32(at + j + 16 * q, mq, a[q]);      \
+                    tail_store_ps(best + j + 16 * q, mq, b[q]);               \
+                    tail_store_epi32(at + j + 16 * q, mq, a[q]);              \
                 }                                                             \
             }                                                                 \
         }                                                                     \
@@ -2569,9 +2565,8 @@ arg_sweep_i32(bool ismax, bool init, uint32_t r0, uint64_t g, uint64_t n,
         for (uint64_t j = 0; j < n; j += 16) {
             __mmask16 m =
                 n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1);
-            _mm512_mask_storeu_epi32(best + j, m,
-                                     _mm512_maskz_loadu_epi32(m, xi + j));
-            _mm512_mask_storeu_epi32(at + j, m, _mm512_set1_epi32((int)r0));
+            tail_store_epi32(best + j, m, tail_load_epi32(m, xi + j));
+            tail_store_epi32(at + j, m, _mm512_set1_epi32((int)r0));
         }
         r = 1;
     }
@@ -2580,19 +2575,18 @@ arg_sweep_i32(bool ismax, bool init, uint32_t r0, uint64_t g, uint64_t n,
         for (uint64_t j = 0; j < n; j += 16) {
             __mmask16 m =
                 n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1);
-            __m512i b = _mm512_maskz_loadu_epi32(m, best + j);
-            __m512i a = _mm512_maskz_loadu_epi32(m, at + j);
+            __m512i b = tail_load_epi32(m, best + j);
+            __m512i a = tail_load_epi32(m, at + j);
             for (uint64_t k = 0; k < gg; k++) {
-                __m512i v =
-                    _mm512_maskz_loadu_epi32(m, xi + (r + k) * stride + j);
+                __m512i v = tail_load_epi32(m, xi + (r + k) * stride + j);
                 __mmask16 take = ismax ? _mm512_cmpgt_epi32_mask(v, b)
                                        : _mm512_cmplt_epi32_mask(v, b);
                 b = _mm512_mask_mov_epi32(b, take, v);
                 a = _mm512_mask_mov_epi32(
                     a, take, _mm512_set1_epi32((int)(r0 + r + k)));
             }
-            _mm512_mask_storeu_epi32(best + j, m, b);
-            _mm512_mask_storeu_epi32(at + j, m, a);
+            tail_store_epi32(best + j, m, b);
+            tail_store_epi32(at + j, m, a);
         }
     }
 }

@@ -28,6 +28,7 @@
 #include "kernel_stream.h"
 #include "kernel_table.h"
 #include "simd.h"
+#include "simd_tail.h"
 
 /* The four ops, as the loop's selector. */
 enum round16_mode { R16_FLOOR, R16_CEIL, R16_EVEN, R16_AWAY };
@@ -185,9 +186,8 @@ round16_wide32(__m512i x, uint32_t mbits, uint32_t bias,
         }                                                                     \
         if (i < n) {                                                          \
             __mmask32 k = (__mmask32)((1ull << (n - i)) - 1u);                \
-            __m512i x = _mm512_maskz_loadu_epi16(k, a + i);                   \
-            _mm512_mask_storeu_epi16(o + i, k,                                \
-                                     round16_wide32(x, MBITS, BIAS, MODE));   \
+            __m512i x = tail_load_epi16(k, a + i);                            \
+            tail_store_epi16(o + i, k, round16_wide32(x, MBITS, BIAS, MODE)); \
         }                                                                     \
     }
 #define ROUND16_WIDE_OR_NULL(NAME) NAME##_wide

@@ -32,6 +32,7 @@
 #include "kernel.h"
 #include "kernel_table.h"
 #include "simd.h"
+#include "simd_tail.h"
 
 #if NRTEMU_X86_CLONES
 #include <immintrin.h>
@@ -167,16 +168,16 @@ lookup1_vbmi(const uint8_t *t, const uint8_t *c, const uint8_t *a,
     for (; i < n; i += 64) {
         __mmask64 m =
             n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
-        __m512i x = _mm512_maskz_loadu_epi8(m, a + i);
+        __m512i x = tail_load_epi8(m, a + i);
         if (c != NULL) {
-            __m512i k = _mm512_maskz_loadu_epi8(m, c + i);
+            __m512i k = tail_load_epi8(m, c + i);
             x = _mm512_mask_blend_epi8(_mm512_test_epi8_mask(k, k),
-                                       _mm512_maskz_loadu_epi8(m, b + i), x);
+                                       tail_load_epi8(m, b + i), x);
         }
         __m512i lo = _mm512_permutex2var_epi8(t0, x, t1);
         __m512i hi = _mm512_permutex2var_epi8(t2, x, t3);
         __m512i r = _mm512_mask_blend_epi8(_mm512_movepi8_mask(x), lo, hi);
-        _mm512_mask_storeu_epi8(o + i, m, r);
+        tail_store_epi8(o + i, m, r);
     }
 }
 
@@ -592,8 +593,8 @@ arith_loop(const struct fp8_arith *c, enum arith_kind kind,
     for (size_t i = 0; i < n; i += 64) {
         __mmask64 m =
             n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
-        __m512i x = _mm512_maskz_loadu_epi8(m, a + i);
-        __m512i y = _mm512_maskz_loadu_epi8(m, b + i);
+        __m512i x = tail_load_epi8(m, a + i);
+        __m512i y = tail_load_epi8(m, b + i);
         __m512 fx[4], fy[4];
         __m512i e[4], r;
         /* An operand infinite or NaN (the magnitudes from the infinity
@@ -656,7 +657,7 @@ arith_loop(const struct fp8_arith *c, enum arith_kind kind,
                     mag, _mm512_ternarylogic_epi32(x, y, bit7, 0x28));
             }
         }
-        _mm512_mask_storeu_epi8(o + i, m, r);
+        tail_store_epi8(o + i, m, r);
         if (special != 0) {
             /* the operands' codes as loaded: the out may be one of them,
              * already written */
@@ -928,8 +929,8 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
     for (size_t i = 0; i < n; i += 64) {
         __mmask64 m =
             n - i >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (n - i)) - 1;
-        __m512i x = _mm512_maskz_loadu_epi8(m, a + i);
-        __m512i y = _mm512_maskz_loadu_epi8(m, b + i);
+        __m512i x = tail_load_epi8(m, a + i);
+        __m512i y = tail_load_epi8(m, b + i);
         __m512i kx = lookup64(tk, x), ky = lookup64(tk, y);
         __mmask64 nx = _mm512_cmpeq_epu8_mask(kx, none);
         __mmask64 ny = _mm512_cmpeq_epu8_mask(ky, none);
@@ -961,10 +962,10 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
             break;
         }
         if (diag != NULL) {
-            _mm512_mask_storeu_epi8(
-                o + i, m, lookup64(td, _mm512_mask_blend_epi8(r, y, x)));
+            tail_store_epi8(o + i, m,
+                            lookup64(td, _mm512_mask_blend_epi8(r, y, x)));
         } else {
-            _mm512_mask_storeu_epi8(o + i, m, _mm512_maskz_mov_epi8(r, one));
+            tail_store_epi8(o + i, m, _mm512_maskz_mov_epi8(r, one));
         }
     }
 }

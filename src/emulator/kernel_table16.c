@@ -26,6 +26,7 @@
 #include "kernel_codes16.h"
 #include "kernel_stream.h"
 #include "kernel_table.h"
+#include "simd_tail.h"
 
 #if defined(__x86_64__) && defined(__SSE__)
 #include <xmmintrin.h>
@@ -267,9 +268,8 @@ compute16_bits_loop(enum nrtemu_op op, bool half, const uint16_t *a,
     }
     if (i < n) {
         __mmask32 m = (__mmask32)((1u << (n - i)) - 1);
-        _mm512_mask_storeu_epi16(
-            o + i, m,
-            compute16_bits(op, half, _mm512_maskz_loadu_epi16(m, a + i)));
+        tail_store_epi16(o + i, m,
+                         compute16_bits(op, half, tail_load_epi16(m, a + i)));
     }
 }
 

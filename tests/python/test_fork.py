@@ -33,7 +33,9 @@ PRELUDE = textwrap.dedent(
     from nrtpy.neff import _container
 
     TMP = Path(tempfile.mkdtemp())
-    SIZE = 512
+    # (1024: the 4000 products of slow_model take tens of seconds, well past
+    # NEURON_RT_EXEC_TIMEOUT on any machine; 512 took under 4 s on a Zen 5)
+    SIZE = 1024
 
     def add_model():
         path = nrtpy.neff.compile(lambda a, b: a + b, np.ones(4, np.float32),
