@@ -1238,14 +1238,19 @@ bitwise32(enum nrtemu_op op, size_t n, const uint32_t *a, bool sa,
     }
 }
 
-/* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar. */
+/* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar.
+ * Both are read whatever c says: `c[i] ? x[i] : y[i]` reads one, which
+ * GCC vectorises as two loads masked by c, and on the Zen 5 here masked
+ * loads from memory run at half speed or less (simd_tail.h): 2048 x
+ * 2048 float32 2.5 ms against 1.6 with plain loads and a blend. */
 #define DEFINE_WHERE(SFX, T)                                        \
     NRTEMU_MULTIVERSION                                             \
     static void SFX##_where(size_t n, const uint8_t *c, const T *x, \
                             const T *y, T *o)                       \
     {                                                               \
         for (size_t i = 0; i < n; i++) {                            \
-            o[i] = c[i] != 0 ? x[i] : y[i];                         \
+            T a = x[i], b = y[i];                                   \
+            o[i] = c[i] != 0 ? a : b;                               \
         }                                                           \
     }
 

@@ -119,7 +119,10 @@ where16(size_t n, const uint8_t *c, const uint16_t *x, const uint16_t *y,
         uint16_t *o, uint16_t above, uint16_t keep, uint16_t set)
 {
     for (size_t i = 0; i < n; i++) {
-        uint16_t v = c[i] != 0 ? x[i] : y[i];
+        /* (both read: a select of one would be masked loads, slow from
+         * memory; kernel_elementwise.c's DEFINE_WHERE) */
+        uint16_t a = x[i], b = y[i];
+        uint16_t v = c[i] != 0 ? a : b;
         o[i] = (uint16_t)((v & 0x7fff) > above ? (v & keep) | set : v);
     }
 }
