@@ -13,7 +13,11 @@ tracer or the emulator refuses for an op prints "n/a".
 Columns: time per execution, NumPy time / emulator time (above 1 = faster
 than NumPy), and the bytes the op must read and write divided by the
 emulator's time, as a fraction of this machine's memcpy bandwidth
-(np.copyto of 64 MiB, read + written, median, measured in the same run).
+(np.copyto of 64 MiB, read + written): measured in the row's own phases,
+after the emulator's, median, because on a shared machine it drifts
+(26 to 45 GB/s within minutes on the VM this was written on), and a
+figure taken once at the start misjudged the rows run when it had moved.
+The header gives the median over the rows of the big size.
 
 Floors (issue 10): every row at >= 1.0x NumPy; memory-bound ops (elementwise,
 casts, copies, transposes, reductions, gathers) at the big size at >= 70% of
@@ -272,34 +276,43 @@ def traffic(case: Case, arrays: tuple[np.ndarray, ...], out: np.ndarray) -> int:
     return sum(a.nbytes for a in arrays) + out.nbytes
 
 
-def memcpy_bandwidth(phases: int) -> float:
-    """Bytes per second np.copyto reads and writes, 64 MiB, median."""
-    src = np.ones(64 << 20, np.uint8)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    t = statistics.median(per_call(lambda: np.copyto(dst, src), 3)
-                          for _ in range(max(phases, 5)))
-    return 2 * src.nbytes / t
+class Memcpy:
+    """np.copyto of 64 MiB: `bandwidth(seconds)` is the bytes it reads and
+    writes per second, for a time per copy."""
+
+    def __init__(self) -> None:
+        self.src = np.ones(64 << 20, np.uint8)
+        self.dst = np.empty_like(self.src)
+        np.copyto(self.dst, self.src)
+
+    def __call__(self) -> None:
+        np.copyto(self.dst, self.src)
+
+    def bandwidth(self, seconds: float) -> float:
+        return 2 * self.src.nbytes / seconds
 
 
 BLAS_PARK_SECONDS = 0.3
 
 
 def timed(ours: Callable[[], None], theirs: Callable[[], Any], phases: int,
-          settle: float = 0.0):
-    """Median seconds per call of each, interleaved, after warm-up; a pause
-    of `settle` seconds after each of NumPy's phases."""
+          memcpy: Memcpy, settle: float = 0.0):
+    """Median seconds per call of each, and memcpy's bandwidth, interleaved
+    phases after warm-up (NumPy, the emulator, then memcpy); a pause of
+    `settle` seconds after each of NumPy's phases."""
     ours(), theirs()
     t0 = time.perf_counter()
     ours(), theirs()
     pair = time.perf_counter() - t0
     number = max(1, min(200, int(0.02 / max(pair, 1e-7))))
-    t_ours, t_np = [], []
+    t_ours, t_np, t_copy = [], [], []
     for _ in range(phases):
         t_np.append(per_call(theirs, number))
         time.sleep(settle)
         t_ours.append(per_call(ours, number))
-    return statistics.median(t_ours), statistics.median(t_np)
+        t_copy.append(per_call(memcpy, 3))
+    return (statistics.median(t_ours), statistics.median(t_np),
+            memcpy.bandwidth(statistics.median(t_copy)))
 
 
 def agrees(got: np.ndarray, want: np.ndarray) -> bool:
@@ -314,8 +327,10 @@ def agrees(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(close.mean() >= 0.99)
 
 
-def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: int):
-    """(t_ours, t_numpy, bytes, agrees), or the reason the row is n/a."""
+def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: int,
+              memcpy: Memcpy):
+    """(t_ours, t_numpy, bytes, agrees, memcpy bytes per second), or the
+    reason the row is n/a."""
     assert case.fn is not None and case.make is not None
     arrays = case.make(dt, n)
     try:
@@ -348,9 +363,9 @@ def bench_row(work: Path, case: Case, dt: np.dtype, n: int, phases: int, idx: in
     else:
         def theirs():
             case.fn(*arrays)
-    t_ours, t_np = timed(run, theirs, phases,
-                         BLAS_PARK_SECONDS if case.blas else 0.0)
-    return t_ours, t_np, traffic(case, arrays, want), agrees(got, want)
+    t_ours, t_np, bandwidth = timed(run, theirs, phases, memcpy,
+                                    BLAS_PARK_SECONDS if case.blas else 0.0)
+    return t_ours, t_np, traffic(case, arrays, want), agrees(got, want), bandwidth
 
 
 def fmt_time(t: float) -> str:
@@ -385,14 +400,15 @@ def main() -> int:
     cases = [c for c in CASES if c.op in names and (not wanted or c.op in wanted)]
     phases = 3 if args.quick else 5
 
-    memcpy = memcpy_bandwidth(phases)
+    memcpy = Memcpy()
     print(f"nrtpy {nrtpy.__version__}, emulated={nrtpy.runtime_info()['emulated']}, "
           f"numpy {np.__version__}; ops from {source}; median of {phases} phases; "
-          f"memcpy {memcpy / 1e9:.1f} GB/s (read + written)\n")
+          f"memcpy (64 MiB, read + written) measured in each row's phases\n")
     print("| op | expression | dtype | size | emulator | NumPy | NumPy / emulator "
-          "| of memcpy | note |")
-    print("|---|---|---|---|---:|---:|---:|---:|---|")
+          "| of memcpy | memcpy GB/s | note |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---|")
     below: list[str] = []
+    bandwidths: list[float] = []
     # (removed when the run ends: each row's NEFF is written there)
     tmp = tempfile.TemporaryDirectory(prefix="nrtpy-bench-ops-")
     work = Path(tmp.name)
@@ -400,7 +416,7 @@ def main() -> int:
     with np.errstate(all="ignore"):
         for case in cases:
             if case.fn is None:
-                print(f"| {case.op} | | | | n/a | | | | {case.why} |", flush=True)
+                print(f"| {case.op} | | | | n/a | | | | | {case.why} |", flush=True)
                 continue
             for dt in DTYPES:
                 sizes = [BIG] if args.quick else [SMALL, BIG]
@@ -409,12 +425,15 @@ def main() -> int:
                 for n in sizes:
                     idx += 1
                     head = f"| {case.op} | `{case.label}` | {dt.name} | {n}x{n} |"
-                    r = bench_row(work, case, dt, n, phases, idx)
+                    r = bench_row(work, case, dt, n, phases, idx, memcpy)
                     if isinstance(r, str):
-                        print(f"{head} n/a | | | | {r.replace('|', '/')} |", flush=True)
+                        print(f"{head} n/a | | | | | {r.replace('|', '/')} |",
+                              flush=True)
                         continue
-                    t_ours, t_np, nbytes, ok = r
-                    ratio, frac = t_np / t_ours, nbytes / t_ours / memcpy
+                    t_ours, t_np, nbytes, ok, bandwidth = r
+                    if n == BIG:
+                        bandwidths.append(bandwidth)
+                    ratio, frac = t_np / t_ours, nbytes / t_ours / bandwidth
                     notes = []
                     if ratio < SPEED_FLOOR:
                         notes.append(f"< {SPEED_FLOOR:.1f}x NumPy")
@@ -427,8 +446,13 @@ def main() -> int:
                     if not ok:
                         notes.append("result differs from NumPy")
                     print(f"{head} {fmt_time(t_ours)} | {fmt_time(t_np)} | "
-                          f"{ratio:.2f} | {frac:.0%} | {'; '.join(notes)} |", flush=True)
+                          f"{ratio:.2f} | {frac:.0%} | {bandwidth / 1e9:.1f} | "
+                          f"{'; '.join(notes)} |", flush=True)
 
+    if bandwidths:
+        print(f"\nmemcpy over the {BIG}x{BIG} rows: median "
+              f"{statistics.median(bandwidths) / 1e9:.1f} GB/s, "
+              f"{min(bandwidths) / 1e9:.1f} to {max(bandwidths) / 1e9:.1f}")
     print(f"\n{len(below)} row(s) below their floor (>= {SPEED_FLOOR:.1f}x NumPy; "
           f">= {BANDWIDTH_FLOOR:.0%} of memcpy for memory-bound ops at {BIG}x{BIG}):")
     for line in below:
