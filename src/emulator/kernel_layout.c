@@ -778,11 +778,49 @@ transpose_2d_avx512_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
 }
 
 /*
- * A large 2-D transpose of 1-byte items whose extents are whole squares
- * (transpose_bands_1) by bands of 64 rows of src: each band is one run of
- * memory, read square by square along it while the next band is
- * prefetched in memory order, and its squares go to dst, 64 whole lines
- * in 64 rows, with non-temporal stores.  The call is cold in the
+ * dst rows [0, S) x columns [0, S) from src rows [0, S) x columns [0, S)
+ * (dst[r][c] = src[c][r]) for items of `size` bytes (1, 2 or 4), S = 64 /
+ * size, so that a row of the square is one 64-byte line: through `sq` (S
+ * lines), whose lines go to dst with non-temporal stores (dst and drs:
+ * whole lines).  2- and 4-byte squares are four blocks of block_16x16_2
+ * or block_8x8_4.
+ */
+static inline __attribute__((always_inline)) ATTR_AVX512 void
+square_lines(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
+             char *sq, size_t size)
+{
+    const int side = (int)(64 / size);
+
+    if (size == 1) {
+        square_64_1(dst, drs, src, srs, sq, true);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 2; j++) {
+            /* src rows side / 2 * i on, columns side / 2 * j on: sq rows
+             * side / 2 * j on, 32 bytes * i in */
+            char *to = sq + (ptrdiff_t)(side / 2 * j * 64 + 32 * i);
+            const char *from = src + (ptrdiff_t)(side / 2 * i) * srs + 32 * j;
+            if (size == 2) {
+                block_16x16_2(to, 64, from, srs);
+            } else {
+                block_8x8_4(to, 64, from, srs);
+            }
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < side; r++) {
+        _mm512_stream_si512((void *)(dst + r * drs),
+                            _mm512_load_si512(sq + r * 64));
+    }
+}
+
+/*
+ * A large 2-D transpose of 1-, 2- or 4-byte items whose extents are whole
+ * squares (transpose_bands) by bands of S = 64 / size rows of src: each
+ * band is one run of memory, read square by square along it while the
+ * next band is prefetched in memory order, and its squares go to dst, S
+ * whole lines in S rows, with non-temporal stores.  The call is cold in the
  * bench (its operands evicted by NumPy's phase): the tiles of
  * transpose_2d read a strip of 64 or 256 bytes of each row of src, 2 KiB
  * apart at 2048 x 2048, which the prefetchers do not follow, and every
@@ -799,23 +837,29 @@ transpose_2d_avx512_1(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
  * The same order with plain stores was slower cold (668-685 us) and
  * warm; the huge pages of the tensors (host_memory.c) leave the TLB out
  * of it (touching every page of both before a cold call changed it
- * little).
+ * little).  2- and 4-byte items went by the 16 x 16 and 8 x 8 blocks of
+ * transpose_2d (32-byte pieces of dst lines, each line read first):
+ * through nrtpy at 2048 x 2048 after a 64 MiB copy, medians of 4
+ * interleaved runs, by bands float32 1512 -> 1058 us, int32 1414 -> 1015,
+ * bfloat16 955 -> 613, float16 866 -> 593 (np.copyto of the same bytes:
+ * about 1150 and 600).
  */
 static ATTR_AVX512 void
-transpose_bands_avx512_1(char *dst, ptrdiff_t drs, const char *src,
-                         ptrdiff_t srs, uint64_t R, uint64_t C)
+transpose_bands_avx512(char *dst, ptrdiff_t drs, const char *src,
+                       ptrdiff_t srs, uint64_t R, uint64_t C, size_t size)
 {
     _Alignas(64) char sq[64 * 64];
-    uint64_t lines = R / 64; /* of a row of src */
+    const uint64_t side = 64 / size;
+    uint64_t lines = R * size / 64; /* of a row of src */
 
-    for (uint64_t c = 0; c < C; c += 64) {
+    for (uint64_t c = 0; c < C; c += side) {
         const char *band = src + (ptrdiff_t)c * srs;
-        const char *next = band + 64 * srs;
+        const char *next = band + (ptrdiff_t)side * srs;
         uint64_t prow = 0, pline = 0;
-        for (uint64_t r = 0; r < R; r += 64) {
-            /* a square's share of the next band: 64 of its lines, in
-             * memory order (the band has 64 a square) */
-            for (int k = 0; k < 64 && c + 64 < C; k++) {
+        for (uint64_t r = 0; r < R; r += side) {
+            /* a square's share of the next band: `side` of its lines, in
+             * memory order (the band has `side` a square) */
+            for (uint64_t k = 0; k < side && c + side < C; k++) {
                 __builtin_prefetch(next + (ptrdiff_t)prow * srs +
                                    (ptrdiff_t)(pline * 64));
                 if (++pline == lines) {
@@ -823,8 +867,8 @@ transpose_bands_avx512_1(char *dst, ptrdiff_t drs, const char *src,
                     prow++;
                 }
             }
-            square_64_1(dst + (ptrdiff_t)r * drs + (ptrdiff_t)c, drs,
-                        band + (ptrdiff_t)r, srs, sq, true);
+            square_lines(dst + (ptrdiff_t)r * drs + (ptrdiff_t)(c * size), drs,
+                         band + (ptrdiff_t)(r * size), srs, sq, size);
         }
     }
     _mm_sfence();
@@ -834,6 +878,7 @@ struct bands_job {
     char *dst;
     const char *src;
     uint64_t R, C; /* out rows and columns */
+    size_t size;   /* of an item */
     uint32_t tasks;
 };
 
@@ -842,44 +887,48 @@ static void
 bands_task(void *arg, uint32_t t)
 {
     const struct bands_job *j = arg;
-    uint64_t bands = j->C / 64;
+    const uint64_t side = 64 / j->size, bands = j->C / side;
     uint64_t b0 = bands * t / j->tasks, b1 = bands * (t + 1) / j->tasks;
 
     if (b1 > b0) {
-        transpose_bands_avx512_1(j->dst + b0 * 64, (ptrdiff_t)j->C,
-                                 j->src + b0 * 64 * j->R, (ptrdiff_t)j->R,
-                                 j->R, (b1 - b0) * 64);
+        transpose_bands_avx512(
+            j->dst + b0 * side * j->size, (ptrdiff_t)(j->C * j->size),
+            j->src + b0 * side * j->R * j->size, (ptrdiff_t)(j->R * j->size),
+            j->R, (b1 - b0) * side, j->size);
     }
 }
 #endif
 
-/* Outs of at least this many bytes go by bands (transpose_bands_1):
- * smaller ones stay in the cache for what reads them next. */
+/* Outs of at least this many bytes go by bands (transpose_bands): smaller
+ * ones stay in the cache for what reads them next. */
 #define TRANSPOSE_BANDS_MIN ((uint64_t)1 << 21)
 
 static uint32_t layout_tasks(size_t bytes);
 
 /*
- * out = in transposed (perm 1, 0) by bands when that applies: 1-byte
- * items, extents multiples of 64, both arrays on 64-byte boundaries, an
- * out of TRANSPOSE_BANDS_MIN bytes at least, a CPU with AVX-512 BW.
- * False, nothing written, otherwise.
+ * out = in transposed (perm 1, 0) by bands when that applies: items of 1,
+ * 2 or 4 bytes, extents multiples of the square's side (64 / size), both
+ * arrays on 64-byte boundaries, an out of TRANSPOSE_BANDS_MIN bytes at
+ * least, a CPU with AVX-512 BW.  False, nothing written, otherwise.
  */
 static bool
-transpose_bands_1(const struct nrtemu_array *out,
-                  const struct nrtemu_array *in, const uint32_t *perm)
+transpose_bands(const struct nrtemu_array *out, const struct nrtemu_array *in,
+                const uint32_t *perm)
 {
 #if NRTEMU_X86_CLONES
-    struct bands_job j = {out->data, in->data, 0, 0, 1};
+    size_t size = nrtemu__dtype_size(out->dtype);
+    struct bands_job j = {out->data, in->data, 0, 0, size, 1};
+    uint64_t side = size != 0 ? 64 / size : 0;
 
     if (out->ndim != 2 || perm[0] != 1 ||
-        nrtemu__dtype_size(out->dtype) != 1 ||
-        nrtemu__dtype_size(in->dtype) != 1) {
+        (size != 1 && size != 2 && size != 4) ||
+        nrtemu__dtype_size(in->dtype) != size) {
         return false;
     }
     j.R = out->shape[0];
     j.C = out->shape[1];
-    if (j.R % 64 != 0 || j.C % 64 != 0 || j.R * j.C < TRANSPOSE_BANDS_MIN ||
+    if (j.R % side != 0 || j.C % side != 0 ||
+        j.R * j.C * size < TRANSPOSE_BANDS_MIN ||
         (uintptr_t)out->data % 64 != 0 || (uintptr_t)in->data % 64 != 0) {
         return false;
     }
@@ -887,8 +936,8 @@ transpose_bands_1(const struct nrtemu_array *out,
     if (!__builtin_cpu_supports("avx512bw")) {
         return false;
     }
-    j.tasks = layout_tasks((size_t)(j.R * j.C));
-    j.tasks = j.tasks < j.C / 64 ? j.tasks : (uint32_t)(j.C / 64);
+    j.tasks = layout_tasks((size_t)(j.R * j.C * size));
+    j.tasks = j.tasks < j.C / side ? j.tasks : (uint32_t)(j.C / side);
     nrtemu__pool_run(bands_task, &j, j.tasks);
     return true;
 #else
@@ -1221,7 +1270,7 @@ nrtemu__kernel_transpose(const struct nrtemu_array *out,
 {
     ptrdiff_t in_strides[NRTEMU_MAX_DIMS], strides[NRTEMU_MAX_DIMS];
 
-    if (transpose_bands_1(out, in, perm)) {
+    if (transpose_bands(out, in, perm)) {
         return;
     }
     contiguous_strides(in, in_strides);

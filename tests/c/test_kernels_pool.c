@@ -282,44 +282,56 @@ test_transpose_small_items(void)
 }
 
 /*
- * Large transposes of 1-byte items with extents of whole 64 x 64 squares
- * (by bands of src, streamed, kernel_layout.c, with AVX-512 BW), wide,
- * tall and square, one band and many; and the same arrays one byte off
- * a 64-byte boundary (the tiles); every item checked.
+ * Large transposes of 1-, 2- and 4-byte items with extents of whole
+ * squares of 64-byte lines (64, 32 and 16 items a side: by bands of src,
+ * streamed, kernel_layout.c, with AVX-512 BW), wide, tall and square, one
+ * band and many (of the square's side: 16 x 131072 and 131072 x 16 for
+ * 4-byte items); extents one square's side off those (the tiles); and
+ * the same arrays one byte off a 64-byte boundary (the tiles); every item
+ * checked.
  */
 static void
 test_transpose_bands(void)
 {
     static const uint64_t shapes[][2] = {
-        {2048, 2048}, {1024, 2048}, {4096, 512}, {64, 32768}, {32768, 64}};
-    enum { N = 2048 * 2048 + 128 };
+        {2048, 2048}, {1024, 2048}, {4096, 512}, {64, 32768}, {32768, 64},
+        {16, 131072}, {131072, 16}, {32, 65536}, {2048, 1040}};
+    static const enum nrtemu_dtype dts[] = {
+        NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_BFLOAT16, NRTEMU_DTYPE_FLOAT32};
+    enum { N = 4 * 2048 * 2048 + 128 };
     static uint8_t x[N], o[N];
     uint32_t perm[2] = {1, 0};
 
     for (size_t i = 0; i < N; i++) {
         x[i] = (uint8_t)(i * 40503u >> 7);
     }
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        for (size_t skew = 0; skew < 2; skew++) {
-            uint64_t R = shapes[k][0], C = shapes[k][1];
-            uint8_t *in_data = x + (64 - (uintptr_t)x % 64) + skew;
-            uint8_t *out_data = o + (64 - (uintptr_t)o % 64) + skew;
-            struct nrtemu_array in = {
-                in_data, NRTEMU_DTYPE_FLOAT8_E4M3, 2, {R, C}};
-            struct nrtemu_array out = {
-                out_data, NRTEMU_DTYPE_FLOAT8_E4M3, 2, {C, R}};
-            size_t bad = 0;
-            memset(o, 0, sizeof o);
-            nrtemu__kernel_transpose(&out, &in, perm);
-            for (uint64_t r = 0; r < R; r++) {
-                for (uint64_t c = 0; c < C; c++) {
-                    bad += out_data[c * R + r] != in_data[r * C + c];
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        const size_t size = nrtemu__dtype_size(dts[d]);
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            for (size_t skew = 0; skew < 2; skew++) {
+                uint64_t R = shapes[k][0], C = shapes[k][1];
+                uint8_t *in_data = x + (64 - (uintptr_t)x % 64) + skew;
+                uint8_t *out_data = o + (64 - (uintptr_t)o % 64) + skew;
+                struct nrtemu_array in = {in_data, dts[d], 2, {R, C}};
+                struct nrtemu_array out = {out_data, dts[d], 2, {C, R}};
+                size_t bad = 0;
+                if (R * C * size + 128 > N) {
+                    continue;
                 }
-            }
-            if (bad != 0) {
-                TEST_FAIL_("%llux%llu transpose (skew %zu): %zu items wrong",
-                           (unsigned long long)R, (unsigned long long)C, skew,
-                           bad);
+                memset(o, 0, sizeof o);
+                nrtemu__kernel_transpose(&out, &in, perm);
+                for (uint64_t r = 0; r < R; r++) {
+                    for (uint64_t c = 0; c < C; c++) {
+                        bad += memcmp(out_data + (c * R + r) * size,
+                                      in_data + (r * C + c) * size, size) != 0;
+                    }
+                }
+                if (bad != 0) {
+                    TEST_FAIL_("%zu-byte %llux%llu transpose (skew %zu): %zu "
+                               "items wrong",
+                               size, (unsigned long long)R,
+                               (unsigned long long)C, skew, bad);
+                }
             }
         }
     }
