@@ -6,7 +6,10 @@
  * of x where the condition byte is not 0 (any value, not only 1), of y
  * elsewhere, NaN codes NaN of the same sign.  Every code as x and as y,
  * odd lengths, the out being x or y, results streamed, and a broadcast
- * condition (the driver's path).
+ * condition (the driver's path).  And 4- and 8-byte dtypes streamed
+ * (non-temporal stores from registers with AVX-512) against the driver
+ * and the select: random bits (NaN payloads included), odd lengths, outs
+ * off a 64-byte line by a few items, in place.
  */
 #include "test.h"
 
@@ -179,6 +182,77 @@ test_broadcast_condition(void)
     }
 }
 
+/* where of n items of a 4- or 8-byte dt over the bytes x, y into out. */
+static void
+run_wide(enum nrtemu_dtype dt, enum nrtemu_dtype cdt, size_t n,
+         const uint8_t *c, const void *x, const void *y, void *out,
+         bool stream)
+{
+    struct nrtemu_scratch s = {0};
+    struct nrtemu_array in[3] = {{(void *)c, cdt, 1, {n}},
+                                 {(void *)x, dt, 1, {n}},
+                                 {(void *)y, dt, 1, {n}}};
+    struct nrtemu_array o = {out, dt, 1, {n}};
+
+    ASSERT_EQ(nrtemu__kernel_elementwise_part(NRTEMU_OP_WHERE, dt, &o, in, 3,
+                                              &s, stream),
+              NRT_SUCCESS);
+    nrtemu__scratch_free(&s);
+}
+
+static void
+test_wide_streamed(void)
+{
+    static const enum nrtemu_dtype wide[] = {
+        NRTEMU_DTYPE_FLOAT32, NRTEMU_DTYPE_INT32, NRTEMU_DTYPE_UINT32,
+        NRTEMU_DTYPE_FLOAT64, NRTEMU_DTYPE_INT64};
+    static const size_t lens[] = {1, 7, 8, 9, 16, 17, 31, 33, 511, 4099};
+    enum { MAX = 4099 + 8, BYTES = 8 * MAX + 64 };
+    static _Alignas(64) unsigned char x[BYTES], y[BYTES], o1[BYTES], o2[BYTES];
+    uint32_t seed = 777;
+
+    for (size_t i = 0; i < BYTES; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (unsigned char)(seed >> 24);
+        y[i] = (unsigned char)(seed >> 16);
+    }
+    fill_conditions(5);
+    for (size_t k = 0; k < sizeof wide / sizeof wide[0]; k++) {
+        const size_t size = nrtemu__dtype_size(wide[k]);
+        for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+            for (size_t off = 0; off < 4; off++) {
+                const size_t n = lens[l], at = off * size;
+                memset(o1, 0xa5, sizeof o1);
+                memset(o2, 0x5a, sizeof o2);
+                run_wide(wide[k], NRTEMU_DTYPE_UINT8, n, cs, x + at, y + at,
+                         o1 + at, false);
+                run_wide(wide[k], NRTEMU_DTYPE_BOOL, n, cs, x + at, y + at,
+                         o2 + at, true);
+                for (size_t i = 0; i < n; i++) {
+                    const unsigned char *sel =
+                        (cs[i] != 0 ? x : y) + at + i * size;
+                    if (memcmp(o2 + at + i * size, sel, size) != 0 ||
+                        memcmp(o1 + at + i * size, sel, size) != 0) {
+                        TEST_FAIL_("where of %s streamed, %zu items at +%zu, "
+                                   "item %zu: not the item selected",
+                                   nrtemu__dtype_name(wide[k]), n, off, i);
+                    }
+                }
+                /* nothing written around the items */
+                ASSERT_EQ(o2[at + n * size], 0x5a);
+                if (at != 0) {
+                    ASSERT_EQ(o2[at - 1], 0x5a);
+                }
+                /* in place: out is y */
+                memcpy(o2, y, sizeof o2);
+                run_wide(wide[k], NRTEMU_DTYPE_BOOL, n, cs, x + at, o2 + at,
+                         o2 + at, true);
+                ASSERT_EQ(memcmp(o2 + at, o1 + at, n * size), 0);
+            }
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -186,5 +260,6 @@ main(void)
     RUN_TEST(test_every_code);
     RUN_TEST(test_tails_in_place_stream);
     RUN_TEST(test_broadcast_condition);
+    RUN_TEST(test_wide_streamed);
     return 0;
 }
