@@ -1665,10 +1665,30 @@ bytes_at_flush(uint32_t *at, uint64_t n, const uint8_t *a8, uint64_t *taken,
  * keys and offsets are skipped for runs of 64 columns that take none.)
  */
 #define BYTES_BLOCK 256
-WIDE static void
-bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
-                  uint64_t stride, const uint8_t *x, uint32_t *at, float *best,
-                  struct narrow p, uint8_t nan_above)
+
+/* The columns [j, j + 64) of a row, those of m (a step of
+ * bytes_arg_columns). */
+#define BYTES_ARG_STEP(ismax, m)                                             \
+    do {                                                                     \
+        const __m512i key = bytes_key(tail_load_epi8((m), row + j), na, nk); \
+        const __m512i kb = _mm512_load_si512(bk + j);                        \
+        const __mmask64 t = ((ismax) ? _mm512_cmpgt_epi8_mask(key, kb)       \
+                                     : _mm512_cmplt_epi8_mask(key, kb)) &    \
+                            (m);                                             \
+        if (t != 0) {                                                        \
+            _mm512_mask_storeu_epi8(bk + j, t, key);                         \
+            _mm512_mask_storeu_epi8(a8 + j, t, off);                         \
+            taken[j / 64] |= t;                                              \
+        }                                                                    \
+    } while (0)
+
+/* (inlined for each direction, with the mask of the whole steps a
+ * constant, as WIDE_FOLD_SWEEP's NAME##_op; each row prefetches the run
+ * PREFETCH_ROWS rows ahead) */
+WIDE static inline __attribute__((always_inline)) void
+bytes_arg_columns_dir(const bool ismax, uint32_t r0, uint64_t g, uint64_t n,
+                      uint64_t stride, const uint8_t *x, uint32_t *at,
+                      float *best, struct narrow p, uint8_t nan_above)
 {
     const __m512i na = _mm512_set1_epi8((char)nan_above);
     const __m512i nk = _mm512_set1_epi8(ismax ? 127 : -128);
@@ -1690,25 +1710,19 @@ bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
         }
         for (uint64_t r = 1; r < g; r++) {
             const uint8_t *row = xb + r * stride;
+            uint64_t j = 0;
             __m512i off;
             if (r == base + BYTES_BLOCK) {
                 bytes_at_flush(at + b, w, a8, taken, r0 + (uint32_t)base);
                 base = r;
             }
+            prefetch_row(xb, r, g, stride, w);
             off = _mm512_set1_epi8((char)(r - base));
-            for (uint64_t j = 0; j < w; j += 64) {
-                const __mmask64 m = wide_mask(w - j);
-                const __m512i key =
-                    bytes_key(tail_load_epi8(m, row + j), na, nk);
-                const __m512i kb = _mm512_load_si512(bk + j);
-                const __mmask64 t = (ismax ? _mm512_cmpgt_epi8_mask(key, kb)
-                                           : _mm512_cmplt_epi8_mask(key, kb)) &
-                                    m;
-                if (t != 0) {
-                    _mm512_mask_storeu_epi8(bk + j, t, key);
-                    _mm512_mask_storeu_epi8(a8 + j, t, off);
-                    taken[j / 64] |= t;
-                }
+            for (; j + 64 <= w; j += 64) {
+                BYTES_ARG_STEP(ismax, ~(__mmask64)0);
+            }
+            if (j < w) {
+                BYTES_ARG_STEP(ismax, wide_mask(w - j));
             }
         }
         bytes_at_flush(at + b, w, a8, taken, r0 + (uint32_t)base);
@@ -1719,6 +1733,20 @@ bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
                                         : 0x80u | (uint32_t)-k;
             best[b + i] = narrow_widen(c, p);
         }
+    }
+}
+
+WIDE static void
+bytes_arg_columns(bool ismax, uint32_t r0, uint64_t g, uint64_t n,
+                  uint64_t stride, const uint8_t *x, uint32_t *at, float *best,
+                  struct narrow p, uint8_t nan_above)
+{
+    if (ismax) {
+        bytes_arg_columns_dir(true, r0, g, n, stride, x, at, best, p,
+                              nan_above);
+    } else {
+        bytes_arg_columns_dir(false, r0, g, n, stride, x, at, best, p,
+                              nan_above);
     }
 }
 #endif
