@@ -38,113 +38,62 @@
     static inline       \
         __attribute__((always_inline, target("avx512f,avx512bw,avx512vl")))
 
-/* Loads: the lanes of m from p, the others zero. */
-
-SIMD_TAIL_FN __m512i
-tail_load_epi8(__mmask64 m, const void *p)
-{
-    return m == ~(__mmask64)0 ? _mm512_loadu_si512(p)
-                              : _mm512_maskz_loadu_epi8(m, p);
-}
-
-SIMD_TAIL_FN __m512i
-tail_load_epi16(__mmask32 m, const void *p)
-{
-    return m == ~(__mmask32)0 ? _mm512_loadu_si512(p)
-                              : _mm512_maskz_loadu_epi16(m, p);
-}
-
-SIMD_TAIL_FN_F __m512i
-tail_load_epi32(__mmask16 m, const void *p)
-{
-    return m == (__mmask16)0xffff ? _mm512_loadu_si512(p)
-                                  : _mm512_maskz_loadu_epi32(m, p);
-}
-
-SIMD_TAIL_FN_F __m512
-tail_load_ps(__mmask16 m, const float *p)
-{
-    return m == (__mmask16)0xffff ? _mm512_loadu_ps(p)
-                                  : _mm512_maskz_loadu_ps(m, p);
-}
-
-SIMD_TAIL_FN_F __m512d
-tail_load_pd(__mmask8 m, const double *p)
-{
-    return m == (__mmask8)0xff ? _mm512_loadu_pd(p)
-                               : _mm512_maskz_loadu_pd(m, p);
-}
-
-/* 16 words into a 256-bit register. */
-SIMD_TAIL_FN_VL __m256i
-tail_load256_epi16(__mmask16 m, const void *p)
-{
-    return m == (__mmask16)0xffff ? _mm256_loadu_si256((const __m256i *)p)
-                                  : _mm256_maskz_loadu_epi16(m, p);
-}
-
-/* Stores: the lanes of m to p, the others left as they are. */
-
-SIMD_TAIL_FN void
-tail_store_epi8(void *p, __mmask64 m, __m512i v)
-{
-    if (m == ~(__mmask64)0) {
-        _mm512_storeu_si512(p, v);
-    } else {
-        _mm512_mask_storeu_epi8(p, m, v);
+/*
+ * NAME(m, p): the lanes of m from p, the others zero (a load), or
+ * NAME(p, m, v): the lanes of m of v to p, the others left as they are
+ * (a store); FULL is the mask of every lane, PLAIN and MASKED the two
+ * instructions.
+ */
+#define SIMD_TAIL_LOAD(ATTR, NAME, V, M, P, FULL, PLAIN, MASKED) \
+    ATTR V NAME(M m, P p)                                        \
+    {                                                            \
+        return m == (M)(FULL) ? PLAIN(p) : MASKED(m, p);         \
     }
-}
-
-SIMD_TAIL_FN void
-tail_store_epi16(void *p, __mmask32 m, __m512i v)
-{
-    if (m == ~(__mmask32)0) {
-        _mm512_storeu_si512(p, v);
-    } else {
-        _mm512_mask_storeu_epi16(p, m, v);
+#define SIMD_TAIL_STORE(ATTR, NAME, V, M, P, FULL, PLAIN, MASKED) \
+    ATTR void NAME(P p, M m, V v)                                 \
+    {                                                             \
+        if (m == (M)(FULL)) {                                     \
+            PLAIN(p, v);                                          \
+        } else {                                                  \
+            MASKED(p, m, v);                                      \
+        }                                                         \
     }
-}
 
-SIMD_TAIL_FN_F void
-tail_store_epi32(void *p, __mmask16 m, __m512i v)
-{
-    if (m == (__mmask16)0xffff) {
-        _mm512_storeu_si512(p, v);
-    } else {
-        _mm512_mask_storeu_epi32(p, m, v);
-    }
-}
+/* (the plain 256-bit ones take __m256i pointers) */
+#define SIMD_TAIL_LOADU256(p) _mm256_loadu_si256((const __m256i *)(p))
+#define SIMD_TAIL_STOREU256(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 
-SIMD_TAIL_FN_F void
-tail_store_ps(float *p, __mmask16 m, __m512 v)
-{
-    if (m == (__mmask16)0xffff) {
-        _mm512_storeu_ps(p, v);
-    } else {
-        _mm512_mask_storeu_ps(p, m, v);
-    }
-}
+/* clang-format off */
+SIMD_TAIL_LOAD(SIMD_TAIL_FN, tail_load_epi8, __m512i, __mmask64, const void *,
+               ~(__mmask64)0, _mm512_loadu_si512, _mm512_maskz_loadu_epi8)
+SIMD_TAIL_LOAD(SIMD_TAIL_FN, tail_load_epi16, __m512i, __mmask32, const void *,
+               ~(__mmask32)0, _mm512_loadu_si512, _mm512_maskz_loadu_epi16)
+SIMD_TAIL_LOAD(SIMD_TAIL_FN_F, tail_load_epi32, __m512i, __mmask16,
+               const void *, 0xffff, _mm512_loadu_si512,
+               _mm512_maskz_loadu_epi32)
+SIMD_TAIL_LOAD(SIMD_TAIL_FN_F, tail_load_ps, __m512, __mmask16, const float *,
+               0xffff, _mm512_loadu_ps, _mm512_maskz_loadu_ps)
+SIMD_TAIL_LOAD(SIMD_TAIL_FN_F, tail_load_pd, __m512d, __mmask8, const double *,
+               0xff, _mm512_loadu_pd, _mm512_maskz_loadu_pd)
+/* 16 words into a 256-bit register */
+SIMD_TAIL_LOAD(SIMD_TAIL_FN_VL, tail_load256_epi16, __m256i, __mmask16,
+               const void *, 0xffff, SIMD_TAIL_LOADU256,
+               _mm256_maskz_loadu_epi16)
 
-SIMD_TAIL_FN_F void
-tail_store_pd(double *p, __mmask8 m, __m512d v)
-{
-    if (m == (__mmask8)0xff) {
-        _mm512_storeu_pd(p, v);
-    } else {
-        _mm512_mask_storeu_pd(p, m, v);
-    }
-}
-
-/* 16 words from a 256-bit register. */
-SIMD_TAIL_FN_VL void
-tail_store256_epi16(void *p, __mmask16 m, __m256i v)
-{
-    if (m == (__mmask16)0xffff) {
-        _mm256_storeu_si256((__m256i *)p, v);
-    } else {
-        _mm256_mask_storeu_epi16(p, m, v);
-    }
-}
+SIMD_TAIL_STORE(SIMD_TAIL_FN, tail_store_epi8, __m512i, __mmask64, void *,
+                ~(__mmask64)0, _mm512_storeu_si512, _mm512_mask_storeu_epi8)
+SIMD_TAIL_STORE(SIMD_TAIL_FN, tail_store_epi16, __m512i, __mmask32, void *,
+                ~(__mmask32)0, _mm512_storeu_si512, _mm512_mask_storeu_epi16)
+SIMD_TAIL_STORE(SIMD_TAIL_FN_F, tail_store_epi32, __m512i, __mmask16, void *,
+                0xffff, _mm512_storeu_si512, _mm512_mask_storeu_epi32)
+SIMD_TAIL_STORE(SIMD_TAIL_FN_F, tail_store_ps, __m512, __mmask16, float *,
+                0xffff, _mm512_storeu_ps, _mm512_mask_storeu_ps)
+SIMD_TAIL_STORE(SIMD_TAIL_FN_F, tail_store_pd, __m512d, __mmask8, double *,
+                0xff, _mm512_storeu_pd, _mm512_mask_storeu_pd)
+/* 16 words from a 256-bit register */
+SIMD_TAIL_STORE(SIMD_TAIL_FN_VL, tail_store256_epi16, __m256i, __mmask16,
+                void *, 0xffff, SIMD_TAIL_STOREU256, _mm256_mask_storeu_epi16)
+/* clang-format on */
 
 #endif /* NRTEMU_X86_CLONES */
 #endif /* NRTEMU_SIMD_TAIL_H */
