@@ -193,21 +193,20 @@ where_line(size_t size, const uint8_t *c, const char *x, const char *y,
     return _mm512_mask_blend_epi64((__mmask8)_mm_test_epi8_mask(k, k), b, a);
 }
 
-/* Items [0, n) of where(c, x, y), one at a time (o may be x or y). */
+/* Items [0, n) of where(c, x, y) without the vector stores (o may be x
+ * or y): where16 for 2-byte codes, one at a time otherwise. */
 static void
 where_items(size_t size, size_t n, const uint8_t *c, const char *x,
             const char *y, char *o, const struct nan_rule *r)
 {
+    if (size == 2) {
+        where16(n, c, (const uint16_t *)(const void *)x,
+                (const uint16_t *)(const void *)y, (uint16_t *)(void *)o,
+                r->above, r->keep, r->set);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
-        const char *from = c[i] != 0 ? x + i * size : y + i * size;
-        if (size == 2) {
-            uint16_t v;
-            memcpy(&v, from, sizeof v);
-            v = nan_rule_apply(r, v);
-            memcpy(o + i * size, &v, sizeof v);
-        } else {
-            memmove(o + i * size, from, size);
-        }
+        memmove(o + i * size, (c[i] != 0 ? x : y) + i * size, size);
     }
 }
 
