@@ -7,6 +7,7 @@ before timing it, so that what is timed is real work.
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +25,28 @@ def per_call(fn: Callable[[], Any], number: int) -> float:
     for _ in range(number):
         fn()
     return (time.perf_counter() - t0) / number
+
+
+class Memcpy:
+    """np.copyto of 64 MiB, this machine's memcpy reference: call it to
+    copy once; `bandwidth(seconds)` is the bytes it reads and writes per
+    second for a time per copy, `measure(phases)` the median over phases
+    of three copies each."""
+
+    def __init__(self) -> None:
+        self.src = np.ones(64 << 20, np.uint8)
+        self.dst = np.empty_like(self.src)
+        np.copyto(self.dst, self.src)
+
+    def __call__(self) -> None:
+        np.copyto(self.dst, self.src)
+
+    def bandwidth(self, seconds: float) -> float:
+        return 2 * self.src.nbytes / seconds
+
+    def measure(self, phases: int) -> float:
+        return self.bandwidth(statistics.median(
+            per_call(self, 3) for _ in range(max(phases, 5))))
 
 
 def compiled(work: Path, name: str, fn: Callable[..., Any], *arrays: np.ndarray):

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -34,7 +33,7 @@ import nrtpy
 import nrtpy.neff
 from nrtpy import NrtpyModel, NrtpyTensor
 
-from _bench import per_call
+from _bench import Memcpy, per_call
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -99,16 +98,6 @@ def loaded(path, arrays, fusion):
     return model, outs, run
 
 
-def memcpy_bandwidth(phases):
-    """Bytes per second np.copyto reads and writes, 64 MiB, median."""
-    src = np.ones(64 << 20, np.uint8)
-    dst = np.empty_like(src)
-    np.copyto(dst, src)
-    t = statistics.median(per_call(lambda: np.copyto(dst, src), 3)
-                          for _ in range(max(phases, 5)))
-    return 2 * src.nbytes / t
-
-
 def timed(fns, phases):
     """Median seconds per call of each callable, in alternating phases."""
     for fn in fns:
@@ -134,7 +123,7 @@ def main() -> int:
     n = args.size
     work = Path(tempfile.mkdtemp(prefix="nrtpy-bench-"))
     rng = np.random.default_rng(0)
-    memcpy = memcpy_bandwidth(phases)
+    memcpy = Memcpy().measure(phases)
     print(f"# Elementwise fusion, {n}x{n}; memcpy {memcpy / 1e9:.1f} GB/s "
           f"(read + written)\n")
     print("| chain | dtype | ops | fused ms | unfused ms | NumPy ms | "

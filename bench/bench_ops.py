@@ -52,7 +52,7 @@ import nrtpy  # noqa: E402
 import nrtpy.neff  # noqa: E402
 from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax  # noqa: E402
 
-from _bench import compiled, per_call  # noqa: E402
+from _bench import Memcpy, compiled, per_call  # noqa: E402
 
 # The op names of NRTEMU_OP_LIST, for when the source tree is not there.
 OPS = """neg abs exp log sqrt rsqrt reciprocal square tanh sigmoid relu gelu
@@ -274,22 +274,6 @@ def traffic(case: Case, arrays: tuple[np.ndarray, ...], out: np.ndarray) -> int:
     if case.op == "take":  # the rows gathered, not the whole table
         return arrays[1].nbytes + 2 * out.nbytes
     return sum(a.nbytes for a in arrays) + out.nbytes
-
-
-class Memcpy:
-    """np.copyto of 64 MiB: `bandwidth(seconds)` is the bytes it reads and
-    writes per second, for a time per copy."""
-
-    def __init__(self) -> None:
-        self.src = np.ones(64 << 20, np.uint8)
-        self.dst = np.empty_like(self.src)
-        np.copyto(self.dst, self.src)
-
-    def __call__(self) -> None:
-        np.copyto(self.dst, self.src)
-
-    def bandwidth(self, seconds: float) -> float:
-        return 2 * self.src.nbytes / seconds
 
 
 BLAS_PARK_SECONDS = 0.3
