@@ -2159,6 +2159,76 @@ i32_pow(size_t n, const int32_t *a, bool sa, const int32_t *b, bool sb,
     }
 }
 
+#if NRTEMU_X86_CLONES
+/*
+ * i32_pow with AVX-512, 64 elements at a time in registers.  GCC
+ * vectorises i32_pow's loops, but each pass over the bits loads and
+ * stores the chunk's three arrays: 2.3 ms for 2048 x 2048 int32
+ * exponents below 100 on two threads, three times an int32 add's 0.7.
+ * Here the bits of the four vectors' largest exponent are walked with
+ * base and result in registers, four independent products in flight.
+ * The same x^y mod 2^32 for every lane (a product of the same factors),
+ * and the same results for negative exponents.
+ */
+#define I32_POW_VECS 4
+
+NPOW_TARGET static inline __attribute__((always_inline)) __m512i
+i32_pow_negative(__m512i x, __m512i y)
+{
+    const __m512i one = _mm512_set1_epi32(1), minus = _mm512_set1_epi32(-1);
+    __m512i r = _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(x, one), one);
+    __m512i odd =
+        _mm512_mask_mov_epi32(one, _mm512_test_epi32_mask(y, one), minus);
+
+    return _mm512_mask_mov_epi32(r, _mm512_cmpeq_epi32_mask(x, minus), odd);
+}
+
+NPOW_TARGET static void
+i32_pow_avx512(size_t n, const int32_t *a, bool sa, const int32_t *b, bool sb,
+               int32_t *o)
+{
+    const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+
+    for (size_t j = 0; j < n; j += 16 * I32_POW_VECS) {
+        __m512i x[I32_POW_VECS], y[I32_POW_VECS], e[I32_POW_VECS];
+        __m512i base[I32_POW_VECS], r[I32_POW_VECS], any = zero;
+        __mmask16 m[I32_POW_VECS], neg[I32_POW_VECS];
+        uint32_t top;
+
+        for (int v = 0; v < I32_POW_VECS; v++) {
+            size_t at = j + 16 * (size_t)v;
+            m[v] = at >= n        ? 0
+                   : n - at >= 16 ? 0xffff
+                                  : (__mmask16)((1u << (n - at)) - 1);
+            x[v] =
+                sa ? _mm512_set1_epi32(a[0]) : tail_load_epi32(m[v], a + at);
+            y[v] =
+                sb ? _mm512_set1_epi32(b[0]) : tail_load_epi32(m[v], b + at);
+            neg[v] = _mm512_cmplt_epi32_mask(y[v], zero);
+            /* negative exponents (and lanes past n) walk no bits */
+            e[v] = _mm512_maskz_mov_epi32(m[v] & ~neg[v], y[v]);
+            any = _mm512_or_si512(any, e[v]);
+            base[v] = x[v];
+            r[v] = one;
+        }
+        top = (uint32_t)_mm512_reduce_or_epi32(any);
+        for (uint32_t bit = 1; bit != 0 && bit <= top; bit <<= 1) {
+            const __m512i bv = _mm512_set1_epi32((int)bit);
+            for (int v = 0; v < I32_POW_VECS; v++) {
+                r[v] = _mm512_mask_mullo_epi32(
+                    r[v], _mm512_test_epi32_mask(e[v], bv), r[v], base[v]);
+                base[v] = _mm512_mullo_epi32(base[v], base[v]);
+            }
+        }
+        for (int v = 0; v < I32_POW_VECS && m[v] != 0; v++) {
+            r[v] = _mm512_mask_mov_epi32(r[v], neg[v],
+                                         i32_pow_negative(x[v], y[v]));
+            tail_store_epi32(o + j + 16 * (size_t)v, m[v], r[v]);
+        }
+    }
+}
+#endif
+
 NRTEMU_MULTIVERSION
 static bool
 vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
@@ -2289,6 +2359,13 @@ bool
 nrtemu__vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a,
                          bool sa, const int32_t *b, bool sb, int32_t *o)
 {
+#if NRTEMU_X86_CLONES
+    __builtin_cpu_init();
+    if (op == NRTEMU_OP_POW && __builtin_cpu_supports("x86-64-v4")) {
+        i32_pow_avx512(n, a, sa, b, sb, o);
+        return true;
+    }
+#endif
     return vmath_i32_binary(op, n, a, sa, b, sb, o);
 }
 

@@ -72,11 +72,31 @@ def test_int32_power_wraps(tmp_path):
     np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x, e), x ** e,
                                   strict=True)
     np.testing.assert_array_equal(run_compiled(tmp_path, lambda a: a ** 5, x), x ** 5, strict=True)
+    # Exponents of every bit length, a scalar base, and lengths that end
+    # inside a vector (the AVX-512 loop takes 64 elements at a time).
+    big = rng.integers(0, 2**31, x.size).astype(np.int32)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x, big),
+                                  x ** big, strict=True)
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda b: np.int32(3) ** b, big),
+                                  np.int32(3) ** big, strict=True)
+    for k in (1, 2, 64, 2**30):  # the top bit the loop walks, and only it
+        ek = np.full(x.size, k, np.int32)
+        np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x, ek),
+                                      x ** ek, strict=True)
+    for n in (1, 15, 17, 63, 65, 130):
+        np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x[:n], e[:n]),
+                                      x[:n] ** e[:n], strict=True)
     # Negative exponents (NumPy raises): the truncated 1 / x^-e.
     base = np.array([1, -1, -1, 2, -3, 0], np.int32)
     neg = np.array([-3, -3, -2, -1, -5, -1], np.int32)
     got = run_compiled(tmp_path, lambda a, b: a ** b, base, neg)
     assert got.tolist() == [1, -1, 1, 0, 0, 0]
+    # Negative exponents among others in the same vectors.
+    mixed = np.where(rng.random(x.size) < 0.3, -rng.integers(1, 40, x.size), e).astype(np.int32)
+    want = np.where(mixed >= 0, x ** np.maximum(mixed, 0),
+                    np.where(x == 1, 1, np.where(x == -1, np.where(mixed % 2 != 0, -1, 1), 0)))
+    np.testing.assert_array_equal(run_compiled(tmp_path, lambda a, b: a ** b, x, mixed),
+                                  want.astype(np.int32), strict=True)
 
 
 FLOAT_SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 3.0, -3.0, 7.5, -7.5,
