@@ -107,6 +107,22 @@ def test_float_chains_equal_unfused(fresh_runtime, tmp_path, fn, shapes, dtype):
                                        rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, BF16, E4M3], ids=str)
+@pytest.mark.parametrize("shapes", [((270001,), (1,), ()),
+                                    ((3, 90001), (3, 1), (90001,))], ids=str)
+@pytest.mark.parametrize("fn", [norm, select], ids=lambda f: f.__name__)
+def test_chains_shared_among_threads_equal_unfused(fresh_runtime, tmp_path, fn,
+                                                   shapes, dtype):
+    # Chains of 2^17 elements and more run on the worker pool, whose tasks
+    # claim runs of blocks: 33 blocks here, which runs of 2 do not divide.
+    arrs = arrays(shapes, dtype, 6)
+    got = check_same(tmp_path, fresh_runtime, fn, arrs)
+    if np.dtype(dtype) == np.float32:
+        for g, w in zip(got, fn(*arrs)):
+            np.testing.assert_allclose(g.astype(np.float64), np.asarray(w, np.float64),
+                                       rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=str)
 @pytest.mark.parametrize("fn", [norm, select], ids=lambda f: f.__name__)
 def test_chains_larger_than_the_cache_equal_unfused(fresh_runtime, tmp_path, fn,
