@@ -570,6 +570,19 @@ def test_softmax(tmp_path):
     check(tmp_path, lambda h: nrtpy.neff.softmax(h, axis=-1), h, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32], ids=str)
+def test_softmax_shared_among_threads(tmp_path, dtype):
+    # Past 1 MiB the slabs of a softmax run on the worker pool, each task
+    # copying its own; integers compute in float64 (vectorised exp).
+    x = rand((5, 301, 700), np.float32, seed=42) * 8
+    x = x.astype(dtype) if np.dtype(dtype).kind == "f" else (x * 4).astype(dtype)
+    # (float32: e^-80 and below are subnormal, where NumPy's exp and ours
+    # may round apart by the least subnormal)
+    rtol, atol = (2e-6, 1e-38) if dtype == np.float32 else (1e-13, 1e-300)
+    check(tmp_path, lambda x: (nrtpy.neff.softmax(x, axis=-1), nrtpy.neff.softmax(x, axis=1),
+                               nrtpy.neff.softmax(x, axis=0)), x, rtol=rtol, atol=atol)
+
+
 # =========================================================== matmul
 
 
