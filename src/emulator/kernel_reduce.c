@@ -465,6 +465,31 @@ DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
 /* int32 max/min, in their own width (nrtemu__kernel_reduce). */
 DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
 
+/*
+ * The int64 sum or product of a row of int32, widened as it is read:
+ * what i64_row gives once the row is widened into a window (wrapping sums
+ * and products do not depend on the order), in one pass.  2048 x 2048
+ * int32 summed over axis 1 on one thread, in a loop: 495 us through the
+ * window against float32's 237 in place.
+ */
+NRTEMU_MULTIVERSION
+static int64_t
+i32_row_wide(enum nrtemu_op op, size_t n, const int32_t *x)
+{
+    uint64_t r = op == NRTEMU_OP_PROD;
+
+    if (op == NRTEMU_OP_PROD) {
+        for (size_t i = 0; i < n; i++) {
+            r *= (uint64_t)(int64_t)x[i];
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            r += (uint64_t)(int64_t)x[i];
+        }
+    }
+    return (int64_t)r;
+}
+
 /* Column folds that widen their rows in registers (fold_columns_from). */
 DEFINE_COLUMNS(f32_bf16, float, uint16_t, BF16_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
                MUL_)
@@ -2224,6 +2249,16 @@ reduce_task(void *arg, uint32_t t)
             const void *x = data + a * j->R * is;
             if (fp8 && fp8_rows_fold(&rows, j->R, x,
                                      (float *)(void *)(j->acc + a * ks))) {
+                continue;
+            }
+            if (j->kt == NRTEMU_DTYPE_INT64 &&
+                in->dtype == NRTEMU_DTYPE_INT32 &&
+                (j->compute == NRTEMU_DTYPE_INT32 ||
+                 j->compute == NRTEMU_DTYPE_INT64) &&
+                (j->fold == NRTEMU_OP_SUM || j->fold == NRTEMU_OP_PROD)) {
+                int64_t r = i32_row_wide(j->fold, j->R, x);
+                i64_column(j->fold, 1, &r,
+                           (int64_t *)(void *)(j->acc + a * ks));
                 continue;
             }
             if (j->load != LOAD_IN_PLACE) {
