@@ -512,6 +512,22 @@ def test_reductions_ints(tmp_path, dtype):
                                x.prod(axis=1), x.mean(axis=-1)), x)
 
 
+def test_int32_row_sums_prods_and_means_are_numpys(tmp_path):
+    # Rows of int32 summed and multiplied into int64 as they are read, and
+    # means from the int64 sums of rows up to 2^22 long (exact): bit for
+    # bit NumPy's, at the extremes of int32 too; a whole array of more than
+    # 2^22 elements takes the float64 sum.
+    rng = np.random.default_rng(43)
+    x = rng.integers(-2**31, 2**31, (300, 3001), dtype=np.int64).astype(np.int32)
+    x[0] = np.iinfo(np.int32).max
+    x[1] = np.iinfo(np.int32).min
+    x[2, ::2] = -7
+    check(tmp_path, lambda x: (x.sum(axis=1), x.prod(axis=1), x.mean(axis=1), x.sum(),
+                               x.mean()), x)
+    big = rng.integers(-2**31, 2**31, (2100, 2100), dtype=np.int64).astype(np.int32)
+    check(tmp_path, lambda x: (x.mean(), x.sum(), x.mean(axis=1)), big)
+
+
 def test_int_sum_wraps(tmp_path):
     x = np.full((4,), 2**62, np.int64)
     check(tmp_path, lambda x: x.sum(), x)
