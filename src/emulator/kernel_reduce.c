@@ -465,18 +465,18 @@ DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
 /* int32 max/min, in their own width (nrtemu__kernel_reduce). */
 DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
 
-/*
- * The int64 sum or product of a row of int32, widened as it is read:
- * what i64_row gives once the row is widened into a window (wrapping sums
- * and products do not depend on the order), in one pass.  2048 x 2048
- * int32 summed over axis 1 on one thread, in a loop: 495 us through the
- * window against float32's 237 in place.
- */
 /* Rows of int32 this long at most have float64 sums that are exact in
  * any order: no partial sum exceeds 2^22 * 2^31 = 2^53 in magnitude.  So
  * their pairwise float64 sum (a mean's) is their int64 sum, converted. */
 #define I32_EXACT_ROW ((uint64_t)1 << 22)
 
+/*
+ * The int64 sum or product of a row of int32, widened as it is read:
+ * what i64_row gives once the row is widened into a window (wrapping sums
+ * and products do not depend on the order), in one pass.  2048 x 2048
+ * int32 summed over axis 1 on one thread, in a loop: 195 us, against 495
+ * through the window and float32's 237 in place.
+ */
 NRTEMU_MULTIVERSION
 static int64_t
 i32_row_wide(enum nrtemu_op op, size_t n, const int32_t *x)
