@@ -568,13 +568,19 @@ npow_table_init(void)
 
 #define NPOW_TARGET __attribute__((target("arch=x86-64-v4")))
 
-/* Whether the CPU runs NPOW_TARGET code (AVX-512 F, BW, DQ, VL); the
- * tables are then built (once). */
+/* Whether the CPU runs NPOW_TARGET code (AVX-512 F, BW, DQ, VL). */
+static bool
+npow_cpu(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("x86-64-v4");
+}
+
+/* npow_cpu(), and then the tables are built (once). */
 static bool
 npow_ready(void)
 {
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("x86-64-v4")) {
+    if (!npow_cpu()) {
         return false;
     }
     pthread_once(&npow_once, npow_table_init);
@@ -804,8 +810,7 @@ npow_run(size_t n, const float *a, bool sa, const float *b, bool sb, float *o,
     __m512 t[12];
     npow_load(t);
     for (size_t i = 0; i < n; i += 16) {
-        __mmask16 m =
-            n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __mmask16 m = codes16_mask(n - i);
         __m512 x = sa ? _mm512_set1_ps(a[0]) : tail_load_ps(m, a + i);
         __m512 y = sb ? _mm512_set1_ps(b[0]) : tail_load_ps(m, b + i);
         __mmask16 bad;
@@ -2197,9 +2202,7 @@ i32_pow_avx512(size_t n, const int32_t *a, bool sa, const int32_t *b, bool sb,
 
         for (int v = 0; v < I32_POW_VECS; v++) {
             size_t at = j + 16 * (size_t)v;
-            m[v] = at >= n        ? 0
-                   : n - at >= 16 ? 0xffff
-                                  : (__mmask16)((1u << (n - at)) - 1);
+            m[v] = at >= n ? 0 : codes16_mask(n - at);
             x[v] =
                 sa ? _mm512_set1_epi32(a[0]) : tail_load_epi32(m[v], a + at);
             y[v] =
@@ -2360,8 +2363,7 @@ nrtemu__vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a,
                          bool sa, const int32_t *b, bool sb, int32_t *o)
 {
 #if NRTEMU_X86_CLONES
-    __builtin_cpu_init();
-    if (op == NRTEMU_OP_POW && __builtin_cpu_supports("x86-64-v4")) {
+    if (op == NRTEMU_OP_POW && npow_cpu()) {
         i32_pow_avx512(n, a, sa, b, sb, o);
         return true;
     }

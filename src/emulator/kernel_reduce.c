@@ -2225,6 +2225,17 @@ reduce_task(void *arg, uint32_t t)
     const bool fp8 =
         j->B == 1 && j->load == LOAD_CONVERT &&
         fp8_rows_init(&rows, j->fold, j->kt, j->compute, in->dtype);
+    /* Rows of int32 summed or multiplied into int64 as they are read
+     * (i32_row_wide), and float64 sums of them that are exact. */
+    const bool i32_wide =
+        j->B == 1 && in->dtype == NRTEMU_DTYPE_INT32 &&
+        j->kt == NRTEMU_DTYPE_INT64 &&
+        (j->compute == NRTEMU_DTYPE_INT32 ||
+         j->compute == NRTEMU_DTYPE_INT64) &&
+        (j->fold == NRTEMU_OP_SUM || j->fold == NRTEMU_OP_PROD);
+    const bool i32_exact = j->B == 1 && in->dtype == NRTEMU_DTYPE_INT32 &&
+                           j->kt == NRTEMU_DTYPE_FLOAT64 &&
+                           j->fold == NRTEMU_OP_SUM && j->R <= I32_EXACT_ROW;
 
     if (j->split_r) {
         union wide init;
@@ -2256,20 +2267,13 @@ reduce_task(void *arg, uint32_t t)
                                      (float *)(void *)(j->acc + a * ks))) {
                 continue;
             }
-            if (j->kt == NRTEMU_DTYPE_INT64 &&
-                in->dtype == NRTEMU_DTYPE_INT32 &&
-                (j->compute == NRTEMU_DTYPE_INT32 ||
-                 j->compute == NRTEMU_DTYPE_INT64) &&
-                (j->fold == NRTEMU_OP_SUM || j->fold == NRTEMU_OP_PROD)) {
+            if (i32_wide) {
                 int64_t r = i32_row_wide(j->fold, j->R, x);
                 i64_column(j->fold, 1, &r,
                            (int64_t *)(void *)(j->acc + a * ks));
                 continue;
             }
-            if (j->kt == NRTEMU_DTYPE_FLOAT64 &&
-                in->dtype == NRTEMU_DTYPE_INT32 && j->fold == NRTEMU_OP_SUM &&
-                j->R <= I32_EXACT_ROW) {
-                /* (exact: the float64 sum in any order) */
+            if (i32_exact) {
                 double r = (double)i32_row_wide(NRTEMU_OP_SUM, j->R, x);
                 f64_column(NRTEMU_OP_SUM, 1, &r,
                            (double *)(void *)(j->acc + a * ks));
@@ -3351,7 +3355,7 @@ nrtemu__kernel_softmax(enum nrtemu_dtype compute,
                        struct nrtemu_scratch *s)
 {
     enum nrtemu_dtype kt = nrtemu__kernel_dtype(compute);
-    uint64_t A, R, B, count = nrtemu__array_count(in);
+    uint64_t count = nrtemu__array_count(in);
     size_t kt_size = nrtemu__dtype_size(kt);
     bool y_is_out =
         out->dtype == kt && (compute == kt || compute == out->dtype);
@@ -3363,16 +3367,13 @@ nrtemu__kernel_softmax(enum nrtemu_dtype compute,
     const char *x;
     uintptr_t xs, ys;
 
-    split_axis(in, axis, &A, &R, &B);
+    split_axis(in, axis, &j.A, &j.R, &j.B);
     if (count == 0) {
         return NRT_SUCCESS;
     }
-    j.A = A;
-    j.R = R;
-    j.B = B;
-    j.tasks = task_count(threads, A);
+    j.tasks = task_count(threads, j.A);
     scratch = nrtemu__scratch_get(
-        s, y_bytes + (size_t)j.tasks * 2 * B * kt_size + 64);
+        s, y_bytes + (size_t)j.tasks * 2 * j.B * kt_size + 64);
     if (scratch == NULL) {
         return NRT_RESOURCE;
     }
