@@ -135,20 +135,29 @@ table16_get(enum nrtemu_op op, enum nrtemu_dtype compute,
     return found;
 }
 
+/* Four results t[a[j]], j = i..i+3, as one little-endian word. */
+#define LOOKUP16_WORD(t, a, i)                                     \
+    ((uint64_t)(t)[(a)[(i)]] | (uint64_t)(t)[(a)[(i) + 1]] << 16 | \
+     (uint64_t)(t)[(a)[(i) + 2]] << 32 | (uint64_t)(t)[(a)[(i) + 3]] << 48)
+
 /*
  * o[i] = t[a[i]], with plain loads, four results stored as one 8-byte
- * word.  On Zen 4 this measured 0.25 ns an element (4M elements, one
- * thread, best of 10) against 0.30 with a 2-byte store each, 0.35 with
- * AVX2 gathers of 8 and 0.38 with AVX-512 gathers of 16 (vpgatherdd at
- * 2 a[i], narrowed): so it stays scalar, and out of the CPU dispatch
- * (simd.h).  It is bound by its instructions (about one cycle an
- * element), not by the table's L1 misses: on float16 in [-2, 2), whose
- * results spread over 20 KiB of the table, 0.29 ns against 0.27 on [0.5,
- * 2).  A float16 cbrt table that stays in L1 (cbrt(2^(3q+r) m) = 2^q
- * cbrt(2^r m): 20 KiB of results and a 64-entry step by sign and
- * exponent, the same results for every code) measured slower: 0.95 ns
- * scalar, 0.47-0.55 with AVX-512 (vpermi2w for the step, then gathers or
- * plain loads from a buffer of indices).
+ * word, two words a step.  On Zen 4 one word a step measured 0.25 ns an
+ * element (4M elements, one thread, best of 10) against 0.30 with a
+ * 2-byte store each, 0.35 with AVX2 gathers of 8 and 0.38 with AVX-512
+ * gathers of 16 (vpgatherdd at 2 a[i], narrowed): so it stays scalar,
+ * and out of the CPU dispatch (simd.h).  On Zen 5 one word a step
+ * measured 0.26 ns and two 0.19 (float16 and bfloat16 codes of [0.5, 2)
+ * and [-2, 2), 2M elements, best of 20; four words: the same): two loads
+ * an element, near the four a cycle that the core issues, where one
+ * word a step waited on its chain of shifts and ors.  A float16 cbrt
+ * table that stays in L1 (cbrt(2^(3q+r) m) = 2^q cbrt(2^r m): 20 KiB of
+ * results and a 64-entry step by sign and exponent, the same results
+ * for every code) measured slower: 0.95 ns scalar, 0.47-0.55 with
+ * AVX-512 (vpermi2w for the step, then gathers or plain loads from a
+ * buffer of indices).  So did the transcendentals computed in registers
+ * between conversions (float16 exp by hand in AVX-512, the kernel's
+ * formula: 0.21-0.22 ns).
  */
 static void
 lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
@@ -156,10 +165,11 @@ lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
     const uint16_t *t = table;
     size_t i = 0;
 
-    for (; i + 4 <= n; i += 4) {
-        uint64_t r = (uint64_t)t[a[i]] | (uint64_t)t[a[i + 1]] << 16 |
-                     (uint64_t)t[a[i + 2]] << 32 | (uint64_t)t[a[i + 3]] << 48;
-        memcpy(o + i, &r, sizeof r);
+    for (; i + 8 <= n; i += 8) {
+        uint64_t lo = LOOKUP16_WORD(t, a, i);
+        uint64_t hi = LOOKUP16_WORD(t, a, i + 4);
+        memcpy(o + i, &lo, sizeof lo);
+        memcpy(o + i + 4, &hi, sizeof hi);
     }
     for (; i < n; i++) {
         o[i] = t[a[i]];

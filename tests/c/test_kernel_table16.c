@@ -91,14 +91,15 @@ test_every_code(void)
  * taken where the build and CPU have it, and bit for bit the kernel's on
  * every code above (test_every_code); here also on lengths that end in
  * part of a step, from an odd address, in place, with nothing stored
- * past the end.
+ * past the end.  exp and tanh, looked up, the same way (lookup16's steps
+ * of eight).
  */
 static void
 test_computed(void)
 {
-    static const enum nrtemu_op ops[] = {NRTEMU_OP_RELU, NRTEMU_OP_SIGN,
-                                         NRTEMU_OP_SQUARE,
-                                         NRTEMU_OP_RECIPROCAL, NRTEMU_OP_SQRT};
+    static const enum nrtemu_op ops[] = {
+        NRTEMU_OP_RELU, NRTEMU_OP_SIGN, NRTEMU_OP_SQUARE, NRTEMU_OP_RECIPROCAL,
+        NRTEMU_OP_SQRT, NRTEMU_OP_EXP,  NRTEMU_OP_TANH};
     static const size_t lens[] = {4096,      4097,      4096 + 15,
                                   4096 + 17, 4096 + 31, 4096 + 33};
     static uint16_t a[8192], o[8192], ref[8192];
