@@ -412,7 +412,7 @@ def main() -> int:
     print("| op | expression | dtype | size | emulator | NumPy | NumPy / emulator "
           "| of memcpy | memcpy GB/s | note |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|---|")
-    below: list[tuple[Case, np.dtype, int, str]] = []
+    below: list[tuple[Case, np.dtype, int, str, list[str]]] = []
     bandwidths: list[float] = []
     # (removed when the run ends: each row's NEFF is written there)
     tmp = tempfile.TemporaryDirectory(prefix="nrtpy-bench-ops-")
@@ -442,7 +442,7 @@ def main() -> int:
                                                      bandwidth)
                     if notes:
                         below.append((case, dt, n, f"{ratio:.2f}x NumPy, {frac:.0%} "
-                                      f"of memcpy ({fmt_time(t_ours)})"))
+                                      f"of memcpy ({fmt_time(t_ours)})", notes[:]))
                     if not ok:
                         notes.append("result differs from NumPy")
                     print(f"{head} {fmt_time(t_ours)} | {fmt_time(t_np)} | "
@@ -463,7 +463,7 @@ def main() -> int:
     return 1 if still and not args.report else 0
 
 
-def rerun(work: Path, below: list[tuple[Case, np.dtype, int, str]], times: int,
+def rerun(work: Path, below: list[tuple[Case, np.dtype, int, str, list[str]]], times: int,
           phases: int, memcpy: Memcpy, idx: int) -> list[str]:
     """Each row below its floor measured again, up to `times` times, until
     it meets its floors; prints what each re-run measured and returns the
@@ -472,9 +472,9 @@ def rerun(work: Path, below: list[tuple[Case, np.dtype, int, str]], times: int,
         print(f"\nRe-run of the {len(below)} row(s) below their floor, up to "
               f"{times} time(s) each (first figures, then each re-run's):")
     still = []
-    for case, dt, n, first in below:
+    for case, dt, n, first, notes in below:
         name = f"{case.op} {dt.name} {n}x{n} ({case.label})"
-        seen, notes = [first], ["first run"]
+        seen = [first]
         for _ in range(times):
             idx += 1
             r = bench_row(work, case, dt, n, phases, idx, memcpy)
