@@ -313,20 +313,16 @@ f64_cos(size_t n, const double *a, double *o)
     nrtemu__vmath_f64_sincos(n, a, o, 1);
 }
 
-/* The tanh approximation of GELU. */
-#define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
-
-static inline float
-f32_gelu(float x)
-{
-    float inner = (float)GELU_C * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + kmath_tanh(inner));
-}
+/* The tanh approximation of GELU (kernel_math.h; float64: the vector loop
+ * of kernel_math_vec.c, which nrtemu__vmath_f64_unary runs before this
+ * formula is reached, as x / (1 + e^m) too). */
+#define f32_gelu(x) kmath_gelu(x)
 
 static inline double
 f64_gelu(double x)
 {
-    return 0.5 * x * (1.0 + tanh(GELU_C * (x + 0.044715 * x * x * x)));
+    return 0.5 * x *
+           (1.0 + tanh(KMATH_GELU_C * (x + KMATH_GELU_A * x * x * x)));
 }
 
 /* XLA's sign: NaN stays NaN, and a zero keeps its sign. */

@@ -1441,13 +1441,12 @@ sigmoid_f64_slow(double x)
  * smaller than 2^-1000, far below half an ulp of 1.  Infinities and NaN
  * take libm.
  */
-#define GELU_C 0.7978845608028654 /* sqrt(2 / pi) */
 #define GELU_M_ZERO 790.0
 
 NRTEMU_INLINE double
 gelu_u2_f64(double x)
 {
-    return -2.0 * GELU_C * (x + 0.044715 * x * x * x);
+    return -2.0 * KMATH_GELU_C * (x + KMATH_GELU_A * x * x * x);
 }
 
 NRTEMU_INLINE double
