@@ -75,10 +75,16 @@ static const unsigned char op_class[NRTEMU_OP_COUNT] = {
 DEFINE_FLOAT_DIVMOD(f32, float, fmodf, floorf, copysignf)
 DEFINE_FLOAT_DIVMOD(f64, double, fmod, floor, copysign)
 
+/* 1 / (1 + e^-x), and for x < 0 e^x / (1 + e^x): e^-|x| <= 1 never
+ * overflows, and kmath_exp() rounds it once into the subnormals where it
+ * is the result (x below -87), where e^-x overflowed and gave 0 (wrong
+ * for bfloat16, which holds those subnormals, by up to 24 codes). */
 static inline float
 f32_sigmoid(float x)
 {
-    return 1.0f / (1.0f + kmath_exp(-x));
+    float e = kmath_exp(-kmath_float(kmath_bits(x) & 0x7fffffffu));
+
+    return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
 static inline double

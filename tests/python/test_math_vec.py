@@ -16,7 +16,8 @@ NumPy and float64 references.
 - float32 log, expm1, log1p, cbrt: within 1 ulp of the float64 value.
 - float32 gelu: within 2.5 (2 + |m|) ulps of the exact value, with no
   cancellation for negative x; bfloat16 and float16 gelu of every code
-  correctly rounded (float16: a few codes one step off).
+  correctly rounded (float16: a few codes one step off); float32 sigmoid
+  within 2.5 ulps, its subnormal results included.
 """
 
 from __future__ import annotations
@@ -571,3 +572,25 @@ def test_narrow_gelu_every_code(tmp_path, dtype):
     limit, few = (0, 0) if dtype == ml_dtypes.bfloat16 else (1, 16)
     assert diff.max() <= limit, (codes[diff > limit][:5], got[diff > limit][:5])
     assert np.count_nonzero(diff) <= few, codes[diff > 0][:20]
+
+
+def test_sigmoid_subnormal_results(tmp_path):
+    """float32 sigmoid within 2.5 ulps of the exact value on [-110, 30],
+    its subnormal results (x below -87) included, where 1 / (1 + e^-x)
+    overflowed e^-x and gave 0; bfloat16, which holds those subnormals,
+    correctly rounded on every code."""
+    x = np.linspace(-110, 30, 1 << 18, dtype=np.float32)
+    got = run_compiled(tmp_path, nrtpy.neff.sigmoid, x).astype(np.float64)
+    v = x.astype(np.longdouble)
+    exact = (np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v)))).astype(np.float64)
+    ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
+    err = np.abs(got - exact) / ulp
+    assert err.max() <= 2.5, (x[err > 2.5][:5], got[err > 2.5][:5])
+    assert (got[(x > -103) & (x < -88)] > 0).all()
+    codes = np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16)
+    codes = codes[np.isfinite(codes.astype(np.float32))]
+    g = run_compiled(tmp_path, nrtpy.neff.sigmoid, codes)
+    c = codes.astype(np.float32).astype(np.longdouble)
+    want = (np.exp(np.minimum(c, 0)) / (1 + np.exp(-np.abs(c)))).astype(
+        np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(g.view(np.uint16), want.view(np.uint16))
