@@ -673,6 +673,27 @@ def test_helpers_on_numpy_arrays():
     assert nrtpy.neff.sigmoid(b).dtype == ml_dtypes.bfloat16
 
 
+def test_helpers_on_numpy_arrays_do_not_cancel_or_overflow(tmp_path):
+    """gelu and sigmoid of NumPy arrays in the emulator's forms: gelu
+    accurate where 0.5 x (1 + tanh u) cancels (x < -3), sigmoid's
+    subnormal results where e^-x overflows; close to the emulator's."""
+    x = np.float32([-9.0, -7.0, -5.1, -4.0, -3.0, -1.0, 0.0, 2.0, 12.0, -95.0, -100.0])
+    v = x.astype(np.float64)
+    m = -2 * np.sqrt(2 / np.pi) * (v + 0.044715 * v ** 3)
+    gelu64 = np.where(m > 0, v * np.exp(-np.abs(m)), v) / (1 + np.exp(-np.abs(m)))
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        g = nrtpy.neff.gelu(x[:9])
+        s = nrtpy.neff.sigmoid(x)
+    np.testing.assert_allclose(g, gelu64[:9], rtol=1e-5)
+    np.testing.assert_allclose(s, np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v))),
+                               rtol=1e-5, atol=1.5e-45)  # a subnormal step
+    assert s[-2] > 0 and s[-1] > 0  # subnormal, not 0
+    from support import run_compiled
+    np.testing.assert_allclose(run_compiled(tmp_path, nrtpy.neff.gelu, x[:9]), g, rtol=1e-5)
+    np.testing.assert_allclose(run_compiled(tmp_path, nrtpy.neff.sigmoid, x), s, rtol=1e-5)
+    assert np.isnan(nrtpy.neff.gelu(np.float32([-np.inf])))[0]
+
+
 # -- inspect reads with the emulator's reader and its limits ------------------
 
 

@@ -47,7 +47,13 @@ def relu(x: Any) -> Any:
 
 def sigmoid(x: Any) -> Any:
     """1 / (1 + exp(-x))."""
-    return _apply("sigmoid", x, lambda a: 1 / (1 + np.exp(-a)))
+    def f(a: np.ndarray) -> np.ndarray:
+        # e^x / (1 + e^x) for x < 0: e^-|x| never overflows, and the
+        # subnormal results below x = -87 (float32) come out, as the
+        # emulator's do
+        e = np.exp(-np.abs(a))
+        return np.where(a >= 0, 1, e) / (1 + e)
+    return _apply("sigmoid", x, f)
 
 
 def rsqrt(x: Any) -> Any:
@@ -58,8 +64,14 @@ def rsqrt(x: Any) -> Any:
 def gelu(x: Any) -> Any:
     """GELU, tanh approximation: 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
     def f(a: np.ndarray) -> np.ndarray:
-        c = a.dtype.type(np.sqrt(2 / np.pi))
-        return a.dtype.type(0.5) * a * (1 + np.tanh(c * (a + a.dtype.type(0.044715) * a * a * a)))
+        # as x / (1 + e^m), m = -2u (x e^-m / (1 + e^-m) where m > 0), the
+        # emulator's form: 0.5 x (1 + tanh u) as written cancels for
+        # negative x (1 + tanh u -> 0), off by 50-170% below -3 in float32
+        t = a.dtype.type
+        m = t(-2 * np.sqrt(2 / np.pi)) * (a + t(0.044715) * a * a * a)
+        e = np.exp(-np.abs(m))
+        with np.errstate(invalid="ignore"):  # -inf * 0: the formula's NaN
+            return np.where(m > 0, a * e, a) / (1 + e)
     return _apply("gelu", x, f)
 
 
