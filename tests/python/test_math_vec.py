@@ -17,7 +17,9 @@ NumPy and float64 references.
 - float32 gelu: within 2.5 (2 + |m|) ulps of the exact value, with no
   cancellation for negative x; bfloat16 and float16 gelu of every code
   correctly rounded (float16: a few codes one step off); float32 sigmoid
-  within 2.5 ulps, its subnormal results included.
+  within 2.5 ulps, its subnormal results included; bfloat16 exp, log,
+  tanh, sin, cos, expm1, log1p, cbrt, sigmoid, gelu and rsqrt of every
+  code correctly rounded, float16 within one step.
 """
 
 from __future__ import annotations
@@ -594,3 +596,43 @@ def test_sigmoid_subnormal_results(tmp_path):
     want = (np.exp(np.minimum(c, 0)) / (1 + np.exp(-np.abs(c)))).astype(
         np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(g.view(np.uint16), want.view(np.uint16))
+
+
+def _sigmoid_long(v):
+    return np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v)))
+
+
+NARROW_UNARY = {
+    "exp": (np.exp, np.exp), "log": (np.log, np.log), "tanh": (np.tanh, np.tanh),
+    "sin": (np.sin, np.sin), "cos": (np.cos, np.cos), "expm1": (np.expm1, np.expm1),
+    "log1p": (np.log1p, np.log1p), "cbrt": (np.cbrt, np.cbrt),
+    "sigmoid": (nrtpy.neff.sigmoid, _sigmoid_long),
+    "gelu": (nrtpy.neff.gelu, lambda v: _gelu_long(v.astype(np.float32))[0]),
+    "rsqrt": (nrtpy.neff.rsqrt, lambda v: 1 / np.sqrt(v)),
+}
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16],
+                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("op", sorted(NARROW_UNARY))
+def test_narrow_transcendentals_every_code(tmp_path, op, dtype):
+    """Every finite code through the table of the float32 op: bfloat16 the
+    exact value correctly rounded, float16 within one step of it (a few
+    codes, whose halfway points come within the float32 op's error); NaN
+    where the exact value is NaN."""
+    fn, ref = NARROW_UNARY[op]
+    codes = np.arange(65536, dtype=np.uint16).view(dtype)
+    codes = codes[np.isfinite(codes.astype(np.float32))]
+    got = run_compiled(tmp_path, fn, codes)
+    with np.errstate(all="ignore"):  # exp overflows where the code's does
+        exact = ref(codes.astype(np.float32).astype(np.longdouble))
+        want = exact.astype(np.float64).astype(np.float32).astype(dtype)
+    nan = np.isnan(want.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+
+    def ordered(a):
+        i = a.view(np.int16).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFF), i)
+    diff = np.abs(ordered(got[~nan]) - ordered(want[~nan]))
+    limit = 0 if dtype == ml_dtypes.bfloat16 else 1
+    assert diff.max() <= limit, (codes[~nan][diff > limit][:5], got[~nan][diff > limit][:5])
