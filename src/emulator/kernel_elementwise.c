@@ -82,7 +82,7 @@ DEFINE_FLOAT_DIVMOD(f64, double, fmod, floor, copysign)
 static inline float
 f32_sigmoid(float x)
 {
-    float e = kmath_exp(-kmath_float(kmath_bits(x) & 0x7fffffffu));
+    float e = kmath_exp(-kmath_abs(x));
 
     return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }

@@ -30,6 +30,13 @@ kmath_float(uint32_t u)
     return f;
 }
 
+/* |x| on the bits (andps: no libm call, NaN kept). */
+static inline float
+kmath_abs(float x)
+{
+    return kmath_float(kmath_bits(x) & 0x7fffffffu);
+}
+
 /* ln 2 split so that n * LN2_HI is exact for |n| < 2^9. */
 #define KMATH_LN2_HI 0.693145751953125f
 #define KMATH_LN2_LO 1.428606765330187045e-06f
@@ -158,7 +165,7 @@ static inline float
 kmath_tanh(float x)
 {
     /* tanh(9.1) rounds to 1 in float32. */
-    float a = kmath_float(kmath_bits(x) & 0x7fffffffu);
+    float a = kmath_abs(x);
     a = a < 9.1f ? a : 9.1f; /* minps: NaN becomes 9.1 */
     float e = kmath_expm1_pos(2.0f * a);
     float t = e / (e + 2.0f);
@@ -192,7 +199,7 @@ kmath_gelu(float x)
 {
     float m =
         (float)(-2.0 * KMATH_GELU_C) * (x + (float)KMATH_GELU_A * x * x * x);
-    float hm = kmath_float(kmath_bits(m) & 0x7fffffffu) * 0.5f;
+    float hm = kmath_abs(m) * 0.5f;
     hm = hm < 85.0f ? hm : 85.0f; /* minps: NaN becomes 85 */
     float h = kmath_exp_normal(-hm);
     float hd = h > 0x1p-30f ? h : 0x1p-30f;
@@ -574,7 +581,7 @@ kmath_log1p(float xf)
 static inline float
 kmath_cbrt(float xf)
 {
-    float a = kmath_float(kmath_bits(xf) & 0x7fffffffu);
+    float a = kmath_abs(xf);
     /* Subnormals are scaled by 2^24 (their cube root by 2^8) so that the
      * exponent trick below sees a normal number, and values above 2^120
      * by 2^-60 (2^-20) so that the float32 step below cannot overflow. */
