@@ -454,6 +454,12 @@ def ordered32(f: np.ndarray) -> np.ndarray:
     return np.where(i < 0, -(i & 0x7FFFFFFF), i)
 
 
+def ordered16(f: np.ndarray) -> np.ndarray:
+    """bfloat16 or float16 codes as integers in the order of the values."""
+    i = f.view(np.int16).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFF), i)
+
+
 @pytest.mark.parametrize("op", ["log", "expm1", "log1p", "cbrt"])
 def test_float32_math_within_1ulp_everywhere(tmp_path, op):
     """Every binade of the domain, the fallback ranges and special values."""
@@ -554,26 +560,8 @@ def test_float32_gelu_does_not_cancel(tmp_path):
     np.testing.assert_array_equal(np.signbit(g[3:]), [False, True, False, True, True, False])
 
 
-@pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16],
-                         ids=lambda d: np.dtype(d).name)
-def test_narrow_gelu_every_code(tmp_path, dtype):
-    """gelu of every finite bfloat16 and float16 code (a table, from the
-    float32 op): the exact value correctly rounded, bfloat16 always,
-    float16 but for a few codes one step off (its halfway points come
-    within the float32 op's error)."""
-    codes = np.arange(65536, dtype=np.uint16).view(dtype)
-    codes = codes[np.isfinite(codes.astype(np.float32))]
-    got = run_compiled(tmp_path, nrtpy.neff.gelu, codes)
-    exact, _ = _gelu_long(codes.astype(np.float32))
-    want = exact.astype(np.float64).astype(np.float32).astype(dtype)
-
-    def ordered(a):
-        i = a.view(np.int16).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFF), i)
-    diff = np.abs(ordered(got) - ordered(want))
-    limit, few = (0, 0) if dtype == ml_dtypes.bfloat16 else (1, 16)
-    assert diff.max() <= limit, (codes[diff > limit][:5], got[diff > limit][:5])
-    assert np.count_nonzero(diff) <= few, codes[diff > 0][:20]
+def _sigmoid_long(v):
+    return np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v)))
 
 
 def test_sigmoid_subnormal_results(tmp_path):
@@ -583,8 +571,7 @@ def test_sigmoid_subnormal_results(tmp_path):
     correctly rounded on every code."""
     x = np.linspace(-110, 30, 1 << 18, dtype=np.float32)
     got = run_compiled(tmp_path, nrtpy.neff.sigmoid, x).astype(np.float64)
-    v = x.astype(np.longdouble)
-    exact = (np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v)))).astype(np.float64)
+    exact = _sigmoid_long(x.astype(np.longdouble)).astype(np.float64)
     ulp = np.spacing(np.abs(exact.astype(np.float32))).astype(np.float64)
     err = np.abs(got - exact) / ulp
     assert err.max() <= 2.5, (x[err > 2.5][:5], got[err > 2.5][:5])
@@ -592,14 +579,9 @@ def test_sigmoid_subnormal_results(tmp_path):
     codes = np.arange(65536, dtype=np.uint16).view(ml_dtypes.bfloat16)
     codes = codes[np.isfinite(codes.astype(np.float32))]
     g = run_compiled(tmp_path, nrtpy.neff.sigmoid, codes)
-    c = codes.astype(np.float32).astype(np.longdouble)
-    want = (np.exp(np.minimum(c, 0)) / (1 + np.exp(-np.abs(c)))).astype(
+    want = _sigmoid_long(codes.astype(np.float32).astype(np.longdouble)).astype(
         np.float64).astype(np.float32).astype(ml_dtypes.bfloat16)
     np.testing.assert_array_equal(g.view(np.uint16), want.view(np.uint16))
-
-
-def _sigmoid_long(v):
-    return np.exp(np.minimum(v, 0)) / (1 + np.exp(-np.abs(v)))
 
 
 NARROW_UNARY = {
@@ -617,9 +599,10 @@ NARROW_UNARY = {
 @pytest.mark.parametrize("op", sorted(NARROW_UNARY))
 def test_narrow_transcendentals_every_code(tmp_path, op, dtype):
     """Every finite code through the table of the float32 op: bfloat16 the
-    exact value correctly rounded, float16 within one step of it (a few
-    codes, whose halfway points come within the float32 op's error); NaN
-    where the exact value is NaN."""
+    exact value correctly rounded, float16 within one step of it (16 codes
+    at most, whose halfway points come within the float32 op's error); NaN
+    where the exact value is NaN.  (gelu: 0.5 x (1 + tanh u) as written got
+    155 bfloat16 codes wrong, by up to 13223 steps, and 269 float16 ones.)"""
     fn, ref = NARROW_UNARY[op]
     codes = np.arange(65536, dtype=np.uint16).view(dtype)
     codes = codes[np.isfinite(codes.astype(np.float32))]
@@ -629,10 +612,7 @@ def test_narrow_transcendentals_every_code(tmp_path, op, dtype):
         want = exact.astype(np.float64).astype(np.float32).astype(dtype)
     nan = np.isnan(want.astype(np.float32))
     np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
-
-    def ordered(a):
-        i = a.view(np.int16).astype(np.int64)
-        return np.where(i < 0, -(i & 0x7FFF), i)
-    diff = np.abs(ordered(got[~nan]) - ordered(want[~nan]))
-    limit = 0 if dtype == ml_dtypes.bfloat16 else 1
+    diff = np.abs(ordered16(got[~nan]) - ordered16(want[~nan]))
+    limit, few = (0, 0) if dtype == ml_dtypes.bfloat16 else (1, 16)
     assert diff.max() <= limit, (codes[~nan][diff > limit][:5], got[~nan][diff > limit][:5])
+    assert np.count_nonzero(diff) <= few, codes[~nan][diff > 0][:20]
