@@ -372,6 +372,11 @@ def fmt_time(t: float) -> str:
     return f"{t * 1e6:.1f} us" if t < 1e-3 else f"{t * 1e3:.2f} ms"
 
 
+def figures(ratio: float, frac: float, t_ours: float) -> str:
+    """A measurement as the lists of rows below a floor show it."""
+    return f"{ratio:.2f}x NumPy, {frac:.0%} of memcpy ({fmt_time(t_ours)})"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -441,8 +446,8 @@ def main() -> int:
                     ratio, frac, notes = floor_notes(case, n, t_ours, t_np, nbytes,
                                                      bandwidth)
                     if notes:
-                        below.append((case, dt, n, f"{ratio:.2f}x NumPy, {frac:.0%} "
-                                      f"of memcpy ({fmt_time(t_ours)})", notes[:]))
+                        below.append((case, dt, n, figures(ratio, frac, t_ours),
+                                      notes[:]))
                     if not ok:
                         notes.append("result differs from NumPy")
                     print(f"{head} {fmt_time(t_ours)} | {fmt_time(t_np)} | "
@@ -484,8 +489,7 @@ def rerun(work: Path, below: list[tuple[Case, np.dtype, int, str, list[str]]], t
             t_ours, t_np, nbytes, _, bandwidth = r
             ratio, frac, notes = floor_notes(case, n, t_ours, t_np, nbytes,
                                              bandwidth)
-            seen.append(f"{ratio:.2f}x NumPy, {frac:.0%} of memcpy "
-                        f"({fmt_time(t_ours)})")
+            seen.append(figures(ratio, frac, t_ours))
             if not notes:
                 break
         if times:
