@@ -7,9 +7,10 @@
  * combination of op, compute dtype and dtypes, it runs through the
  * elementwise kernel once over every code (every pair of codes), and from
  * then on the op is a lookup per element: with AVX-512 VBMI 64 codes at a
- * time from a table held in four registers (one operand), or AVX2
- * gathers (two), where the kernel decodes each operand to float32,
- * computes and rounds back.  The results are the kernel's own, bit for
+ * time from a table held in four registers (one operand), with AVX2 32
+ * at a time by vpshufb and byte blends (one operand), or AVX2 gathers
+ * (two), where the kernel decodes each operand to float32, computes and
+ * rounds back.  The results are the kernel's own, bit for
  * bit, since an elementwise result depends on its operands' values only.
  * where(c, x, y) with a bool c is a select, then a lookup of what where
  * makes of the code selected (NaN codes come back canonical).  fp8
@@ -181,6 +182,68 @@ lookup1_vbmi(const uint8_t *t, const uint8_t *c, const uint8_t *a,
     }
 }
 
+/*
+ * 32 codes x looked up in a 256-byte table for CPUs without VBMI (its
+ * sixteen 16-byte rows in `row`, each in both lanes): vpshufb looks up
+ * the low 4 bits in each row, and a tree of 15 byte blends on the code's
+ * bits 4 to 7 (each shifted to the top bit, which vpblendvb reads) picks
+ * the row.
+ */
+__attribute__((target("avx2"))) static inline __m256i
+lookup32(const __m256i *row, __m256i x)
+{
+    const __m256i lo = _mm256_and_si256(x, _mm256_set1_epi8(0x0f));
+    const __m256i b4 = _mm256_slli_epi16(x, 3), b5 = _mm256_slli_epi16(x, 2);
+    const __m256i b6 = _mm256_slli_epi16(x, 1);
+    __m256i q[8], r[4];
+
+    for (int k = 0; k < 8; k++) {
+        q[k] = _mm256_blendv_epi8(_mm256_shuffle_epi8(row[2 * k], lo),
+                                  _mm256_shuffle_epi8(row[2 * k + 1], lo), b4);
+    }
+    for (int k = 0; k < 4; k++) {
+        r[k] = _mm256_blendv_epi8(q[2 * k], q[2 * k + 1], b5);
+    }
+    return _mm256_blendv_epi8(_mm256_blendv_epi8(r[0], r[1], b6),
+                              _mm256_blendv_epi8(r[2], r[3], b6), x);
+}
+
+/* The rows of lookup32 of table t. */
+__attribute__((target("avx2"))) static inline void
+lookup32_rows(__m256i *row, const uint8_t *t)
+{
+    for (int k = 0; k < 16; k++) {
+        row[k] = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128((const void *)(t + 16 * k)));
+    }
+}
+
+/* o[i] = t[a[i]] (with c: t[c[i] ? a[i] : b[i]]) without VBMI, 32 codes
+ * per step (lookup32); returns the count done (whole steps).  Measured on
+ * the Zen 3 here, np.exp of 2048 x 2048 e4m3 on two cores: 555 us, against
+ * 1750 for the byte loads of lookup1's loop. */
+__attribute__((target("avx2"))) static size_t
+lookup1_avx2(const uint8_t *t, const uint8_t *c, const uint8_t *a,
+             const uint8_t *b, uint8_t *o, size_t n)
+{
+    __m256i row[16];
+    const __m256i zero = _mm256_setzero_si256();
+    size_t i = 0;
+
+    lookup32_rows(row, t);
+    for (; i + 32 <= n; i += 32) {
+        __m256i x = _mm256_loadu_si256((const void *)(a + i));
+        if (c != NULL) {
+            __m256i k = _mm256_loadu_si256((const void *)(c + i));
+            x = _mm256_blendv_epi8(x,
+                                   _mm256_loadu_si256((const void *)(b + i)),
+                                   _mm256_cmpeq_epi8(k, zero));
+        }
+        _mm256_storeu_si256((void *)(o + i), lookup32(row, x));
+    }
+    return i;
+}
+
 /* o[i] = t[a[i] << 8 | b[i]], 8 per gather (4-byte reads: the table has
  * a tail), 32 a step: the unpacks of a and b make the indices, the packs
  * undo their order.  Measured 12% faster than 16-lane AVX-512 gathers,
@@ -327,19 +390,24 @@ static void
 lookup1(const uint8_t *t, const uint8_t *c, const uint8_t *a, const uint8_t *b,
         uint8_t *o, size_t n)
 {
+    size_t i = 0;
+
 #if NRTEMU_X86_CLONES
     if (cpu_has(1)) {
         lookup1_vbmi(t, c, a, b, o, n);
         return;
     }
+    if (cpu_has(0)) {
+        i = lookup1_avx2(t, c, a, b, o, n);
+    }
 #endif
     if (c != NULL) {
-        for (size_t i = 0; i < n; i++) {
+        for (; i < n; i++) {
             o[i] = t[c[i] != 0 ? a[i] : b[i]];
         }
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (; i < n; i++) {
         o[i] = t[a[i]];
     }
 }
@@ -969,19 +1037,84 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
         }
     }
 }
+
+/* keyed_vbmi without VBMI, 32 a step (lookup32); returns the count done
+ * (whole steps).  Bytes compare signed in AVX2, so the unsigned keys
+ * compare through their minimum and maximum.  (Measured as lookup1_avx2:
+ * a > b 1.09 ms against 16.7 for keyed_run's loop.) */
+__attribute__((target("avx2"))) static size_t
+keyed_avx2(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
+           const uint8_t *a, const uint8_t *b, uint8_t *o, size_t n)
+{
+    const __m256i none = _mm256_set1_epi8((char)255);
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256i tk[16], td[16];
+    size_t i = 0;
+
+    lookup32_rows(tk, key);
+    lookup32_rows(td, diag != NULL ? diag : key);
+    for (; i + 32 <= n; i += 32) {
+        __m256i x = _mm256_loadu_si256((const void *)(a + i));
+        __m256i y = _mm256_loadu_si256((const void *)(b + i));
+        __m256i kx = lookup32(tk, x), ky = lookup32(tk, y);
+        __m256i nx = _mm256_cmpeq_epi8(kx, none);
+        __m256i ny = _mm256_cmpeq_epi8(ky, none);
+        __m256i both = _mm256_andnot_si256(_mm256_or_si256(nx, ny), none);
+        __m256i le = _mm256_cmpeq_epi8(_mm256_min_epu8(kx, ky), kx);
+        __m256i ge = _mm256_cmpeq_epi8(_mm256_max_epu8(kx, ky), kx);
+        __m256i r;
+        switch (op) {
+        case NRTEMU_OP_EQUAL:
+            r = _mm256_and_si256(both, _mm256_and_si256(le, ge));
+            break;
+        case NRTEMU_OP_NOT_EQUAL:
+            r = _mm256_andnot_si256(
+                _mm256_and_si256(both, _mm256_and_si256(le, ge)), none);
+            break;
+        case NRTEMU_OP_LESS:
+            r = _mm256_andnot_si256(ge, both);
+            break;
+        case NRTEMU_OP_LESS_EQUAL:
+            r = _mm256_and_si256(both, le);
+            break;
+        case NRTEMU_OP_GREATER:
+            r = _mm256_andnot_si256(le, both);
+            break;
+        case NRTEMU_OP_GREATER_EQUAL:
+            r = _mm256_and_si256(both, ge);
+            break;
+        case NRTEMU_OP_MAXIMUM:
+            r = _mm256_or_si256(nx, _mm256_andnot_si256(ny, ge));
+            break;
+        default:
+            r = _mm256_or_si256(nx, _mm256_andnot_si256(ny, le));
+            break;
+        }
+        _mm256_storeu_si256((void *)(o + i),
+                            diag != NULL
+                                ? lookup32(td, _mm256_blendv_epi8(y, x, r))
+                                : _mm256_and_si256(r, one));
+    }
+    return i;
+}
 #endif
 
 static void
 keyed_run(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
           const uint8_t *a, const uint8_t *b, uint8_t *o, size_t n)
 {
+    size_t i = 0;
+
 #if NRTEMU_X86_CLONES
     if (cpu_has(1)) {
         keyed_vbmi(op, key, diag, a, b, o, n);
         return;
     }
+    if (cpu_has(0)) {
+        i = keyed_avx2(op, key, diag, a, b, o, n);
+    }
 #endif
-    for (size_t i = 0; i < n; i++) {
+    for (; i < n; i++) {
         bool r = keyed_one(op, key[a[i]], key[b[i]]);
         o[i] = diag != NULL ? diag[r ? a[i] : b[i]] : (uint8_t)r;
     }
