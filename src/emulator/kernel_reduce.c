@@ -664,6 +664,77 @@ widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n,
     }
 }
 
+#if NRTEMU_X86_CLONES
+#include <immintrin.h>
+
+/*
+ * fp8 to float32 with F16C, for CPUs without the WIDE paths below (AVX2,
+ * as x86-64-v3 has it): an fp8 magnitude's bits, moved up to the top of a
+ * float16's exponent and mantissa, are a float16 whose value is the
+ * code's times 2^(bias - 15), subnormals included (both formats scale
+ * their subnormals as their normals), so vcvtph2ps and a multiply by
+ * 2^(15 - bias) widen it exactly, with no float32 subnormal on the way
+ * (and vcvtph2ps ignores denormals-are-zero); the infinity and NaN codes
+ * become float16's (0x7c00, and 0x7e00: the quiet NaN of narrow_widen).
+ * 16 codes a step, about 17 instructions, where GCC's v3 clone of
+ * widen_fp8 takes about 40 for 8 and spills (measured on the Zen 3 here,
+ * np.sum(a, axis=1) of 2048 x 2048 e4m3 on two cores: 1622 -> 863 us).
+ * Returns the count done (whole steps).
+ */
+__attribute__((target("avx2,f16c"))) static size_t
+widen_fp8_f16c(float *restrict d, const uint8_t *restrict s, size_t n,
+               struct narrow p)
+{
+    const int bias = 127 - (int)(p.rebias >> 23);
+    const __m128i up = _mm_cvtsi32_si128((int)p.sh - 13); /* 10 - m */
+    const __m256i mag_mask = _mm256_set1_epi16(0x7f);
+    const __m256i sign_bit = _mm256_set1_epi16(0x80);
+    const __m256i special_below = _mm256_set1_epi16((short)(p.special_at - 1));
+    const __m256i quiet_above = _mm256_set1_epi16((short)p.quiet_above);
+    const __m256i inf = _mm256_set1_epi16(0x7c00);
+    const __m256i nan = _mm256_set1_epi16(0x7e00);
+    const __m256 scale = _mm256_set1_ps(ldexpf(1.0f, 15 - bias));
+    size_t i = 0;
+
+    for (; i + 16 <= n; i += 16) {
+        const __m256i w =
+            _mm256_cvtepu8_epi16(_mm_loadu_si128((const void *)(s + i)));
+        const __m256i mag = _mm256_and_si256(w, mag_mask);
+        const __m256i special =
+            _mm256_blendv_epi8(inf, nan, _mm256_cmpgt_epi16(mag, quiet_above));
+        const __m256i h = _mm256_or_si256(
+            _mm256_blendv_epi8(_mm256_sll_epi16(mag, up), special,
+                               _mm256_cmpgt_epi16(mag, special_below)),
+            _mm256_slli_epi16(_mm256_and_si256(w, sign_bit), 8));
+        _mm256_storeu_ps(
+            d + i,
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), scale));
+        _mm256_storeu_ps(
+            d + i + 8,
+            _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)),
+                          scale));
+    }
+    return i;
+}
+
+static bool
+cpu_has_f16c(void)
+{
+    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
+                       * idempotent: every thread computes the same) */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+    if (k == 0) {
+        __builtin_cpu_init();
+        k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
+                ? 2
+                : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 2;
+}
+#endif
+
 /*
  * AVX-512 (with VBMI) paths of the column folds and argmax/argmin, and of
  * fp8 widening, for CPUs that have it (checked once, cpu_has_wide): the
@@ -681,8 +752,6 @@ widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n,
  * 2048 e4m3 over axis 0 on one thread).
  */
 #if NRTEMU_X86_CLONES
-#include <immintrin.h>
-
 #define WIDE __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
 
 static bool
@@ -1893,7 +1962,15 @@ load_run(const struct nrtemu_array *in, enum nrtemu_dtype compute,
                     return;
                 }
 #endif
-                widen_fp8(buf, src, n, narrow_fp8(in->dtype));
+                const struct narrow p = narrow_fp8(in->dtype);
+                size_t done = 0;
+#if NRTEMU_X86_CLONES
+                if (cpu_has_f16c()) {
+                    done = widen_fp8_f16c(buf, src, n, p);
+                }
+#endif
+                widen_fp8((float *)buf + done, (const uint8_t *)src + done,
+                          n - done, p);
                 return;
             }
             break;
