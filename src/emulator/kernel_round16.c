@@ -175,7 +175,120 @@ round16_wide32(__m512i x, uint32_t mbits, uint32_t bias,
         nan);
 }
 
+/*
+ * round16_wide32() for CPUs with AVX2 only, on 16 codes at a time: the
+ * same steps in 16-bit lanes, with byte blends for the masks and the
+ * unit 2^fc (fc from 1 to 10; AVX2 has no variable 16-bit shift) looked
+ * up by vpshufb, its low and high byte from two tables.  The signed
+ * compares are the unsigned ones of round16_wide32(): every operand is
+ * below 2^15.  (The float32 round trip through vroundps would be fewer
+ * instructions, but denormals-are-zero would flush bfloat16's
+ * subnormals on the way.)
+ */
+__attribute__((target("avx2"))) static inline __attribute__((always_inline))
+__m256i
+round16_avx2_16(__m256i x, uint32_t mbits, uint32_t bias,
+                enum round16_mode mode)
+{
+    const __m256i one = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(-1);
+    const __m256i unit_lo = _mm256_setr_epi8(
+        0, 2, 4, 8, 16, 32, 64, (char)128, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 4, 8,
+        16, 32, 64, (char)128, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i unit_hi =
+        _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 0, 0, 0, 0, 0, 0, 0,
+                         0, 0, 0, 0, 0, 0, 1, 2, 4, 0, 0, 0, 0, 0);
+    const short one_code = (short)(bias << mbits);
+    const short half_code = (short)((bias - 1u) << mbits);
+    const short int_code = (short)((bias + mbits) << mbits);
+    const short inf_code = (short)((0x7fffu >> mbits) << mbits);
+    const short quiet = (short)(1u << (mbits - 1u));
+    __m256i m = _mm256_and_si256(x, _mm256_set1_epi16(0x7fff));
+    __m256i s = _mm256_xor_si256(x, m);
+    __m256i fr = _mm256_sub_epi16(_mm256_set1_epi16((short)(bias + mbits)),
+                                  _mm256_srli_epi16(m, (int)mbits));
+    __m256i fc = _mm256_min_epi16(_mm256_max_epi16(fr, one),
+                                  _mm256_set1_epi16((short)mbits));
+    __m256i unit = _mm256_or_si256(
+        _mm256_shuffle_epi8(unit_lo, fc),
+        _mm256_slli_epi16(_mm256_shuffle_epi8(unit_hi, fc), 8));
+    __m256i mask = _mm256_sub_epi16(unit, one);
+    __m256i frac = _mm256_and_si256(m, mask);
+    __m256i small = _mm256_cmpgt_epi16(_mm256_set1_epi16(one_code), m);
+    /* truncated: 0 when small */
+    __m256i t = _mm256_andnot_si256(small, _mm256_andnot_si256(mask, m));
+    __m256i step =
+        _mm256_blendv_epi8(unit, _mm256_set1_epi16(one_code), small);
+    __m256i up;
+
+    if (mode == R16_FLOOR || mode == R16_CEIL) {
+        __m256i exact = _mm256_cmpeq_epi16(_mm256_blendv_epi8(frac, m, small),
+                                           _mm256_setzero_si256());
+        __m256i neg = _mm256_srai_epi16(x, 15);
+        up = mode == R16_FLOOR
+                 ? _mm256_andnot_si256(exact, neg)
+                 : _mm256_andnot_si256(_mm256_or_si256(exact, neg), ones);
+    } else {
+        __m256i half = _mm256_srli_epi16(unit, 1);
+        __m256i hc = _mm256_set1_epi16(half_code);
+        __m256i mid_up, small_up;
+        if (mode == R16_EVEN) {
+            __m256i even = _mm256_cmpeq_epi16(_mm256_and_si256(m, unit),
+                                              _mm256_setzero_si256());
+            mid_up = _mm256_or_si256(
+                _mm256_cmpgt_epi16(frac, half),
+                _mm256_andnot_si256(even, _mm256_cmpeq_epi16(frac, half)));
+            small_up = _mm256_cmpgt_epi16(m, hc);
+        } else {
+            mid_up = _mm256_andnot_si256(_mm256_cmpgt_epi16(half, frac), ones);
+            small_up = _mm256_andnot_si256(_mm256_cmpgt_epi16(hc, m), ones);
+        }
+        up = _mm256_blendv_epi8(mid_up, small_up, small);
+    }
+    __m256i r =
+        _mm256_or_si256(s, _mm256_add_epi16(t, _mm256_and_si256(step, up)));
+    __m256i nan =
+        mbits == 10u
+            ? _mm256_or_si256(x, _mm256_set1_epi16(quiet))
+            : _mm256_or_si256(s, _mm256_set1_epi16((short)(inf_code | quiet)));
+    r = _mm256_blendv_epi8(
+        r, x, _mm256_cmpgt_epi16(m, _mm256_set1_epi16((short)(int_code - 1))));
+    return _mm256_blendv_epi8(
+        r, nan, _mm256_cmpgt_epi16(m, _mm256_set1_epi16(inf_code)));
+}
+
+/* Whether the CPU runs round16_avx2_16(). */
+static bool
+cpu_has_avx2(void)
+{
+    static int known; /* as cpu_has_avx512bw's */
+    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
+
+    if (k == 0) {
+        __builtin_cpu_init();
+        k = __builtin_cpu_supports("avx2") ? 2 : 1;
+        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
+    }
+    return k == 2;
+}
+
+#define DEFINE_ROUND16_AVX2(NAME, MBITS, BIAS, MODE)                    \
+    __attribute__((target("avx2"))) static void NAME##_avx2(            \
+        const uint16_t *a, uint16_t *o, size_t n)                       \
+    {                                                                   \
+        size_t i = 0;                                                   \
+        for (; i + 16 <= n; i += 16) {                                  \
+            __m256i x = _mm256_loadu_si256((const void *)(a + i));      \
+            _mm256_storeu_si256((void *)(o + i),                        \
+                                round16_avx2_16(x, MBITS, BIAS, MODE)); \
+        }                                                               \
+        for (; i < n; i++) {                                            \
+            o[i] = (uint16_t)round16_code(a[i], MBITS, BIAS, MODE);     \
+        }                                                               \
+    }
+
 #define DEFINE_ROUND16_WIDE(NAME, MBITS, BIAS, MODE)                          \
+    DEFINE_ROUND16_AVX2(NAME, MBITS, BIAS, MODE)                              \
     R16_WIDE static void NAME##_wide(const uint16_t *a, uint16_t *o,          \
                                      size_t n)                                \
     {                                                                         \
@@ -191,14 +304,16 @@ round16_wide32(__m512i x, uint32_t mbits, uint32_t bias,
         }                                                                     \
     }
 #define ROUND16_WIDE_OR_NULL(NAME) NAME##_wide
+#define ROUND16_AVX2_OR_NULL(NAME) NAME##_avx2
 #else
 #define DEFINE_ROUND16_WIDE(NAME, MBITS, BIAS, MODE)
 #define ROUND16_WIDE_OR_NULL(NAME) NULL
+#define ROUND16_AVX2_OR_NULL(NAME) NULL
 #endif
 
-/* Two loops per format and mode, n codes of a into o (o may be a): the
- * plain one, which GCC vectorises for each clone, and the AVX-512BW
- * one. */
+/* Three loops per format and mode, n codes of a into o (o may be a): the
+ * plain one, which GCC vectorises for each clone, the AVX-512BW one and
+ * the AVX2 one. */
 #define DEFINE_ROUND16(NAME, MBITS, BIAS, MODE)                     \
     NRTEMU_MULTIVERSION                                             \
     static void NAME(const uint16_t *a, uint16_t *o, size_t n)      \
@@ -221,23 +336,27 @@ DEFINE_ROUND16(bf16_away, 7u, 127u, R16_AWAY)
 typedef void round16_loop(const uint16_t *a, uint16_t *o, size_t n);
 
 /* The loops of each op (a row) on float16 and bfloat16 (the columns):
- * plain, and AVX-512BW (NULL without the clones). */
+ * plain, AVX-512BW and AVX2 (NULL without the clones). */
 static const struct {
     enum nrtemu_op op;
-    round16_loop *plain[2], *wide[2];
+    round16_loop *plain[2], *wide[2], *avx2[2];
 } round16_loops[] = {
     {NRTEMU_OP_FLOOR,
      {f16_floor, bf16_floor},
-     {ROUND16_WIDE_OR_NULL(f16_floor), ROUND16_WIDE_OR_NULL(bf16_floor)}},
+     {ROUND16_WIDE_OR_NULL(f16_floor), ROUND16_WIDE_OR_NULL(bf16_floor)},
+     {ROUND16_AVX2_OR_NULL(f16_floor), ROUND16_AVX2_OR_NULL(bf16_floor)}},
     {NRTEMU_OP_CEIL,
      {f16_ceil, bf16_ceil},
-     {ROUND16_WIDE_OR_NULL(f16_ceil), ROUND16_WIDE_OR_NULL(bf16_ceil)}},
+     {ROUND16_WIDE_OR_NULL(f16_ceil), ROUND16_WIDE_OR_NULL(bf16_ceil)},
+     {ROUND16_AVX2_OR_NULL(f16_ceil), ROUND16_AVX2_OR_NULL(bf16_ceil)}},
     {NRTEMU_OP_ROUND_EVEN,
      {f16_even, bf16_even},
-     {ROUND16_WIDE_OR_NULL(f16_even), ROUND16_WIDE_OR_NULL(bf16_even)}},
+     {ROUND16_WIDE_OR_NULL(f16_even), ROUND16_WIDE_OR_NULL(bf16_even)},
+     {ROUND16_AVX2_OR_NULL(f16_even), ROUND16_AVX2_OR_NULL(bf16_even)}},
     {NRTEMU_OP_ROUND_AWAY,
      {f16_away, bf16_away},
-     {ROUND16_WIDE_OR_NULL(f16_away), ROUND16_WIDE_OR_NULL(bf16_away)}},
+     {ROUND16_WIDE_OR_NULL(f16_away), ROUND16_WIDE_OR_NULL(bf16_away)},
+     {ROUND16_AVX2_OR_NULL(f16_away), ROUND16_AVX2_OR_NULL(bf16_away)}},
 };
 
 /* kstream_map16's call of a loop; ctx: a pointer to the loop's pointer. */
@@ -262,6 +381,9 @@ round16_pick(enum nrtemu_op op, enum nrtemu_dtype dt)
 #if NRTEMU_X86_CLONES
             if (cpu_has_avx512bw()) {
                 return round16_loops[i].wide[col];
+            }
+            if (cpu_has_avx2()) {
+                return round16_loops[i].avx2[col];
             }
 #endif
             return round16_loops[i].plain[col];
