@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "simd.h"
 
@@ -423,18 +424,7 @@ half_store_f16c(uint16_t *d, const float *s, size_t n)
 static bool
 cpu_has_f16c(void)
 {
-    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
-                       * idempotent: every thread computes the same) */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-    if (k == 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")
-                ? 2
-                : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return nrtemu__cpu_has(NRTEMU_CPU_V3);
 }
 #else
 #define HAVE_F16C_PATH 0

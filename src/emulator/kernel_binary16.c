@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu.h"
 #include "kernel.h"
 #include "kernel_binary16.h"
 #include "kernel_codes16.h"
@@ -35,8 +36,7 @@ static bool b16_avx512;
 static void
 b16_probe(void)
 {
-    __builtin_cpu_init();
-    b16_avx512 = __builtin_cpu_supports("x86-64-v4");
+    b16_avx512 = nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 
 /* Whether the CPU runs CODES16_TARGET code (checked once). */

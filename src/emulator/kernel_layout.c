@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_iter.h"
@@ -99,15 +100,9 @@ static void
 stream_64(char *d, const char *s, size_t units)
 {
 #if NRTEMU_X86_CLONES
-    static int width; /* 0: not asked yet (racy but idempotent) */
-    int w = __atomic_load_n(&width, __ATOMIC_RELAXED);
-    if (w == 0) {
-        __builtin_cpu_init();
-        w = __builtin_cpu_supports("avx512f") ? 64
-            : __builtin_cpu_supports("avx")   ? 32
-                                              : 16;
-        __atomic_store_n(&width, w, __ATOMIC_RELAXED);
-    }
+    const int w = nrtemu__cpu_has(NRTEMU_CPU_V4)   ? 64
+                  : nrtemu__cpu_has(NRTEMU_CPU_V3) ? 32
+                                                   : 16;
     if (w == 64) {
         stream_64_avx512(d, s, units);
         return;
@@ -932,8 +927,7 @@ transpose_bands(const struct nrtemu_array *out, const struct nrtemu_array *in,
         (uintptr_t)out->data % 64 != 0 || (uintptr_t)in->data % 64 != 0) {
         return false;
     }
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512bw")) {
+    if (!nrtemu__cpu_has(NRTEMU_CPU_V4)) {
         return false;
     }
     j.tasks = layout_tasks((size_t)(j.R * j.C * size));
@@ -951,11 +945,10 @@ transpose_2d_part(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
                   uint64_t R, uint64_t C, size_t size)
 {
 #if NRTEMU_X86_CLONES
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V3)) {
         switch (size) {
         case 1:
-            if (__builtin_cpu_supports("avx512bw") && srs % 64 == 0 &&
+            if (nrtemu__cpu_has(NRTEMU_CPU_V4) && srs % 64 == 0 &&
                 drs % 64 == 0) {
                 transpose_2d_avx512_1(dst, drs, src, srs, R, C);
             } else {

@@ -10,6 +10,7 @@
  * output be the operand (each chunk is read before it is written) and
  * frees the vector loop of aliasing checks.
  */
+#include "cpu.h"
 #include "kernel_math_vec.h"
 
 #include <math.h>
@@ -572,8 +573,7 @@ npow_table_init(void)
 static bool
 npow_cpu(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("x86-64-v4");
+    return nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 
 /* npow_cpu(), and then the tables are built (once). */
@@ -2012,7 +2012,7 @@ vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a, double *o,
         break;
     }
 #if NRTEMU_X86_CLONES
-    bool avx512 = __builtin_cpu_supports("avx512f");
+    bool avx512 = nrtemu__cpu_has(NRTEMU_CPU_V4);
 #else
     bool avx512 = false;
 #endif

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_iter.h"
@@ -808,8 +809,7 @@ DEFINE_GEMV(shc, float, uint16_t, f16_f, 16, GV_F16C_TARGET)
 static bool
 gemv_have_f16c(void)
 {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("f16c");
+    return nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 #endif
 
@@ -895,14 +895,10 @@ static const struct gemm_impl *
 pick_gemm(bool is_double)
 {
 #if NRTEMU_X86_CLONES
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq")) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V4)) {
         return is_double ? &d_v4_impl : &s_v4_impl;
     }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V3)) {
         return is_double ? &d_v3_impl : &s_v3_impl;
     }
 #endif

@@ -39,6 +39,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_iter.h"
@@ -720,18 +721,7 @@ widen_fp8_f16c(float *restrict d, const uint8_t *restrict s, size_t n,
 static bool
 cpu_has_f16c(void)
 {
-    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
-                       * idempotent: every thread computes the same) */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-    if (k == 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
-                ? 2
-                : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return nrtemu__cpu_has(NRTEMU_CPU_V3);
 }
 #endif
 
@@ -757,21 +747,7 @@ cpu_has_f16c(void)
 static bool
 cpu_has_wide(void)
 {
-    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
-                       * idempotent: every thread computes the same) */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-    if (k == 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512vl") &&
-                    __builtin_cpu_supports("avx512vbmi")
-                ? 2
-                : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI);
 }
 
 /* The fp8 tables: the high and low bytes of each magnitude's bfloat16,

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "kernel.h"
 #include "kernel_stream.h"
 #include "kernel_table.h"
@@ -94,19 +95,7 @@ round16_code(uint32_t x, uint32_t mbits, uint32_t bias, enum round16_mode mode)
 static bool
 cpu_has_avx512bw(void)
 {
-    static int known; /* 0: not asked yet, 1: no, 2: yes (racy but
-                       * idempotent: every thread computes the same) */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-    if (k == 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx512f") &&
-                    __builtin_cpu_supports("avx512bw")
-                ? 2
-                : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 
 /*
@@ -261,15 +250,7 @@ round16_avx2_16(__m256i x, uint32_t mbits, uint32_t bias,
 static bool
 cpu_has_avx2(void)
 {
-    static int known; /* as cpu_has_avx512bw's */
-    int k = __atomic_load_n(&known, __ATOMIC_RELAXED);
-
-    if (k == 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx2") ? 2 : 1;
-        __atomic_store_n(&known, k, __ATOMIC_RELAXED);
-    }
-    return k == 2;
+    return nrtemu__cpu_has(NRTEMU_CPU_V3);
 }
 
 #define DEFINE_ROUND16_AVX2(NAME, MBITS, BIAS, MODE)                    \

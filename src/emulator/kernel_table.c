@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_table.h"
@@ -376,13 +377,7 @@ lookup2_window_vbmi(const uint8_t *t, const uint8_t *a, const uint8_t *b,
 static bool
 cpu_has(int vbmi)
 {
-    __builtin_cpu_init();
-    if (!vbmi) {
-        return __builtin_cpu_supports("avx2");
-    }
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vbmi");
+    return nrtemu__cpu_has(vbmi ? NRTEMU_CPU_V4_VBMI : NRTEMU_CPU_V3);
 }
 #endif
 
@@ -816,7 +811,7 @@ fp8_arith_get(enum nrtemu_op op, enum nrtemu_dtype compute,
         return NULL;
     }
 #if NRTEMU_X86_CLONES
-    if (!cpu_has(1) || !__builtin_cpu_supports("avx512dq")) {
+    if (!cpu_has(1)) {
         return NULL;
     }
 #else

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "kernel.h"
 #include "kernel_codes16.h"
 #include "kernel_stream.h"
@@ -198,8 +199,7 @@ static bool compute16_avx512;
 static void
 compute16_probe(void)
 {
-    __builtin_cpu_init();
-    compute16_avx512 = __builtin_cpu_supports("x86-64-v4");
+    compute16_avx512 = nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 
 /* op of 16 float32 lanes, as the kernel's float32 loop computes it. */

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "convert.h"
 #include "kernel.h"
 #include "kernel_stream.h"
@@ -262,9 +263,7 @@ where_stream(size_t size, size_t n, const uint8_t *c, const char *x,
              const char *y, char *o, const struct nan_rule *r)
 {
 #if NRTEMU_X86_CLONES
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512vl") || (uintptr_t)o % size != 0) {
+    if (!nrtemu__cpu_has(NRTEMU_CPU_V4) || (uintptr_t)o % size != 0) {
         return false;
     }
     where_lines(size, n, c, x, y, o, r);

@@ -4,6 +4,8 @@
  */
 #include "test.h"
 
+#include "cpu.h"
+
 #include "kernel.h"
 #include "kernel_table.h"
 
@@ -106,10 +108,9 @@ test_computed(void)
     struct nrtemu_scratch s = {0};
 
 #if !defined(NRTEMU_NO_CPU_DISPATCH) && defined(__x86_64__)
-    __builtin_cpu_init();
     ASSERT_EQ(
         nrtemu__kernel_table16_computed(NRTEMU_OP_RELU, NRTEMU_DTYPE_FLOAT16),
-        __builtin_cpu_supports("x86-64-v4") != 0);
+        nrtemu__cpu_has(NRTEMU_CPU_V4));
 #else
     ASSERT_TRUE(!nrtemu__kernel_table16_computed(NRTEMU_OP_RELU,
                                                  NRTEMU_DTYPE_FLOAT16));

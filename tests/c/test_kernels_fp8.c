@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "convert.h"
+#include "cpu.h"
 #include "kernel.h"
 #include "kernel_table.h"
 #include "simd.h"
@@ -328,9 +329,7 @@ test_fp8_computed(void)
     bool vbmi = false;
 
 #if NRTEMU_X86_CLONES
-    __builtin_cpu_init();
-    vbmi = __builtin_cpu_supports("avx512vbmi") &&
-           __builtin_cpu_supports("avx512dq");
+    vbmi = nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI);
 #endif
     printf("   (AVX-512 VBMI: %s)\n", vbmi ? "yes" : "no");
     for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
