@@ -34,6 +34,19 @@ def used(core: int = 0) -> int:
 _neff_counter = itertools.count()
 
 
+def has_avx512() -> bool:
+    """Whether the kernels' AVX-512 paths run here: the CPU has x86-64-v4's
+    AVX-512 and NRTPY_EMU_CPU (src/emulator/cpu.h) does not cap them."""
+    if os.environ.get("NRTPY_EMU_CPU", "") in ("x86-64-v3", "baseline"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+    except OSError:
+        return False
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
+
+
 def run_compiled(tmp_path, fn, *arrays):
     """Compile `fn` for `arrays` (a NEFF of its own under tmp_path), run it
     on the emulator and return its one output as an array."""
