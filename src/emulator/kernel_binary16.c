@@ -28,23 +28,11 @@
 #include "kernel_stream.h"
 
 #if NRTEMU_X86_CLONES
-#include <pthread.h>
-
-static pthread_once_t b16_once = PTHREAD_ONCE_INIT;
-static bool b16_avx512;
-
-static void
-b16_probe(void)
-{
-    b16_avx512 = nrtemu__cpu_has(NRTEMU_CPU_V4);
-}
-
-/* Whether the CPU runs CODES16_TARGET code (checked once). */
+/* Whether the CPU runs CODES16_TARGET code. */
 static bool
 b16_ready(void)
 {
-    pthread_once(&b16_once, b16_probe);
-    return b16_avx512;
+    return nrtemu__cpu_has(NRTEMU_CPU_V4);
 }
 
 /* The lanes where narrow_divmod's float32 quotient is exact

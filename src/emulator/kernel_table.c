@@ -372,13 +372,6 @@ lookup2_window_vbmi(const uint8_t *t, const uint8_t *a, const uint8_t *b,
     }
     return i;
 }
-
-/* Whether the CPU has AVX-512 VBMI (1), or AVX2 (0). */
-static bool
-cpu_has(int vbmi)
-{
-    return nrtemu__cpu_has(vbmi ? NRTEMU_CPU_V4_VBMI : NRTEMU_CPU_V3);
-}
 #endif
 
 static void
@@ -388,11 +381,11 @@ lookup1(const uint8_t *t, const uint8_t *c, const uint8_t *a, const uint8_t *b,
     size_t i = 0;
 
 #if NRTEMU_X86_CLONES
-    if (cpu_has(1)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI)) {
         lookup1_vbmi(t, c, a, b, o, n);
         return;
     }
-    if (cpu_has(0)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V3)) {
         i = lookup1_avx2(t, c, a, b, o, n);
     }
 #endif
@@ -414,10 +407,10 @@ lookup2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
     size_t i = 0;
 
 #if NRTEMU_X86_CLONES
-    if (cpu_has(1)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI)) {
         i = lookup2_window_vbmi(t, a, b, o, n);
     }
-    if (cpu_has(0)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V3)) {
         i += lookup2_avx2(t, a + i, b + i, o + i, n - i);
     }
 #endif
@@ -811,7 +804,7 @@ fp8_arith_get(enum nrtemu_op op, enum nrtemu_dtype compute,
         return NULL;
     }
 #if NRTEMU_X86_CLONES
-    if (!cpu_has(1)) {
+    if (!nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI)) {
         return NULL;
     }
 #else
@@ -1101,11 +1094,11 @@ keyed_run(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
     size_t i = 0;
 
 #if NRTEMU_X86_CLONES
-    if (cpu_has(1)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V4_VBMI)) {
         keyed_vbmi(op, key, diag, a, b, o, n);
         return;
     }
-    if (cpu_has(0)) {
+    if (nrtemu__cpu_has(NRTEMU_CPU_V3)) {
         i = keyed_avx2(op, key, diag, a, b, o, n);
     }
 #endif

@@ -193,15 +193,6 @@ lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
  * sin, cos, log within 5% of it; 0.48-2 ns against 0.25 on bfloat16).
  */
 #if NRTEMU_X86_CLONES
-static pthread_once_t compute16_once = PTHREAD_ONCE_INIT;
-static bool compute16_avx512;
-
-static void
-compute16_probe(void)
-{
-    compute16_avx512 = nrtemu__cpu_has(NRTEMU_CPU_V4);
-}
-
 /* op of 16 float32 lanes, as the kernel's float32 loop computes it. */
 CODES16_TARGET static inline __attribute__((always_inline)) __m512
 compute16_op(enum nrtemu_op op, __m512 x)
@@ -338,8 +329,8 @@ compute16_find(enum nrtemu_op op, enum nrtemu_dtype dt)
 #if NRTEMU_X86_CLONES
     bool half = dt == NRTEMU_DTYPE_FLOAT16;
 
-    pthread_once(&compute16_once, compute16_probe);
-    if (!compute16_avx512 || (!half && dt != NRTEMU_DTYPE_BFLOAT16)) {
+    if (!nrtemu__cpu_has(NRTEMU_CPU_V4) ||
+        (!half && dt != NRTEMU_DTYPE_BFLOAT16)) {
         return NULL;
     }
     switch (op) {
