@@ -169,10 +169,11 @@ def test_pow_varying_exponents_float32(tmp_path):
         want64 = np.power(x.astype(np.float64), y.astype(np.float64))
     assert_within_ulp(got, want64)
     assert np.isinf(got).any() and (got == 0).any()  # both ends were reached
-    # Nearly always the correctly rounded power.
+    # Nearly always the correctly rounded power (measured: 94.3% under
+    # NRTPY_EMU_CPU=x86-64-v3 on a Zen 5, and above 90% on a Zen 3).
     with np.errstate(all="ignore"):
         rounded = np.mean(got == want64.astype(np.float32))
-    assert rounded > (0.99 if has_avx512() else 0.87), rounded
+    assert rounded > (0.99 if has_avx512() else 0.9), rounded
 
 
 def quiet(f: np.ndarray) -> np.ndarray:
@@ -227,8 +228,9 @@ def test_pow_float32_wide_sample(tmp_path):
     """2^20 pairs: x of every binade with |y log2 x| up to 150, x near 1
     with |y| up to 10^7, and any bit patterns of both (the special cases
     of C pow): within 1 ulp of the exact power, and nearly always the
-    correctly rounded one (with AVX-512 about 99.7%; with AVX2 89.2%,
-    measured on a Zen 3)."""
+    correctly rounded one (NaN for NaN: measured 99.8% with AVX-512 on a
+    Zen 5, 96.7% there under NRTPY_EMU_CPU=x86-64-v3; counting NaN
+    results as wrong had given 92.3% and 89.2%, below the 99% asked)."""
     rng = np.random.default_rng(23)
     n = 1 << 18
     x0 = rng.integers(0x00800000, 0x7F800000, n, dtype=np.uint32).view(np.float32)
@@ -248,8 +250,11 @@ def test_pow_float32_wide_sample(tmp_path):
         want64 = np.where(np.isnan(x), np.power(x, y).astype(np.float64), want64)
     assert_within_ulp(got, want64)
     with np.errstate(all="ignore"):
-        rounded = np.mean(got == want64.astype(np.float32))
-    assert rounded > (0.99 if has_avx512() else 0.87), rounded
+        want = want64.astype(np.float32)
+    # (a NaN result, which a quarter of the bit patterns give, is the
+    # right one when both are NaN)
+    rounded = np.mean((got == want) | (np.isnan(got) & np.isnan(want)))
+    assert rounded > (0.99 if has_avx512() else 0.95), rounded
 
 
 def test_pow_other_scalar_exponents(tmp_path):
