@@ -544,6 +544,21 @@ def test_argmax_argmin(tmp_path, dtype):
                                np.argmax(x, axis=2, keepdims=True)), x)
 
 
+def test_argmax_argmin_of_long_int32_rows(tmp_path):
+    # rows past the short-row search (256), of few values, so that many of
+    # the one-pass loop's 32 lanes end on the extreme: the first index wins
+    g = np.random.default_rng(50)
+    x = g.integers(0, 3, (40, 1003)).astype(np.int32)
+    x[0, :] = 7
+    x[1, [700, 40]] = np.iinfo(np.int32).max
+    x[2, :] = np.iinfo(np.int32).min
+    x[2, [1002]] = np.iinfo(np.int32).min + 1
+    x[3, [31, 32, 33]] = [-9, 9, 9]  # ties across the lanes' boundary
+    got = run(tmp_path, lambda x: (np.argmax(x, axis=1), np.argmin(x, axis=1)), x)
+    np.testing.assert_array_equal(got[0], np.argmax(x, axis=1))
+    np.testing.assert_array_equal(got[1], np.argmin(x, axis=1))
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float16), BF16], ids=str)
 def test_argmax_argmin_of_rows_by_codes(tmp_path, dtype):
     # every non-NaN code, shuffled into rows of 1000 (a tail after 32-code
