@@ -2911,7 +2911,7 @@ arg_fast(const struct arg_job *j, uint64_t r0, uint64_t g, uint64_t w,
         IT at[ARG_LANES];                                                     \
         int nan = 0;                                                          \
         uint64_t i = ARG_LANES;                                               \
-        int64_t first;                                                        \
+        IT first;                                                             \
         T m;                                                                  \
         if (!(ONE_PASS) || R <= SHORT_ROW ||                                  \
             R - 1 > (uint64_t)((IT)-1 >> 1)) {                                \
@@ -2963,15 +2963,12 @@ arg_fast(const struct arg_job *j, uint64_t r0, uint64_t g, uint64_t w,
             const T b = best[l];                                              \
             m = (ismax ? b > m : b < m) ? b : m;                              \
         }                                                                     \
-        {                                                                     \
-            IT least = (IT)R;                                                 \
-            for (int l = 0; l < ARG_LANES; l++) {                             \
-                const IT c = best[l] == m ? at[l] : (IT)R;                    \
-                least = c < least ? c : least;                                \
-            }                                                                 \
-            first = (int64_t)least;                                           \
+        first = (IT)R;                                                        \
+        for (int l = 0; l < ARG_LANES; l++) {                                 \
+            const IT c = best[l] == m ? at[l] : (IT)R;                        \
+            first = c < first ? c : first;                                    \
         }                                                                     \
-        return first;                                                         \
+        return (int64_t)first;                                                \
     }                                                                         \
     /* Rows r0.. r0 + g - 1 of n columns (x[r * stride + j]) into the         \
      * running extremes best[j] and their rows at[j], row after row (the      \
