@@ -19,6 +19,7 @@
 
 #include <ftw.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,12 +151,49 @@ test_read_file(const char *path, size_t *len)
     return text;
 }
 
-/* Run one test function, announcing it so a crash names its test. */
-#define RUN_TEST(fn)                     \
-    do {                                 \
-        test_reset_env();                \
-        fprintf(stderr, "-- %s\n", #fn); \
-        fn();                            \
+/*
+ * Shards: TEST_SHARD=i/n runs the i-th of n shares of a program's
+ * RUN_TESTs (by their order, i from 0), so that meson can run a long test
+ * program as several tests side by side, each inside its time limit
+ * (tests/c/meson.build).  Unset, every test runs.  A malformed value
+ * fails the program rather than running nothing.
+ */
+static inline bool
+test_in_shard_(void)
+{
+    static unsigned next, index, count;
+    unsigned mine = next++;
+
+    if (count == 0) {
+        const char *shard = getenv("TEST_SHARD");
+        char *end;
+
+        count = 1;
+        if (shard != NULL && shard[0] != '\0') {
+            unsigned long i = strtoul(shard, &end, 10), n;
+
+            if (*end != '/' || (n = strtoul(end + 1, &end, 10)) == 0 ||
+                *end != '\0' || i >= n || n > 64) {
+                fprintf(stderr, "TEST_SHARD=%s: expected i/n, 0 <= i < n\n",
+                        shard);
+                abort();
+            }
+            index = (unsigned)i;
+            count = (unsigned)n;
+        }
+    }
+    return mine % count == index;
+}
+
+/* Run one test function of this shard, announcing it so a crash names
+ * its test. */
+#define RUN_TEST(fn)                         \
+    do {                                     \
+        if (test_in_shard_()) {              \
+            test_reset_env();                \
+            fprintf(stderr, "-- %s\n", #fn); \
+            fn();                            \
+        }                                    \
     } while (0)
 
 static char test_namespace_[128];

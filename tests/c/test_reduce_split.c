@@ -854,15 +854,17 @@ main(void)
     /* The split runs on at least two threads where the machine has two
      * CPUs; on one, the same tests check the serial path. */
     printf("# pool threads: %u\n", nrtemu__pool_threads());
-    RUN_TEST(test_widen_every_code);
+    /* The four longest first, so that meson's four shards (TEST_SHARD,
+     * test.h) take one each. */
     RUN_TEST(test_split_reduce);
+    RUN_TEST(test_split_arg);
+    RUN_TEST(test_arg_every_fp8_code);
+    RUN_TEST(test_split_argsort);
+    RUN_TEST(test_widen_every_code);
     RUN_TEST(test_column_order);
     RUN_TEST(test_fp8_column_sum_split);
     RUN_TEST(test_fp8_row_sum);
-    RUN_TEST(test_split_arg);
-    RUN_TEST(test_arg_every_fp8_code);
     RUN_TEST(test_fp8_reduce_codes);
-    RUN_TEST(test_split_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;
 }
