@@ -78,12 +78,16 @@ test-c: deps
 test-python: install $(VENV)/.test-deps
 	$(PY) -m pytest -q tests/python
 
-# The fuzz target (NEFF container, program loading and a bounded run), for
-# a bounded time: libFuzzer when clang has it, else the same target under
-# gcc's sanitizers (tests/fuzz/run.sh).
+# The fuzz targets, each for a bounded time: the NEFF container, program
+# loading and a bounded run (libFuzzer when clang has it, else the same
+# target under gcc's sanitizers: tests/fuzz/run.sh, built by meson from the
+# library's own objects), and the HLO compiler on mutated modules, with
+# the NEFFs it writes run on the emulator (tests/fuzz/fuzz_hlo.py).
 FUZZ_SECONDS ?= 20
-test-fuzz:
-	FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh
+test-fuzz: install
+	FUZZ_SECONDS=$(FUZZ_SECONDS) MESON=$(CURDIR)/$(VENV)/bin/meson \
+	    BUILD=$(BUILD) sh tests/fuzz/run.sh
+	$(PY) tests/fuzz/fuzz_hlo.py $(FUZZ_SECONDS)
 
 test: test-format test-c test-python test-fuzz
 

@@ -218,6 +218,56 @@ def test_unknown_opcode(tmp_path):
     assert_nothing_written(tmp_path)
 
 
+def argmax_module(or_operands):
+    """argmax of f32[4] as JAX writes it (a variadic reduce of values and
+    indices), its reducer's ``or`` given ``or_operands``."""
+    f, i, p = shape(F32), shape(S32), shape(PRED)
+    reducer = computation("argmax_reducer", 2, [
+        instr("av", "parameter", f, 10, parameter_number=f_int(9, 0)),
+        instr("ai", "parameter", i, 11, parameter_number=f_int(9, 1)),
+        instr("bv", "parameter", f, 12, parameter_number=f_int(9, 2)),
+        instr("bi", "parameter", i, 13, parameter_number=f_int(9, 3)),
+        instr("gt", "compare", p, 14, [10, 12], cmp=f_bytes(63, "GT")),
+        instr("nan", "compare", p, 15, [10, 10], cmp=f_bytes(63, "NE")),
+        instr("keep", "or", p, 16, or_operands),
+        instr("v", "select", f, 17, [16, 10, 12]),
+        instr("eq", "compare", p, 20, [10, 12], cmp=f_bytes(63, "EQ")),
+        instr("lt", "compare", p, 21, [11, 13], cmp=f_bytes(63, "LT")),
+        instr("tie", "and", p, 22, [20, 21]),
+        instr("first", "or", p, 23, [16, 22]),
+        instr("i", "select", i, 18, [23, 11, 13]),
+        instr("t", "tuple", shape(TUPLE, tuple_shapes=[f, i]), 19, [17, 18])], 19)
+    entry = computation("main", 1, [
+        instr("x", "parameter", shape(F32, (4,)), 1, parameter_number=f_int(9, 0)),
+        instr("k", "iota", shape(S32, (4,)), 2),
+        instr("lo", "constant", f, 3,
+              literal=f_bytes(8, f_bytes(1, f) + f_floats(8, [-np.inf]))),
+        instr("zero", "constant", i, 4,
+              literal=f_bytes(8, f_bytes(1, i) + f_packed(4, [0]))),
+        instr("r", "reduce", shape(TUPLE, tuple_shapes=[f, i]), 5, [1, 2, 3, 4],
+              dims=f_packed(14, [0]), called=f_packed(38, [2])),
+        instr("argmax", "get-tuple-element", i, 6, [5], index=f_int(13, 1))], 6)
+    return module("m", [reducer, entry], 1)
+
+
+def test_argmax_reducer_compiles(tmp_path):
+    path = nrtpy.neff.compile_hlo(argmax_module([14, 15]), tmp_path / "t.neff")
+    x = np.array([1.0, 7.0, 3.0, 7.0], np.float32)
+    got = run_neff(path, {"x": x})
+    assert [int(v) for v in got.values()] == [1]
+
+
+def test_reducer_with_an_operand_missing(tmp_path):
+    # A one-byte mutation of a JAX module: the reducer's `or` lost an
+    # operand.  It is a malformed module naming its instruction, never an
+    # internal exception.
+    with pytest.raises(ValueError, match=r"malformed HLO: instruction 'keep' \(or\) "
+                                         r"in computation 'argmax_reducer': has 1 "
+                                         r"operands, or takes 2"):
+        nrtpy.neff.compile_hlo(argmax_module([14]), tmp_path / "t.neff")
+    assert_nothing_written(tmp_path)
+
+
 def test_cycle(tmp_path):
     s2 = shape(F32, (2,))
     raw = simple([instr("a", "add", s2, 1, [100, 2]), instr("b", "negate", s2, 2, [1])], 2)

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+from nrtpy._files import read_regular
 from nrtpy.hlo._lower import Lowering
 from nrtpy.hlo._module import Instruction, Module, Shape, parse_module
 
@@ -38,8 +39,7 @@ def module_bytes(module: Any) -> bytes:
     if isinstance(module, (bytes, bytearray, memoryview)):
         return bytes(module)
     if isinstance(module, (str, os.PathLike)):
-        with open(module, "rb") as f:
-            return f.read()
+        return read_regular(module, "HLO module")
     if hasattr(module, "as_serialized_hlo_module_proto"):
         return bytes(module.as_serialized_hlo_module_proto())
     if hasattr(module, "compiler_ir"):  # a JAX Lowered

@@ -404,7 +404,17 @@ class Lowering:
         fn = LOWERINGS.get(ins.opcode)
         if fn is None:
             raise self.unsupported(ins)
-        value = fn(self, ins)
+        try:
+            value = fn(self, ins)
+        except (IndexError, KeyError, TypeError, AttributeError,
+                ZeroDivisionError, OverflowError, RecursionError) as exc:
+            # A lowering reads the module's fields as the producers write
+            # them; a module that breaks what they promise (a wrong operand
+            # count, an attribute out of range) surfaces here as a lookup
+            # that fails.  That is a malformed module, said as such, never
+            # an internal exception escaping to the caller.
+            raise self.malformed(ins, f"cannot be lowered: "
+                                      f"{type(exc).__name__}: {exc}") from exc
         check_value(self, ins, value, ins.shape)
         return value
 

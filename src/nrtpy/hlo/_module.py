@@ -384,6 +384,29 @@ def parse_computation(m: Message) -> Computation:
                        root_id, by_id)
 
 
+# The operand counts XLA's verifier requires of the fixed-arity opcodes, so
+# that a module which breaks them (a mutated or hand-written one) is
+# refused as malformed before any lowering or pattern match reads it.
+_OPERAND_COUNTS: dict[str, int] = {
+    **dict.fromkeys(("parameter", "constant", "iota", "rng-get-and-update-state",
+                     "partition-id", "replica-id"), 0),
+    **dict.fromkeys((
+        "abs", "bitcast", "bitcast-convert", "broadcast", "cbrt", "ceil",
+        "clz", "convert", "copy", "cosine", "erf", "exponential",
+        "exponential-minus-one", "floor", "get-tuple-element", "imag",
+        "is-finite", "log", "log-plus-one", "logistic", "negate", "not",
+        "popcnt", "real", "reduce-precision", "reshape", "reverse",
+        "round-nearest-afz", "round-nearest-even", "rsqrt", "sign", "sine",
+        "slice", "sqrt", "tan", "tanh", "transpose"), 1),
+    **dict.fromkeys((
+        "add", "and", "atan2", "compare", "complex", "divide", "dot",
+        "maximum", "minimum", "multiply", "or", "pad", "power", "remainder",
+        "shift-left", "shift-right-arithmetic", "shift-right-logical",
+        "subtract", "xor"), 2),
+    **dict.fromkeys(("clamp", "select"), 3),
+}
+
+
 def parse_module(data: bytes | memoryview) -> Module:
     """Read and check an HloModuleProto."""
     if len(data) == 0:
@@ -422,6 +445,13 @@ def parse_module(data: bytes | memoryview) -> Module:
                     raise ValueError(f"{ins.where()}: called computation id "
                                      f"{cid} is not in the module")
     _check_call_cycles(comps, by_id)
+    for c in comps:
+        for ins in c.instructions:
+            want = _OPERAND_COUNTS.get(ins.opcode)
+            if want is not None and len(ins.operand_ids) != want:
+                raise ValueError(f"malformed HLO: {ins.where()}: has "
+                                 f"{len(ins.operand_ids)} operands, "
+                                 f"{ins.opcode} takes {want}")
     aliases = []
     am = m.message(8, "HloInputOutputAliasProto")
     if am is not None:
