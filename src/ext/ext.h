@@ -111,6 +111,8 @@ typedef struct {
     PyTypeObject *SystemTraceSession_Type;
     PyObject *default_runtime; /* the runtime tensors use; NULL when none */
     PyObject *str_unnamed;     /* "unnamed_tensor" */
+    /* Why no libnrt loaded (str); NULL when one did (module.c). */
+    PyObject *libnrt_error;
     /* The Nrtpy that owns libnrt now; borrowed, cleared by its close(). */
     struct NrtpyObject *live_runtime;
     /* True while one thread runs nrt_init() without the GIL: a second

@@ -7,11 +7,29 @@
 
 module_state *ext_state;
 
+/* 0 when a libnrt is loaded, else -1 with the ImportError saying why no
+ * library loaded (module_exec_without_library). */
+static int
+require_library(void)
+{
+    if (libnrt.handle != NULL) {
+        return 0;
+    }
+    PyErr_SetObject(PyExc_ImportError,
+                    ext_state != NULL && ext_state->libnrt_error != NULL
+                        ? ext_state->libnrt_error
+                        : Py_None);
+    return -1;
+}
+
 static PyObject *
 module_library_info(PyObject *module, PyObject *unused)
 {
     (void)module;
     (void)unused;
+    if (require_library() < 0) {
+        return NULL;
+    }
     PyObject *info = PyDict_New();
     PyObject *v = NULL;
     if (info == NULL) {
@@ -87,7 +105,8 @@ module_memory_stats(PyObject *module, PyObject *arg)
                      "core_id must be a non-negative int, got %ld", core);
         return NULL;
     }
-    if (LIBNRT_REQUIRE(nrt_get_vnc_memory_stats) < 0) {
+    if (require_library() < 0 ||
+        LIBNRT_REQUIRE(nrt_get_vnc_memory_stats) < 0) {
         return NULL;
     }
     nrt_vnc_memory_stats_t stats = {0, 0};
@@ -177,6 +196,45 @@ fail:
     return -1;
 }
 
+/*
+ * When no libnrt loads, the module still offers what needs none: the
+ * exceptions, the dtype table, the NEFF constants and neff_describe (the
+ * extension's own reader), so that the tools which only compile or print
+ * paths (nrtpy-cc, python -m nrtpy cflags) work.  Nothing that would call
+ * into the library exists then: the runtime, tensor, model and trace
+ * types are not added, library_info and memory_stats raise, and the
+ * reason is LIBNRT_ERROR, which nrtpy/__init__.py raises as ImportError
+ * for every other importer.  Any error but the library's (a warning
+ * turned into an error, no memory) fails the import as before.
+ */
+static int
+module_exec_without_library(PyObject *module, module_state *st)
+{
+    PyObject *type, *value, *tb, *reason = NULL;
+
+    if (!PyErr_ExceptionMatches(PyExc_ImportError)) {
+        ext_state = NULL;
+        return -1;
+    }
+    PyErr_Fetch(&type, &value, &tb);
+    if (value != NULL) {
+        reason = PyObject_Str(value);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    if (reason == NULL ||
+        PyModule_AddObjectRef(module, "LIBNRT_ERROR", reason) < 0 ||
+        add_exceptions(module, st) < 0 || dtypes_add_to_module(module) < 0 ||
+        neff_constants_add_to_module(module) < 0) {
+        Py_XDECREF(reason);
+        ext_state = NULL;
+        return -1;
+    }
+    st->libnrt_error = reason;
+    return 0;
+}
+
 static int
 module_exec(PyObject *module)
 {
@@ -192,6 +250,9 @@ module_exec(PyObject *module)
     module_state *st = PyModule_GetState(module);
     ext_state = st;
     if (libnrt_load() < 0) {
+        return module_exec_without_library(module, st);
+    }
+    if (PyModule_AddObjectRef(module, "LIBNRT_ERROR", Py_None) < 0) {
         goto fail;
     }
     st->str_unnamed = PyUnicode_InternFromString("unnamed_tensor");
@@ -226,6 +287,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->ModelTensorInfo_Type);
     Py_VISIT(st->SystemTraceSession_Type);
     Py_VISIT(st->default_runtime);
+    Py_VISIT(st->libnrt_error);
     return 0;
 }
 
@@ -245,6 +307,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->SystemTraceSession_Type);
     Py_CLEAR(st->default_runtime);
     Py_CLEAR(st->str_unnamed);
+    Py_CLEAR(st->libnrt_error);
     return 0;
 }
 

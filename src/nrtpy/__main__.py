@@ -102,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     _launch.add_parser(sub)
     args = parser.parse_args(argv)
 
+    from nrtpy import _nrtpy
+
+    if args.command in ("info", "run") and _nrtpy.LIBNRT_ERROR is not None:
+        print(f"python -m nrtpy {args.command}: {_nrtpy.LIBNRT_ERROR}",
+              file=sys.stderr)
+        return 1
     if args.command == "compile-hlo":
         return _compile_hlo(args.module, args.output, args.name)
     if args.command == "run":

@@ -171,3 +171,27 @@ def test_console_script_and_module_run_in_the_working_directory(tmp_path, progra
                             text=True, timeout=120)
     assert (failed.returncode, failed.stderr) == (1, "nrtpy-cc: error: gone.pb: no such file\n")
     assert os.access(program[0], os.X_OK)
+
+
+def test_fifo_module_is_refused_without_blocking(workdir, capsys):
+    os.mkfifo(workdir / "fifo.pb")  # no writer: an open() would block
+    assert cc.main(["compile", "--framework", "XLA", "fifo.pb", "-o", "f.neff"]) == 1
+    assert one_error_line(capsys) == \
+        "nrtpy-cc: error: fifo.pb: HLO module is a FIFO, not a regular file"
+    assert not (workdir / "f.neff").exists()
+
+
+@pytest.mark.parametrize("program", [
+    [str(Path(sys.executable).parent / "nrtpy-cc")],
+    [sys.executable, "-m", "nrtpy.cc"],
+])
+def test_compiles_without_a_libnrt(tmp_path, program):
+    # A compiler needs no runtime: with no library to load, nrtpy-cc
+    # still writes the NEFF, and it runs where a library loads.
+    (tmp_path / "hlo_module.pb").write_bytes(multiply_add([2, 3]))
+    done = subprocess.run([*program, "compile", "--framework", "XLA", "hlo_module.pb",
+                           "-o", "k.neff"], cwd=tmp_path,
+                          env=child_env(NRTPY_LIBNRT=str(tmp_path / "none.so")),
+                          capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    np.testing.assert_array_equal(run_neff(tmp_path / "k.neff"), A * B + A)

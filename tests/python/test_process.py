@@ -333,10 +333,10 @@ def test_instance_trn2():
 # ------------------------------------------------------------ command line
 
 
-def nrtpy_cli(*args):
+def nrtpy_cli(*args, **env):
     return subprocess.run(
         [sys.executable, "-m", "nrtpy", *args],
-        env=child_env(),
+        env=child_env(**env),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -367,6 +367,36 @@ def test_cli_info():
     assert info["emulated"] is True
     assert info["instance"] == "trn1.2xlarge"
     assert info["visible_cores"] == 2
+
+
+def test_cli_without_a_libnrt(tmp_path):
+    # The commands that only print paths and flags need no library; those
+    # that use the runtime say in one line why there is none.
+    missing = str(tmp_path / "nowhere" / "libnrt.so.1")
+    for args in (["cflags"], ["cflags", "libs"], ["libdir"], ["prefix"]):
+        proc = nrtpy_cli(*args, NRTPY_LIBNRT=missing)
+        assert (proc.returncode, proc.stderr) == (0, ""), args
+        assert proc.stdout == nrtpy_cli(*args).stdout
+    proc = nrtpy_cli("info", NRTPY_LIBNRT=missing)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (f"python -m nrtpy info: nrtpy: cannot load libnrt "
+                           f"(NRTPY_LIBNRT={missing}): {missing}: cannot open "
+                           f"shared object file: No such file or directory\n")
+    # Everyone else still fails at import, and names that need the library
+    # are not offered half-working.
+    proc = run_python("import nrtpy", timeout=TIMEOUT, NRTPY_LIBNRT=missing)
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith("ImportError: nrtpy: cannot load libnrt")
+    proc = run_python("import sys; sys.argv[0] = '-m'; import nrtpy, nrtpy._nrtpy as e\n"
+                      "print(e.LIBNRT_ERROR is not None, hasattr(e, 'Nrtpy'), "
+                      "'float32' in e.DTYPES)\n"
+                      "try:\n    from nrtpy import NrtpyTensor\n"
+                      "except ImportError as exc:\n    print(exc)",
+                      timeout=TIMEOUT, NRTPY_LIBNRT=missing)
+    check_ok(proc)
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "True False True"
+    assert lines[1].startswith("nrtpy: cannot load libnrt")
 
 
 def test_cli_usage_errors():
