@@ -226,6 +226,15 @@ def test_collective_to_apply_refused(tmp_path):
         nrtpy.neff.compile_hlo(bad, tmp_path / "bad.neff")
 
 
+def test_collective_multiply_refused_as_neuronx_cc_does(tmp_path):
+    # Neuron's collectives reduce with add, maximum or minimum; a module
+    # that neuronx-cc refuses must not pass here and fail on hardware.
+    bad = _hand_module([[0]], reducer="multiply")
+    with pytest.raises(NotImplementedError, match=r"all-reduce.*multipl.*'ar'"):
+        nrtpy.neff.compile_hlo(bad, tmp_path / "bad.neff")
+    assert not (tmp_path / "bad.neff").exists()
+
+
 def test_branch_operands_lazy_broadcasts(tmp_path):
     # A broadcast passed to both branches and used after the conditional:
     # it is written out before the branches, not inside the first one.

@@ -452,3 +452,50 @@ def test_scatter_unsupported_combiner(tmp_path):
                  to_apply=hs.f_packed(38, [1]))], 13)
     with pytest.raises(NotImplementedError, match="scatter.*'sc'"):
         nrtpy.neff.compile_hlo(hs.module("m", [sub, main], 2), tmp_path / "s.neff")
+
+
+def _scatter_module(combiner: list[bytes], root: int) -> bytes:
+    """x f32[4], i s32[2,1], u f32[2] -> scatter(x, i, u) whose to_apply is
+    the parameters a (id 1), b (id 2) and then ``combiner``, rooted at
+    ``root``."""
+    s = hs.shape(hs.F32)
+    comb = hs.computation("comb", 1, [
+        hs.instr("a", "parameter", s, 1),
+        hs.instr("b", "parameter", s, 2, pn=hs.f_int(9, 1)), *combiner], root)
+    x = hs.shape(hs.F32, (4,))
+    dn = hs.f_bytes(48, hs.f_packed(2, [0]) + hs.f_packed(3, [0]) + hs.f_int(4, 1))
+    main = hs.computation("main", 2, [
+        hs.instr("x.1", "parameter", x, 10),
+        hs.instr("i.1", "parameter", hs.shape(hs.S32, (2, 1)), 11, pn=hs.f_int(9, 1)),
+        hs.instr("u.1", "parameter", hs.shape(hs.F32, (2,)), 12, pn=hs.f_int(9, 2)),
+        hs.instr("sc", "scatter", x, 13, operands=[10, 11, 12], dn=dn,
+                 to_apply=hs.f_packed(38, [1]))], 13)
+    return hs.module("m", [comb, main], 2)
+
+
+@pytest.mark.parametrize("combiner, root, want", [
+    # neuronx-cc's assignment: copy(b) (nkipy's put_along_axis, slice
+    # assignment, rotary embeddings)
+    ([hs.instr("c", "copy", hs.shape(hs.F32), 3, operands=[2])], 3, [0, 5, 0, 7]),
+    # a chain of no-op wrappers around b
+    ([hs.instr("c", "copy", hs.shape(hs.F32), 3, operands=[2]),
+      hs.instr("d", "convert", hs.shape(hs.F32), 4, operands=[3])], 4, [0, 5, 0, 7]),
+    # add with its operands and result wrapped, as XLA upcasts bfloat16
+    ([hs.instr("ca", "convert", hs.shape(hs.F32), 3, operands=[1]),
+      hs.instr("cb", "copy", hs.shape(hs.F32), 4, operands=[2]),
+      hs.instr("s", "add", hs.shape(hs.F32), 5, operands=[3, 4]),
+      hs.instr("r", "copy", hs.shape(hs.F32), 6, operands=[5])], 6, [1, 6, 1, 8]),
+])
+def test_scatter_wrapped_combiners(tmp_path, combiner, root, want):
+    path = nrtpy.neff.compile_hlo(_scatter_module(combiner, root), tmp_path / "s.neff")
+    got = hs.run_neff(path, {"x": np.ones(4, np.float32) * (root == 6),
+                             "i": np.array([[1], [3]], np.int32),
+                             "u": np.array([5, 7], np.float32)})
+    np.testing.assert_array_equal(got["output0"], np.array(want, np.float32))
+
+
+def test_scatter_copy_of_the_first_parameter_is_not_assignment(tmp_path):
+    # copy(a) keeps the operand: not a combiner the emulator has.
+    bad = _scatter_module([hs.instr("c", "copy", hs.shape(hs.F32), 3, operands=[1])], 3)
+    with pytest.raises(NotImplementedError, match="scatter.*'sc'"):
+        nrtpy.neff.compile_hlo(bad, tmp_path / "s.neff")

@@ -193,19 +193,28 @@ def _replica_groups(ctx: Lowering, ins: Instruction) -> list[list[int]] | None:
     return [[int(r) for r in g] for g in groups]
 
 
-_COLLECTIVE_REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max",
-                      "minimum": "min", "or": "max", "and": "min"}
+# The combiners of all-reduce and reduce-scatter that Neuron's collectives
+# take: add, maximum and minimum (and on pred, or and and, which are
+# maximum and minimum there).  neuronx-cc refuses multiply, so a module
+# that would fail on hardware fails here too, though the emulator's
+# all_reduce op has a product (nrtpy.neff.all_reduce(op="prod")).
+_COLLECTIVE_REDUCE = {"add": "sum", "maximum": "max", "minimum": "min",
+                      "or": "max", "and": "min"}
 
 
 def _reduce_kind(ctx: Lowering, ins: Instruction, dt: np.dtype) -> str:
     comp = ctx.computation(ins, 0)
     op = _binary_reducer(comp)
     kind = _COLLECTIVE_REDUCE.get(op or "")
+    if op == "multiply":
+        raise ctx.unsupported(ins, f"a to_apply ({comp.name!r}) that multiplies: "
+                                   f"Neuron's collectives reduce with add, "
+                                   f"maximum or minimum only, and neuronx-cc "
+                                   f"refuses multiply")
     if kind is None or (op in ("and", "or") and dt != np.bool_):
         raise ctx.unsupported(ins, f"a to_apply ({comp.name!r}, root "
                                    f"{comp.root.opcode!r}) that is not add, "
-                                   f"multiply, maximum or minimum of its two "
-                                   f"parameters")
+                                   f"maximum or minimum of its two parameters")
     return kind
 
 

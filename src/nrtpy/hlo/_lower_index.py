@@ -27,7 +27,8 @@ import numpy as np
 
 from nrtpy import _dtypes
 from nrtpy.hlo._lower import Buf, Lowering, Value, lowers
-from nrtpy.hlo._lower_ops import _binary_reducer, _is_iota_along, total_order_key
+from nrtpy.hlo._lower_ops import (_binary_reducer, _is_assignment, _is_iota_along,
+                                   total_order_key)
 from nrtpy.hlo._module import Computation, Instruction
 
 # Index patterns of at most this many elements are constants of the NEFF.
@@ -286,9 +287,7 @@ _SCATTER_MODES = {"add": "add", "multiply": "mul", "maximum": "max",
 def _scatter_mode(ctx: Lowering, ins: Instruction, comp: Computation,
                   dt: np.dtype) -> str:
     root = comp.root
-    params = {i.id: i.parameter_number for i in comp.instructions
-              if i.opcode == "parameter"}
-    if len(params) == 2 and root.opcode == "parameter" and root.parameter_number == 1:
+    if _is_assignment(comp):
         return "assign"
     op = _binary_reducer(comp)
     mode = _SCATTER_MODES.get(op or "")

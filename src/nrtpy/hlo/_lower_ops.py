@@ -418,16 +418,64 @@ def _identity_of(kind: str, dt: np.dtype):
     return info.min if kind == "max" else info.max
 
 
-def _binary_reducer(comp: Computation) -> str | None:
-    """The opcode of ``to_apply`` when it is ``op(p0, p1)`` (either order)."""
-    root = comp.root
+# Unary instructions that leave a scalar's value as it is (up to the
+# rounding of a convert, which a combiner's accumulation type is): what
+# producers wrap a combiner's operands and result in.  neuronx-cc writes
+# copy(p1) for assignment; XLA upcasts bfloat16 reductions as
+# convert(add(convert(p0), convert(p1))).
+_VALUE_WRAPPERS = ("copy", "convert", "bitcast", "reshape")
+
+
+def _unwrapped(comp: Computation, ins: Instruction) -> Instruction:
+    """``ins`` with the _VALUE_WRAPPERS around it removed."""
+    seen = 0
+    while ins.opcode in _VALUE_WRAPPERS and len(ins.operand_ids) == 1 and \
+            ins.operand_ids[0] in comp.by_id and seen < len(comp.instructions):
+        inner = comp.by_id[ins.operand_ids[0]]
+        if ins.opcode == "convert" and not _same_value_convert(inner, ins):
+            break
+        ins = inner
+        seen += 1
+    return ins
+
+
+def _same_value_convert(src: Instruction, dst: Instruction) -> bool:
+    """A convert that keeps the value: to the same type, or between float
+    types (an accumulation type and back); not one that truncates a float
+    to an integer or wraps an integer."""
+    if not (src.shape.is_array and dst.shape.is_array):
+        return False
+    a, b = src.shape.dtype, dst.shape.dtype
+    return a == b or (_is_float(a) and _is_float(b))
+
+
+def _two_parameters(comp: Computation) -> dict[int, int] | None:
+    """Instruction id -> parameter number, when ``comp`` has exactly the two
+    parameters 0 and 1."""
     params = {i.id: i.parameter_number for i in comp.instructions
               if i.opcode == "parameter"}
-    if len(params) != 2 or len(root.operand_ids) != 2:
+    return params if sorted(params.values()) == [0, 1] else None
+
+
+def _binary_reducer(comp: Computation) -> str | None:
+    """The opcode of ``to_apply`` when it is ``op(p0, p1)`` (either order),
+    through value wrappers around the result and each operand."""
+    params = _two_parameters(comp)
+    root = _unwrapped(comp, comp.root)
+    if params is None or len(root.operand_ids) != 2 or \
+            any(o not in comp.by_id for o in root.operand_ids):
         return None
-    if sorted(params.get(o, -1) for o in root.operand_ids) != [0, 1]:
-        return None
-    return root.opcode
+    got = sorted(params.get(_unwrapped(comp, comp.by_id[o]).id, -1)
+                 for o in root.operand_ids)
+    return root.opcode if got == [0, 1] else None
+
+
+def _is_assignment(comp: Computation) -> bool:
+    """Whether ``to_apply`` returns its second parameter (through value
+    wrappers): a scatter that overwrites."""
+    params = _two_parameters(comp)
+    root = _unwrapped(comp, comp.root)
+    return params is not None and params.get(root.id) == 1
 
 
 @lowers("reduce")
