@@ -261,15 +261,20 @@ class NrtpyModel:
                 f"{label} {key}: expected model and tensor on the same core, "
                 f"got model core_id {core} and tensor core_id {ref.core_id}. "
                 f"Expected: {expected}")
-        if shape is not None and tuple(tensor.shape) != shape:
+        if shape is not None and tuple(tensor.shape) != shape and \
+                not (shape == (1,) and tuple(tensor.shape) == ()):
             raise ValueError(f"{label} {key}: expected shape {list(shape)}, "
                              f"got {tuple(tensor.shape)}. Expected: {expected}")
         if ref.size != size:
             raise ValueError(f"{label} {key}: expected {size} bytes, got "
                              f"{ref.size}. Expected: {expected}")
         have = np.dtype(have)
+        # Same bytes: fp8 where the runtime reports int8, bool where a
+        # NEFF holds pred as uint8 0/1, a 0-d array where it holds a
+        # scalar as [1] (neuronx-cc's conventions, checked above).
         if want is not None and have != want and \
-                not (want == np.dtype(np.int8) and have in _dtypes.FP8):
+                not (want == np.dtype(np.int8) and have in _dtypes.FP8) and \
+                not (want == np.dtype(np.uint8) and have == np.dtype(np.bool_)):
             raise ValueError(f"{label} {key}: expected dtype {want.name}, got "
                              f"{have.name}. Expected: {expected}")
 

@@ -14,7 +14,7 @@ import nrtpy.neff
 from nrtpy import NrtpyModel, NrtpyTensor
 from nrtpy.hlo import _wire
 
-from hlo_support import (F32, PRED, S32, TUPLE, check_jax, computation,
+from hlo_support import (F32, PRED, S32, TUPLE, check_jax, compile_jax, computation,
                          f_bytes, f_floats, f_int, f_packed, frontend, instr,
                          jax, jnp, module, run_neff, shape)
 from support import child_env
@@ -254,7 +254,7 @@ def test_argmax_reducer_compiles(tmp_path):
     path = nrtpy.neff.compile_hlo(argmax_module([14, 15]), tmp_path / "t.neff")
     x = np.array([1.0, 7.0, 3.0, 7.0], np.float32)
     got = run_neff(path, {"x": x})
-    assert [int(v) for v in got.values()] == [1]
+    assert [v.tolist() for v in got.values()] == [[1]]  # a scalar is [1]
 
 
 def test_reducer_with_an_operand_missing(tmp_path):
@@ -430,3 +430,35 @@ def test_lazy_broadcast_written_per_op_list():
     with ctx.op_list() as body2:
         assert ctx.materialize(lazy) is outer
     assert body2 == []
+
+
+def test_io_as_neuronx_cc_writes_it(tmp_path):
+    # pred I/O is uint8 0/1, a scalar is a [1] tensor, a zero-element output
+    # is left out of the NEFF (nkipy makes it on the host).
+    def f(mask, s, x):
+        return jnp.logical_not(mask), x.sum() * s, x[:0], mask.any()
+
+    mask = np.array([True, False, True])
+    s = np.float32(2.0)
+    x = np.arange(3, dtype=np.float32)
+    path, _, _ = compile_jax(f, (mask, s, x), tmp_path)
+    inputs, outputs = inspect_io(path)
+    assert inputs == [("mask", [3], "uint8"), ("s", [1], "float32"),
+                      ("x", [3], "float32")]
+    assert outputs == [("output0", [3], "uint8"), ("output1", [1], "float32"),
+                       ("output3", [1], "uint8")]
+    # NrtpyModel takes the arrays a user has: bool for pred, 0-d for a scalar.
+    for m, sv in ((mask, s), (mask.astype(np.uint8), np.array([s]))):
+        got = run_neff(path, {"mask": m, "s": sv, "x": x})
+        assert got["output0"].tolist() == [0, 1, 0]
+        assert got["output1"].tolist() == [6.0]
+        assert got["output3"].tolist() == [1]
+    # uint8 other than 0/1 is true, as a pred converted from it.
+    got = run_neff(path, {"mask": np.array([7, 0, 255], np.uint8), "s": s, "x": x})
+    assert got["output0"].tolist() == [0, 1, 0]
+
+
+def test_all_outputs_empty_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="every output of the module has no elements"):
+        compile_jax(lambda x: x[:0], (np.ones(3, np.float32),), tmp_path)
+    assert_nothing_written(tmp_path)

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from nrtpy._files import read_regular
 from nrtpy.hlo._lower import Lowering
 from nrtpy.hlo._module import Instruction, Module, Shape, parse_module
@@ -197,22 +199,43 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
         if 0 in p.shape.dims:
             raise ValueError(f"input {n!r} has no elements (shape {p.shape}); "
                              f"NEFF tensors need at least one")
-    inputs = [ctx.program.buffer("input", p.shape.dims, p.shape.dtype, name=n)
-              for p, n in zip(params, in_names)]
+    args = []
+    for p, n in zip(params, in_names):
+        dims, dtype = _neff_io(p.shape.dims, p.shape.dtype)
+        buf = ctx.program.buffer("input", dims, dtype, name=n)
+        args.append(ctx.cast(ctx.reshape(buf, p.shape.dims), p.shape.dtype))
     for n in final_out:
         if n in ctx.program.buffers:
             raise ValueError(f"duplicate tensor name {n!r}")
-    result = ctx.inline(entry, inputs)
+    result = ctx.inline(entry, args)
     leaves = [ctx.materialize(v) for v in _leaves(result)]
     for n in final_out:
         if n in ctx.program.buffers and ctx.program.buffers[n]["kind"] != "input":
             raise ValueError(f"output name {n!r} collides with a buffer of the "
                              f"program")
-    outputs = _attach_outputs(ctx.program, list(zip(final_out, leaves)),
-                              copy=aliased)
+    # Zero-element outputs are left out of the NEFF, as neuronx-cc does
+    # (nkipy makes them on the host); the others in neuronx-cc's form.
+    kept = []
+    for n, leaf in zip(final_out, leaves):
+        if 0 not in leaf.shape:
+            dims, dtype = _neff_io(tuple(leaf.shape), leaf.dtype)
+            kept.append((n, ctx.reshape(ctx.cast(leaf, dtype), dims)))
+    if not kept:
+        raise ValueError(f"every output of the module has no elements "
+                         f"({', '.join(final_out)}); a NEFF needs at least one")
+    outputs = _attach_outputs(ctx.program, kept, copy=aliased)
     neff_name = name or mod.name or Path(os.fspath(path)).stem
     return _write_neff(path, ctx.program, in_names, outputs,
                        neff_name=neff_name, generator="nrtpy.hlo")
+
+
+def _neff_io(dims: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], np.dtype]:
+    """The shape and dtype a NEFF declares for an entry parameter or result
+    of ``dims`` and ``dtype``, as neuronx-cc writes them (docs/hlo.md): a
+    scalar is a [1] tensor (Spike, like NumPy's ascontiguousarray, makes a
+    0-d array 1-d and checks shapes strictly), and pred is uint8 holding 0
+    or 1 (the runtime has no bool; nkipy passes uint8 arrays)."""
+    return (dims or (1,)), (np.dtype(np.uint8) if dtype == np.bool_ else dtype)
 
 
 # Element types of entry parameters and results (arrays NEFFs can hold).
