@@ -16,7 +16,17 @@
 
 #ifdef NRTEMU_HAVE_FABRIC_H
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -118,7 +128,174 @@ struct nrtemu_fabric {
     struct fid_ep *ep;
     fi_addr_t *peers;
     uint32_t world;
+    int shm_lock; /* shm: the lock on its own segment (see below), or -1 */
 };
+
+/*
+ * The segments of the shm provider.  Each shm endpoint is a segment in
+ * /dev/shm (16 MiB) that libfabric removes when the endpoint closes, or
+ * on SIGINT and SIGTERM; a rank killed with SIGKILL leaves it behind for
+ * good.  So the endpoints of this library have names of its own (the
+ * provider takes a source address with a prefix as the segment's name,
+ * fi_shm(7)): SHM_STEM, the creating process's pid, '-', then hex digits
+ * and '-' (a provider may append ':' and numbers), and every rank removes
+ * the segments of dead ranks when it opens an endpoint (at each
+ * rendezvous) and when it closes one (when its world ends or fails).
+ * A segment is removed only when all of these hold:
+ *  - its name has that form: other programs' segments, and the provider's
+ *    own names (<pid>:<uid>:<index>), are never touched;
+ *  - it is a regular file of this effective user;
+ *  - no process of its pid lives (ESRCH), or that process is a zombie (it
+ *    has closed its files and unmapped its memory);
+ *  - it is not locked: its creator holds a shared flock() on it from just
+ *    after its creation to its close, and the kernel drops that lock when
+ *    the creator dies, however it dies.  So a pid that only looks dead
+ *    (a process of another pid namespace sharing this /dev/shm) never
+ *    loses its segment; before the lock is taken, its creator's pid is
+ *    alive.
+ * A pid reused by a new process keeps a dead rank's segment until that
+ * process ends: the rules only ever err towards keeping a segment.
+ */
+#define SHM_STEM "nrtemu-fi-"
+
+/* The pid in the name of a segment of this library (the form above), or
+ * 0 for any other name. */
+static pid_t
+shm_owner(const char *name)
+{
+    const char *p = name + strlen(SHM_STEM);
+    long long pid = 0;
+    int digits = 0;
+
+    if (strncmp(name, SHM_STEM, strlen(SHM_STEM)) != 0) {
+        return 0;
+    }
+    for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++) {
+        pid = pid * 10 + (*p - '0');
+    }
+    if (digits == 0 || *p != '-' || pid <= 0 || pid > INT_MAX ||
+        p[strspn(p, "0123456789abcdef-:")] != '\0') {
+        return 0;
+    }
+    return (pid_t)pid;
+}
+
+/* Whether process `pid` is gone: none of that pid (in this pid
+ * namespace), or a zombie. */
+static bool
+pid_dead(pid_t pid)
+{
+    char path[40], text[256];
+    const char *state;
+    ssize_t n;
+    int fd;
+
+    if (pid == getpid()) {
+        return false;
+    }
+    if (kill(pid, 0) != 0) {
+        return errno == ESRCH; /* (EPERM: it lives, as another user) */
+    }
+    /* "pid (comm) state ...": the command may hold ')', the state
+     * follows the last one. */
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0) {
+        return false;
+    }
+    text[n] = '\0';
+    state = strrchr(text, ')');
+    return state != NULL && state[1] == ' ' &&
+           (state[2] == 'Z' || state[2] == 'X');
+}
+
+/* Remove the segments of dead ranks (the rules above).  errno is kept. */
+static void
+shm_sweep(void)
+{
+    int saved = errno;
+    DIR *d = opendir("/dev/shm");
+    struct dirent *e;
+
+    if (d == NULL) {
+        errno = saved;
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        char path[NAME_MAX + 2];
+        pid_t pid = shm_owner(e->d_name);
+        struct stat st;
+        int fd;
+
+        if (pid == 0 || !pid_dead(pid)) {
+            continue;
+        }
+        snprintf(path, sizeof path, "/%s", e->d_name);
+        fd = shm_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+        if (fd < 0) {
+            continue; /* (removed by another rank meanwhile) */
+        }
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            st.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            shm_unlink(path);
+        }
+        close(fd); /* (and its lock) */
+    }
+    closedir(d);
+    errno = saved;
+}
+
+/* The source address that names this process's next shm endpoint (the
+ * form above; unique in this boot: the pid, the time and a count), into
+ * a new string (NULL when out of memory). */
+static char *
+shm_source(void)
+{
+    static _Atomic unsigned serial;
+    struct timespec now;
+    char text[96];
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    snprintf(text, sizeof text, "fi_ns://" SHM_STEM "%d-%llx-%lx-%x",
+             (int)getpid(), (unsigned long long)now.tv_sec,
+             (unsigned long)now.tv_nsec, atomic_fetch_add(&serial, 1));
+    return strdup(text);
+}
+
+/* Lock this endpoint's own segment, named by its address `addr` (`len`
+ * bytes, from fi_getname) after the prefix, for as long as it lives.
+ * @return the locked descriptor, or -1 (no lock: its name is not what
+ * the provider was given, and only its pid keeps it then). */
+static int
+shm_lock(const unsigned char *addr, size_t len)
+{
+    char name[NRTEMU_FABRIC_ADDR_MAX + 2], text[NRTEMU_FABRIC_ADDR_MAX + 1];
+    const char *start;
+    int fd;
+
+    if (len > NRTEMU_FABRIC_ADDR_MAX) {
+        return -1;
+    }
+    memcpy(text, addr, len);
+    text[len] = '\0';
+    start = strstr(text, "://");
+    start = start != NULL ? start + 3 : text;
+    if (shm_owner(start) != getpid()) {
+        return -1;
+    }
+    snprintf(name, sizeof name, "/%s", start);
+    fd = shm_open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    if (fd >= 0 && flock(fd, LOCK_SH) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
 
 static int
 fail(char *why, size_t why_size, const char *what, int rc)
@@ -137,8 +314,17 @@ nrtemu__fabric_open(const char *prov, uint32_t world,
     struct fi_cq_attr cq_attr;
     struct fi_av_attr av_attr;
     uint32_t version = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+    bool shm = prov != NULL && strcmp(prov, "shm") == 0;
     int rc;
 
+    if (prov == NULL || world == 0 || out == NULL || addr == NULL ||
+        addr_len == NULL || why == NULL) {
+        if (why != NULL) {
+            snprintf(why, why_size, "no provider, world, endpoint or address");
+        }
+        free(f);
+        return -1;
+    }
     if (f == NULL || !nrtemu__fabric_load(why, why_size)) {
         if (f == NULL) {
             snprintf(why, why_size, "out of host memory");
@@ -146,6 +332,9 @@ nrtemu__fabric_open(const char *prov, uint32_t world,
         free(f);
         return -1;
     }
+    f->shm_lock = -1;
+    /* What dead ranks left, before this rank adds its own segment. */
+    shm_sweep();
     f->world = world;
     f->peers = calloc(world, sizeof *f->peers);
     hints = lib.dupinfo(NULL);
@@ -169,6 +358,16 @@ nrtemu__fabric_open(const char *prov, uint32_t world,
     if (hints->fabric_attr->prov_name == NULL) {
         snprintf(why, why_size, "out of host memory");
         goto fail;
+    }
+    /* shm: the segment's name (see shm_sweep); fi_freeinfo frees it. */
+    if (shm) {
+        hints->addr_format = FI_ADDR_STR;
+        hints->src_addr = shm_source();
+        if (hints->src_addr == NULL) {
+            snprintf(why, why_size, "out of host memory");
+            goto fail;
+        }
+        hints->src_addrlen = strlen(hints->src_addr) + 1;
     }
     rc = lib.getinfo(version, NULL, NULL, 0, hints, &f->info);
     if (rc != 0) {
@@ -222,6 +421,9 @@ nrtemu__fabric_open(const char *prov, uint32_t world,
     if (rc != 0) {
         fail(why, why_size, "fi_getname", rc);
         goto fail;
+    }
+    if (shm) {
+        f->shm_lock = shm_lock(addr, *addr_len);
     }
     lib.freeinfo(hints);
     *out = f;
@@ -342,8 +544,16 @@ nrtemu__fabric_close(struct nrtemu_fabric *f)
     if (f->info != NULL) {
         lib.freeinfo(f->info);
     }
+    /* The provider removed this rank's segment with its endpoint: only
+     * then may its lock go (a segment is never unlocked while in use). */
+    if (f->shm_lock >= 0) {
+        close(f->shm_lock);
+    }
     free(f->peers);
     free(f);
+    /* What ranks that died in this world left (a world ends, or fails,
+     * when one dies). */
+    shm_sweep();
 }
 
 #else /* no <rdma/fabric.h> at build time */

@@ -7,7 +7,11 @@
  * build had no <rdma/fabric.h>), nrtemu__fabric_load() says why and net.c
  * stays on TCP.  One reliable-datagram (FI_EP_RDM) endpoint per rank,
  * tagged messages, one completion queue read without a wait object (the
- * caller sleeps between reads, bounded by its deadline).
+ * caller sleeps between reads, bounded by its deadline).  The shm
+ * provider's endpoints are segments in /dev/shm under names of this
+ * library's; opening or closing any endpoint removes those of dead
+ * processes (the rules in fabric.c), which a rank killed with SIGKILL
+ * leaves behind.
  */
 #ifndef NRTEMU_FABRIC_H
 #define NRTEMU_FABRIC_H
