@@ -14,6 +14,19 @@
  * is writable by others.  Locks are per physical core so that processes
  * using different logical core sizes on Trn2 still exclude each other;
  * messages name logical cores (vncs), in the instance's global numbering.
+ *
+ * A namespace's folder goes with its last process: releasing cores sweeps
+ * the namespace, unlinking every lock file no process holds (a crashed
+ * holder's too), then each instance folder and the namespace folder once
+ * they are empty.  Files that are not lock files are left alone and keep
+ * their folders.  The root stays: it is shared by every namespace.
+ *
+ * A sweep must never unlink a file between a claimant's open and its lock
+ * (two processes could then own one core, each locking another inode), so
+ * claims and sweeps of a namespace exclude each other with flock() on the
+ * namespace folder: claims share it, a sweep takes it alone.  A claimant
+ * that gets the flock on a folder a sweep has just removed (it opened the
+ * folder before the rmdir) finds it unlinked and starts again from mkdir.
  */
 #ifndef NRTEMU_CORE_LOCK_H
 #define NRTEMU_CORE_LOCK_H
@@ -24,6 +37,10 @@
 
 struct nrtemu_core_locks {
     int fds[NRTEMU_MAX_PHYSICAL_CORES]; /* -1: not held.  Owned. */
+    /* The lock root and namespace of the last claim, for the sweep at
+     * release; "" when there is nothing to sweep. */
+    char root[4096];
+    char ns[72];
 };
 
 void nrtemu__core_locks_init(struct nrtemu_core_locks *locks);
@@ -51,11 +68,15 @@ NRT_STATUS nrtemu__core_locks_acquire_any(const char *func,
 
 /*
  * In a forked child: close the descriptors inherited from the parent,
- * which keeps the cores and its PID in their files.  Async-signal-safe.
+ * which keeps the cores and its PID in their files, and forget the
+ * namespace (the parent sweeps it).  Async-signal-safe.
  */
 void nrtemu__core_locks_forget(struct nrtemu_core_locks *locks);
 
-/* Release every core held. */
+/*
+ * Release every core held, then sweep the namespace of the last claim:
+ * its folder is removed when no process holds a core in it any more.
+ */
 void nrtemu__core_locks_release(struct nrtemu_core_locks *locks);
 
 #endif /* NRTEMU_CORE_LOCK_H */

@@ -1,12 +1,17 @@
 /*
- * test_core_lock.c - cores are owned by one process at a time.
+ * test_core_lock.c - cores are owned by one process at a time, and a
+ * namespace's folder goes with its last process.
  *
  * A forked child plays the other process: it calls nrt_init() with the
  * environment the parent prepared, reports the status through a pipe and
- * holds its cores until told to exit or killed.
+ * holds its cores until told to exit (it then closes its runtime) or
+ * killed.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -39,6 +44,7 @@ holder_start(NRT_STATUS expected)
         /* Hold the cores until the parent closes its end. */
         while (read(down[0], &c, 1) < 0 && errno == EINTR) {
         }
+        nrt_close();
         _exit(0);
     }
     close(up[1]);
@@ -95,7 +101,8 @@ xdg_end(void)
     unsetenv("XDG_RUNTIME_DIR");
 }
 
-/* PID written in a lock file, 0 when empty. */
+/* PID written in a lock file, 0 when empty, -1 when there is none (the
+ * sweep at a release removes the files of free cores). */
 static long
 lock_file_pid(const char *instance, unsigned core)
 {
@@ -133,17 +140,18 @@ test_busy_core_names_holder(void)
                         "Requested:nc1-nc1 Busy:nc1-nc1");
     ASSERT_STR_CONTAINS(nrtemu_last_error(), pid_text);
 
-    /* All cores (the default): refused, and core 0 is not left locked. */
+    /* All cores (the default): refused, and core 0 is not left locked
+     * (its lock file is swept away). */
     unsetenv("NEURON_RT_VISIBLE_CORES");
     ASSERT_STATUS(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_RESOURCE);
     ASSERT_STR_CONTAINS(nrtemu_last_error(), "Requested:nc0-nc1 Busy:nc1-nc1");
-    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), 0);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), -1);
 
     setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
     ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
     ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), getpid());
     nrt_close();
-    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), 0);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), -1);
 
     /* NUM_CORES takes the first free cores. */
     unsetenv("NEURON_RT_VISIBLE_CORES");
@@ -211,10 +219,11 @@ test_logical_core_sizes_share_physical_cores(void)
     setenv("NEURON_RT_VISIBLE_CORES", "1", 1);
     ASSERT_STATUS(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_RESOURCE);
     ASSERT_STR_CONTAINS(nrtemu_last_error(), "Requested:nc1-nc1 Busy:nc1-nc1");
-    /* Physical core 2 was taken and given back. */
-    ASSERT_EQ(lock_file_pid(inst, 2), 0);
+    /* Physical core 2 was taken and given back (and its file swept). */
+    ASSERT_EQ(lock_file_pid(inst, 2), -1);
 
-    /* Two free contiguous vncs: 0 is free but 1 is not, so 2-3. */
+    /* Two free contiguous vncs: 0 is free but 1 is not, so 2-3 (0's
+     * files, given back within the claim, stay until a release). */
     unsetenv("NEURON_RT_VISIBLE_CORES");
     setenv("NEURON_RT_NUM_CORES", "2", 1);
     ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
@@ -282,6 +291,183 @@ test_lock_directory_checks(void)
     unsetenv("XDG_RUNTIME_DIR");
 }
 
+/* Whether `path` exists (-1 on an error other than ENOENT). */
+static int
+exists(const char *path)
+{
+    struct stat st;
+
+    if (stat(path, &st) == 0) {
+        return 1;
+    }
+    return errno == ENOENT ? 0 : -1;
+}
+
+static void
+test_namespace_folder_goes_with_last_process(void)
+{
+    char root[512], ns_dir[600], notes[700];
+    struct holder child;
+    FILE *f;
+
+    xdg_begin();
+    snprintf(root, sizeof root, "%s/nrtpy-emu", xdg_dir);
+    snprintf(ns_dir, sizeof ns_dir, "%s/%s", root,
+             getenv("NRTPY_EMU_NAMESPACE"));
+
+    /* Alone: the folder goes with our close; the root, shared by every
+     * namespace, stays. */
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    ASSERT_EQ(exists(ns_dir), 1);
+    nrt_close();
+    ASSERT_EQ(exists(ns_dir), 0);
+    ASSERT_EQ(exists(root), 1);
+
+    /* Another process still holds a core: the folder stays (our free lock
+     * file goes) until that process closes too. */
+    setenv("NEURON_RT_VISIBLE_CORES", "1", 1);
+    child = holder_start(NRT_SUCCESS);
+    setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    nrt_close();
+    ASSERT_EQ(exists(ns_dir), 1);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 1), child.pid);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), -1);
+    holder_stop(&child, false);
+    ASSERT_EQ(exists(ns_dir), 0);
+
+    /* A refused claim sweeps too: the lock file of the core it took and
+     * gave back goes, the holder's stays. */
+    setenv("NEURON_RT_VISIBLE_CORES", "1", 1);
+    child = holder_start(NRT_SUCCESS);
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    ASSERT_STATUS(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_RESOURCE);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), -1);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 1), child.pid);
+    holder_stop(&child, false);
+    ASSERT_EQ(exists(ns_dir), 0);
+
+    /* A crashed holder cannot remove anything; the next process out
+     * removes the folder, the crashed holder's lock file with it. */
+    setenv("NEURON_RT_VISIBLE_CORES", "1", 1);
+    child = holder_start(NRT_SUCCESS);
+    holder_stop(&child, true);
+    ASSERT_EQ(exists(ns_dir), 1);
+    setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    nrt_close();
+    ASSERT_EQ(exists(ns_dir), 0);
+
+    /* Cores of another instance in the same namespace keep it, too. */
+    setenv("NRTPY_EMU_INSTANCE", "inf2.xlarge", 1);
+    child = holder_start(NRT_SUCCESS);
+    unsetenv("NRTPY_EMU_INSTANCE");
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    nrt_close();
+    ASSERT_EQ(lock_file_pid("inf2.xlarge", 0), child.pid);
+    holder_stop(&child, false);
+    ASSERT_EQ(exists(ns_dir), 0);
+
+    /* A file that is not a lock file is left alone, and keeps its
+     * folders. */
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    snprintf(notes, sizeof notes, "%s/trn1.2xlarge/notes.txt", ns_dir);
+    f = fopen(notes, "w");
+    ASSERT_NOT_NULL(f);
+    fclose(f);
+    nrt_close();
+    ASSERT_EQ(exists(notes), 1);
+    ASSERT_EQ(lock_file_pid("trn1.2xlarge", 0), -1);
+    ASSERT_EQ(unlink(notes), 0);
+    ASSERT_OK(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""));
+    nrt_close();
+    ASSERT_EQ(exists(ns_dir), 0);
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    xdg_end();
+}
+
+/* What the racing processes saw, in memory they share. */
+struct race_tally {
+    atomic_int holders;  /* processes holding core 0 right now */
+    atomic_int overlaps; /* claims granted while another held it */
+    atomic_int granted;  /* claims granted */
+    atomic_int failed;   /* claims failed other than busy */
+    char failure[256];   /* the first failure's message */
+    atomic_flag failure_taken;
+};
+
+#define RACERS 4
+#define RACE_ROUNDS 300
+
+/*
+ * Processes claiming and releasing one core in a loop, so that sweeps
+ * (each release) run between other processes' mkdir, open and lock: the
+ * core must never have two owners, and no claim may fail on a folder
+ * removed under it.
+ */
+static void
+test_sweeps_race_claims(void)
+{
+    struct race_tally *tally;
+    char ns_dir[512];
+    pid_t pids[RACERS];
+
+    xdg_begin();
+    snprintf(ns_dir, sizeof ns_dir, "%s/nrtpy-emu/%s", xdg_dir,
+             getenv("NRTPY_EMU_NAMESPACE"));
+    tally = mmap(NULL, sizeof *tally, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_TRUE(tally != MAP_FAILED);
+    memset(tally, 0, sizeof *tally);
+    atomic_flag_clear(&tally->failure_taken);
+    setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+    for (int i = 0; i < RACERS; i++) {
+        pids[i] = fork();
+        ASSERT_TRUE(pids[i] >= 0);
+        if (pids[i] != 0) {
+            continue;
+        }
+        for (int round = 0; round < RACE_ROUNDS; round++) {
+            NRT_STATUS st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
+            if (st == NRT_SUCCESS) {
+                if (atomic_fetch_add(&tally->holders, 1) != 0) {
+                    atomic_fetch_add(&tally->overlaps, 1);
+                }
+                atomic_fetch_add(&tally->granted, 1);
+                sched_yield();
+                atomic_fetch_sub(&tally->holders, 1);
+                nrt_close();
+            } else if (st != NRT_RESOURCE) {
+                atomic_fetch_add(&tally->failed, 1);
+                if (!atomic_flag_test_and_set(&tally->failure_taken)) {
+                    snprintf(tally->failure, sizeof tally->failure, "%s",
+                             nrtemu_last_error());
+                }
+            }
+        }
+        _exit(0);
+    }
+    for (int i = 0; i < RACERS; i++) {
+        int wstatus = 0;
+        ASSERT_EQ(waitpid(pids[i], &wstatus, 0), pids[i]);
+        ASSERT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
+    }
+    int failed = atomic_load(&tally->failed);
+    int overlaps = atomic_load(&tally->overlaps);
+    int granted = atomic_load(&tally->granted);
+    if (failed != 0) {
+        fprintf(stderr, "first failure: %s\n", tally->failure);
+    }
+    ASSERT_EQ(failed, 0);
+    ASSERT_EQ(overlaps, 0);
+    ASSERT_TRUE(granted > 0);
+    /* Every racer closed: the last one out removed the folder. */
+    ASSERT_EQ(exists(ns_dir), 0);
+    munmap(tally, sizeof *tally);
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    xdg_end();
+}
+
 int
 main(void)
 {
@@ -290,5 +476,7 @@ main(void)
     RUN_TEST(test_close_releases_cores);
     RUN_TEST(test_logical_core_sizes_share_physical_cores);
     RUN_TEST(test_lock_directory_checks);
+    RUN_TEST(test_namespace_folder_goes_with_last_process);
+    RUN_TEST(test_sweeps_race_claims);
     return 0;
 }

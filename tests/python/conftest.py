@@ -7,6 +7,10 @@ its environment when a runtime starts (nrt_init), so a test that changes an
 environment variable must do so while no runtime is active: the
 ``fresh_runtime`` fixture resets the runtime before and after the test and
 restores every variable it or the test changed.
+
+Child processes run on this machine, or on machines named after it
+(``support.namespace``): at the end of the session, what killed children
+left of those namespaces' folders is swept away.
 """
 
 from __future__ import annotations
@@ -34,7 +38,15 @@ import pytest  # noqa: E402
 
 import nrtpy  # noqa: E402
 from nrtpy import _singleton  # noqa: E402
-from support import quiet_reset  # noqa: E402
+from support import quiet_reset, sweep_namespaces  # noqa: E402
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Leave no namespace folder behind (the emulator's lock root holds one
+    per namespace while a process uses it): processes that end normally
+    remove theirs, this one at its exit; what children killed by tests
+    left in this session's namespaces (support.namespace) goes here."""
+    sweep_namespaces()
 
 
 @pytest.fixture

@@ -76,6 +76,62 @@ def child_env(**overrides: str | None) -> dict[str, str]:
     return env
 
 
+# This session's emulated machine (conftest.py names it before importing
+# this module); namespace() derives the children's from it.
+SESSION_NAMESPACE = os.environ.get("NRTPY_EMU_NAMESPACE", "default")
+
+
+def namespace(tag: str) -> str:
+    """An emulated machine (NRTPY_EMU_NAMESPACE) for child processes of a
+    test: this session's name with ``tag`` appended, so that the sweep at
+    the session's end (conftest.py) finds whatever a killed child left."""
+    return f"{SESSION_NAMESPACE}-{tag}"
+
+
+def lock_root() -> str:
+    """The folder of the emulator's namespace folders, chosen as the
+    emulator chooses it (src/emulator/core_lock.h)."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and xdg.startswith("/") and os.path.isdir(xdg) and \
+            os.stat(xdg).st_uid == os.geteuid() and \
+            os.access(xdg, os.W_OK | os.X_OK):
+        return os.path.join(xdg, "nrtpy-emu")
+    return f"/tmp/nrtpy-emu-{os.geteuid()}"
+
+
+# A runtime started and closed: the emulator then removes its namespace's
+# folder when no process holds a core there, also when the start is
+# refused because one does.
+_SWEEP = """
+import nrtpy
+try:
+    nrtpy.get_nrtpy_singleton()
+except Exception:
+    pass
+"""
+
+
+def sweep_namespaces(prefix: str = SESSION_NAMESPACE) -> None:
+    """Remove the folders of the namespaces ``prefix`` and ``prefix-*``
+    that processes killed by tests left behind (a process ending normally
+    removes its namespace's folder itself), by starting and closing a
+    runtime in each: the emulator's own sweep, which keeps what a live
+    process holds."""
+    try:
+        names = os.listdir(lock_root())
+    except OSError:
+        return
+    for name in names:
+        if name == prefix or name.startswith(prefix + "-"):
+            subprocess.run(
+                [sys.executable, "-c", _SWEEP],
+                env=child_env(NRTPY_EMU_NAMESPACE=name,
+                              NRTPY_EMU_INSTANCE=None,
+                              NEURON_RT_VISIBLE_CORES=None,
+                              NEURON_RT_NUM_CORES=None),
+                capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
 def run_python(code: str, timeout: float = 60, **env: str | None):
     """Run ``python -c code`` and return the CompletedProcess (text)."""
     return subprocess.run(

@@ -31,7 +31,7 @@ import pytest
 
 import nrtpy.neff as nn
 from nrtpy import NrtError, NrtpyModel, NrtpyTensor, SystemTraceSession
-from support import child_env
+from support import child_env, namespace
 
 _counter = itertools.count()
 NRT_INVALID, NRT_TIMEOUT, NRT_EXEC_HW_ERR_COLLECTIVES = 2, 5, 1200
@@ -356,8 +356,9 @@ RANK_SCRIPT = Path(__file__).with_name("collective_rank.py")
 def machine_name(tag: str) -> str:
     """An emulated machine's name (NRTPY_EMU_NAMESPACE) of this test alone:
     test names repeat across worktrees and runs on one host, so the name
-    also holds this process's id and a random part."""
-    return f"cc-{os.getpid()}-{secrets.token_hex(4)}-{tag}"
+    also holds this session's (and so this process's id) and a random
+    part."""
+    return namespace(f"cc-{secrets.token_hex(4)}-{tag}")
 
 
 def elapsed(out: str) -> float:

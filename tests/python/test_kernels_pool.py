@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import nrtpy.neff
-from support import child_env, run_compiled
+from support import child_env, namespace, run_compiled
 
 FP8 = [ml_dtypes.float8_e4m3, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
        ml_dtypes.float8_e3m4]
@@ -261,7 +261,7 @@ def test_matmul_on_the_pool_is_the_one_thread_product(tmp_path, dtype):
     subprocess.run([sys.executable, "-c", MATMUL_ONE_CPU, os.path.dirname(__file__),
                     np.dtype(dtype).name, tmp_path / "a.npy", tmp_path / "b.npy",
                     tmp_path / "one.npy", tmp_path / "one"], check=True,
-                   env=child_env(NRTPY_EMU_NAMESPACE=f"pool-one-{os.getpid()}"))
+                   env=child_env(NRTPY_EMU_NAMESPACE=namespace("pool-one")))
     np.testing.assert_array_equal(bits(got), np.load(tmp_path / "one.npy"))
     # (einsum's own loop, not OpenBLAS's threads: this test also runs in
     # .ci/run's ThreadSanitizer selection, where their uninstrumented
@@ -319,7 +319,7 @@ def test_pool_workers_are_kept_off_the_callers_cpu(tmp_path):
                            os.path.dirname(__file__), tmp_path],
                           check=True, capture_output=True, text=True,
                           env=child_env(OPENBLAS_NUM_THREADS="1",
-                                        NRTPY_EMU_NAMESPACE=f"pool-place-{os.getpid()}"))
+                                        NRTPY_EMU_NAMESPACE=namespace("pool-place")))
     seen = json.loads(done.stdout)
     others = sorted(set(seen["allowed"]) - {seen["pinned"]})
     if not others:  # one CPU: the pool has no worker

@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 
 import nrtpy.neff as nn
-from support import child_env
+from support import child_env, namespace
 
 
 def launch(neff, ranks, *extra, **env):
-    env = child_env(NRTPY_EMU_NAMESPACE=f"launcher-{uuid.uuid4().hex[:12]}",
+    machine = namespace(f"launcher-{uuid.uuid4().hex[:12]}")
+    env = child_env(NRTPY_EMU_NAMESPACE=machine,
                     NEURON_RT_ROOT_COMM_ID=None, **env)
     return subprocess.run(
         [sys.executable, "-m", "nrtpy", "run", str(neff), "--ranks",
@@ -96,7 +97,7 @@ def test_ctrl_c_still_raises_after_collectives_over_libfabric(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs, machine = [], f"ctrlc-{uuid.uuid4().hex[:12]}"
+    procs, machine = [], namespace(f"ctrlc-{uuid.uuid4().hex[:12]}")
     for r in range(2):  # two processes of one machine: libfabric's shm
         env = child_env(NRTPY_EMU_INSTANCE="trn1.2xlarge",
                         NRTPY_EMU_NAMESPACE=machine,

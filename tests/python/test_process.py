@@ -231,6 +231,38 @@ def test_other_namespace_is_another_machine():
     check_ok(proc, "[0, 1, 2] 6\n")
 
 
+def test_namespace_folder_goes_with_its_last_process(tmp_path):
+    """A namespace's folder in the lock root stays while a process holds a
+    core there and goes when the last one ends (nrtpy closes the runtime
+    at exit); the root stays.  In a lock root of the test's own."""
+    env = {"XDG_RUNTIME_DIR": str(tmp_path), "NRTPY_EMU_NAMESPACE": "last"}
+    folder = tmp_path / "nrtpy-emu" / "last"
+    start = "import nrtpy; nrtpy.get_nrtpy_singleton()"
+
+    check_ok(run_python(start, timeout=TIMEOUT, **env))
+    assert not folder.exists()
+    assert folder.parent.is_dir()
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", start + "; print('up', flush=True); "
+         "import sys; sys.stdin.read()"],
+        env=child_env(NEURON_RT_VISIBLE_CORES="1", **env),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "up\n"
+        check_ok(run_python(start, timeout=TIMEOUT,
+                            NEURON_RT_VISIBLE_CORES="0", **env))
+        # Our lock file went with us; the holder's keeps the folder.
+        assert [p.name for p in (folder / "trn1.2xlarge").iterdir()] == \
+            ["nc1.lock"]
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=TIMEOUT)
+    assert holder.returncode == 0
+    assert not folder.exists()
+    assert folder.parent.is_dir()
+
+
 # ----------------------------------------------------------- library choice
 
 
