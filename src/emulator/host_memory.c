@@ -124,6 +124,7 @@ static _Atomic uint64_t committed;
 /* The last reading of what the host can back, and when it was taken. */
 static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t budget_bytes;
+static uint64_t budget_margin;   /* nrtemu__host_margin() of this host */
 static uint64_t budget_stamp_ns; /* 0: never read */
 
 #define BUDGET_REFRESH_NS ((uint64_t)100 * 1000 * 1000)
@@ -181,7 +182,8 @@ nrtemu__host_memory_total(void)
  * What the host can back in all, committed bytes included: MemAvailable
  * plus what we hold (our committed pages that are resident are counted in
  * neither MemAvailable nor, beyond the resident set, anywhere).  UINT64_MAX
- * when /proc/meminfo is unreadable (no limit rather than a false one).
+ * when /proc/meminfo is unreadable (no limit rather than a false one; the
+ * margin then takes nothing from it that matters).
  */
 static uint64_t
 budget_read(uint64_t held)
@@ -195,32 +197,39 @@ budget_read(uint64_t held)
     return available + (held < resident ? held : resident);
 }
 
-/* Commit `size` more bytes if the host can back them. */
+/* Commit `size` more bytes if the host can back them and keep its
+ * margin. */
 static bool
 commit(size_t size, bool force_refresh, char *why, size_t why_len)
 {
     /* The coarse clock (a few ms of resolution) is plenty for a 100 ms
      * refresh and costs no system call. */
     uint64_t now = nrtemu__clock_ns(CLOCK_MONOTONIC_COARSE), held, budget;
+    uint64_t margin;
     bool ok;
 
     pthread_mutex_lock(&budget_lock);
     held = atomic_load(&committed);
     if (force_refresh || budget_stamp_ns == 0 ||
         now - budget_stamp_ns > BUDGET_REFRESH_NS ||
-        held + size > budget_bytes) {
+        !nrtemu__host_commit_fits(budget_bytes, held, size, budget_margin)) {
         budget_bytes = budget_read(held);
+        budget_margin = nrtemu__host_margin(nrtemu__host_memory_total());
         budget_stamp_ns = now;
     }
     budget = budget_bytes;
-    ok = size <= budget && held <= budget - size;
+    margin = budget_margin;
+    ok = nrtemu__host_commit_fits(budget, held, size, margin);
     if (ok) {
         atomic_fetch_add(&committed, size);
     } else if (why != NULL && why_len > 0) {
         snprintf(why, why_len,
                  "%" PRIu64 " bytes of host memory in use by tensors, %" PRIu64
-                 " more available (MemAvailable)",
-                 held, budget > held ? budget - held : 0);
+                 " more available (MemAvailable), of which %" PRIu64
+                 " are kept free for the rest of the host (the larger of "
+                 "%" PRIu64 " MiB and 1/%d of its RAM)",
+                 held, budget > held ? budget - held : 0, margin,
+                 NRTEMU_HOST_MARGIN_MIN >> 20, NRTEMU_HOST_MARGIN_DIVISOR);
     }
     pthread_mutex_unlock(&budget_lock);
     return ok;

@@ -23,7 +23,10 @@
  * that would commit more than the host can back fails instead of leaving
  * the kernel's OOM killer to end the process later.  What the host can
  * back is MemAvailable plus what the emulator holds already (at most the
- * process's resident set), re-read at most every 100 ms.
+ * process's resident set), re-read at most every 100 ms, less a margin
+ * kept for the rest of the machine (nrtemu__host_margin): tensors that
+ * used MemAvailable to its last megabytes would leave other processes,
+ * and the page cache, to the OOM killer just the same.
  */
 #ifndef NRTEMU_HOST_MEMORY_H
 #define NRTEMU_HOST_MEMORY_H
@@ -31,6 +34,38 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * The margin: the larger of NRTEMU_HOST_MARGIN_MIN and
+ * 1/NRTEMU_HOST_MARGIN_DIVISOR of the host's RAM.  A fixed floor covers
+ * small hosts, where other processes still need their few hundred MiB; the
+ * share covers large ones, whose other processes and caches grow with the
+ * RAM.  (docs: README.md, "The emulated device".)
+ */
+#define NRTEMU_HOST_MARGIN_MIN ((uint64_t)256 << 20)
+#define NRTEMU_HOST_MARGIN_DIVISOR 32
+
+/* The margin for a host of `ram` bytes (0 when unknown: the floor). */
+static inline uint64_t
+nrtemu__host_margin(uint64_t ram)
+{
+    uint64_t share = ram / NRTEMU_HOST_MARGIN_DIVISOR;
+
+    return share > NRTEMU_HOST_MARGIN_MIN ? share : NRTEMU_HOST_MARGIN_MIN;
+}
+
+/*
+ * The rule of a map: `size` more bytes on top of `held` committed ones fit
+ * when `margin` bytes of `budget` (what the host can back, committed bytes
+ * included) stay free.  Written so that no sum can overflow.
+ */
+static inline bool
+nrtemu__host_commit_fits(uint64_t budget, uint64_t held, uint64_t size,
+                         uint64_t margin)
+{
+    return margin <= budget && held <= budget - margin &&
+           size <= budget - margin - held;
+}
 
 /* Requests below this size are served from the malloc heap instead. */
 #define NRTEMU_SMALL_BLOCK_MAX ((size_t)64 * 1024)

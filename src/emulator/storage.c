@@ -114,7 +114,7 @@ nrtemu__storage_allocate(const char *func, nrt_tensor_placement_t placement,
 {
     bool device = placement == NRT_TENSOR_PLACEMENT_DEVICE;
     struct nrtemu_storage *s;
-    char why[256];
+    char why[512];
     NRT_STATUS st;
 
     /* Charge first: a request over budget must not touch host memory. */

@@ -1,8 +1,10 @@
 /*
  * test_device_memory.c - device memory like a device: fresh tensors read
  * as zero (or as the poison pattern), the reuse cache keeps alignment, and
- * an allocation the host cannot back fails with NRT_RESOURCE.
+ * an allocation the host cannot back, keeping a margin for the rest of
+ * the machine, fails with NRT_RESOURCE.
  */
+#include <inttypes.h>
 #include <math.h>
 
 #include "test.h"
@@ -246,6 +248,70 @@ test_host_cannot_back(void)
     unsetenv("NRTPY_EMU_HBM_PER_CORE");
 }
 
+/* A "<key>: <n> kB" line of /proc/meminfo, in bytes; 0 when absent. */
+static uint64_t
+meminfo_bytes(const char *key)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    size_t len = strlen(key);
+    uint64_t kib = 0;
+
+    ASSERT_NOT_NULL(f);
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, key, len) == 0 && line[len] == ':') {
+            ASSERT_EQ(sscanf(line + len + 1, "%" SCNu64, &kib), 1);
+            break;
+        }
+    }
+    fclose(f);
+    return kib * 1024;
+}
+
+/*
+ * A tensor the host could back, but only by using MemAvailable to its
+ * last 64 MiB, is refused: the margin (README.md: the larger of 256 MiB
+ * and 1/32 of RAM) stays for the rest of the machine, and the message
+ * says so with the sizes.  Nothing is touched, so nothing is really
+ * allocated, granted or not.
+ */
+static void
+test_host_keeps_a_margin(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t ram = (uint64_t)pages * (uint64_t)page;
+    uint64_t margin = ram / 32 > 256 * MIB ? ram / 32 : 256 * MIB;
+    uint64_t available = meminfo_bytes("MemAvailable");
+    nrt_tensor_t *t = NULL;
+    char text[128];
+    size_t most;
+
+    ASSERT_TRUE(pages > 0 && page > 0);
+    /* The test needs a host with the margin and 256 MiB more free. */
+    ASSERT_TRUE(available > margin + 256 * MIB);
+    snprintf(text, sizeof text, "%" PRIu64, 4 * ram);
+    setenv("NRTPY_EMU_HBM_PER_CORE", text, 1);
+    init_runtime();
+    most = (size_t)(available - 64 * MIB) & ~(2 * MIB - 1);
+    ASSERT_STATUS(
+        nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, most, "most", &t),
+        NRT_RESOURCE);
+    ASSERT_NULL(t);
+    snprintf(text, sizeof text, "a %zu-byte device tensor", most);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), text);
+    snprintf(text, sizeof text,
+             "of which %" PRIu64 " are kept free for the rest of the host",
+             margin);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), text);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "MemAvailable");
+    /* 64 MiB, with the margin to spare, is granted. */
+    ASSERT_OK(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64 * MIB,
+                                  "some", &t));
+    nrt_tensor_free(&t);
+    nrt_close();
+    unsetenv("NRTPY_EMU_HBM_PER_CORE");
+}
+
 int
 main(void)
 {
@@ -256,5 +322,6 @@ main(void)
     RUN_TEST(test_poison);
     RUN_TEST(test_reuse_keeps_alignment);
     RUN_TEST(test_host_cannot_back);
+    RUN_TEST(test_host_keeps_a_margin);
     return 0;
 }
