@@ -62,3 +62,19 @@ parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
     }
     return 0;
 }
+
+const char *
+tensor_name_utf8(PyObject *name, const char *what, const char *part)
+{
+    Py_ssize_t len;
+    const char *text = PyUnicode_AsUTF8AndSize(name, &len);
+
+    if (text != NULL && memchr(text, '\0', (size_t)len) != NULL) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s%s %R contains a NUL character, which a tensor name "
+                     "cannot hold (libnrt would see the name end there)",
+                     what, part, name);
+        return NULL;
+    }
+    return text;
+}

@@ -71,7 +71,7 @@ io_list_push(io_list *list, PyObject *key, PyObject *value, const char *what)
                           key);
         return -1;
     }
-    const char *ckey = PyUnicode_AsUTF8(key);
+    const char *ckey = tensor_name_utf8(key, what, " key");
     if (ckey == NULL) {
         return -1;
     }

@@ -351,6 +351,17 @@ int parse_args(const char *func, PyObject *const *args, Py_ssize_t nargs,
                int nrequired, PyObject **out);
 
 /*
+ * The UTF-8 text of a tensor name (a str: callers check the type, with
+ * their own messages) for libnrt, or NULL with an exception.  A name with
+ * a NUL character raises ValueError naming it: libnrt takes names as
+ * NUL-terminated strings, so it would see another name, the part before
+ * the NUL.  `what` and `part` say which name it is, as in "name", "" or
+ * "inputs", " key".
+ */
+const char *tensor_name_utf8(PyObject *name, const char *what,
+                             const char *part);
+
+/*
  * The one check of a NeuronCore index, for every entry point that takes
  * one (C and, through Nrtpy._check_core_id, Python): a bool or a non-int
  * (NumPy integers count as ints) raises TypeError; a negative index, or

@@ -198,6 +198,11 @@ NrtpyTensor_init(PyObject *op, PyObject *args, PyObject *kwargs)
                      Py_TYPE(name)->tp_name);
         return -1;
     }
+    /* Only kept here, but a name libnrt could not be given is refused
+     * wherever a tensor is named. */
+    if (name != Py_None && tensor_name_utf8(name, "name", "") == NULL) {
+        return -1;
+    }
     int result = -1;
     size_t count = 0;
     PyArray_Descr *descr = dtype_convert(dtype_obj);
@@ -272,6 +277,10 @@ NrtpyTensor_from_numpy(PyObject *cls, PyObject *const *args, Py_ssize_t nargs,
     if (name != Py_None && !PyUnicode_Check(name)) {
         PyErr_Format(PyExc_TypeError, "name must be a str or None, not %s",
                      Py_TYPE(name)->tp_name);
+        return NULL;
+    }
+    /* Before the array is converted (tensor_allocate checks it again). */
+    if (name != Py_None && tensor_name_utf8(name, "name", "") == NULL) {
         return NULL;
     }
 

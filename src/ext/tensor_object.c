@@ -191,7 +191,7 @@ tensor_allocate(NrtpyObject *rt, size_t size, uint32_t core_id, PyObject *name,
                          Py_TYPE(name)->tp_name);
             return NULL;
         }
-        cname = PyUnicode_AsUTF8(name);
+        cname = tensor_name_utf8(name, "name", "");
         if (cname == NULL) {
             return NULL;
         }
@@ -252,7 +252,7 @@ tensor_slice(NrtTensorObject *src, size_t offset, size_t size, PyObject *name)
                          Py_TYPE(name)->tp_name);
             return NULL;
         }
-        cname = PyUnicode_AsUTF8(name);
+        cname = tensor_name_utf8(name, "name", "");
         if (cname == NULL) {
             return NULL;
         }

@@ -102,6 +102,10 @@ def _check_mapping(label: str, given: Any) -> None:
         if not isinstance(key, str):
             raise TypeError(f"{label} keys must be tensor names (str), got "
                             f"{type(key).__name__}: {key!r:.200}")
+        if "\0" in key:
+            # (libnrt takes names as C strings: it would see another name)
+            raise ValueError(f"{label} key {key!r:.200} contains a NUL "
+                             f"character, which a tensor name cannot hold")
 
 
 def _parse_trace_durations(events_json: str) -> list[float]:

@@ -8,7 +8,8 @@ rows hold the API to:
 
 - a wrong type is TypeError (a bool is never an int, NumPy integers are);
 - a wrong value is ValueError: a negative or missing core, a dtype or
-  shape that does not match a tensor, an empty or repeated core list;
+  shape that does not match a tensor, an empty or repeated core list, a
+  tensor name with a NUL character (libnrt takes names as C strings);
 - misuse of live objects is NrtpyError, a runtime failure NrtError.
 
 No row may crash, hang or change anything: rows run in this process
@@ -136,6 +137,11 @@ TENSOR_ROWS = [
      r"name must be a str or None, not int"),
     ("from_numpy-name-bytes", "NrtpyTensor.from_numpy(a3, name=b'x')", TypeError,
      r"not bytes"),
+    # a name libnrt gets as a C string: a NUL would end it early
+    ("from_numpy-name-nul", "NrtpyTensor.from_numpy(a3, name='a\\0b')", ValueError,
+     r"^name 'a\\x00b' contains a NUL character, which a tensor name cannot hold"),
+    ("from_numpy-name-nul-end", "NrtpyTensor.from_numpy(a3, 'ab\\0')", ValueError,
+     r"^name 'ab\\x00' contains a NUL character"),
     ("from_numpy-object-dtype", "NrtpyTensor.from_numpy(np.array([1, None], dtype=object))",
      TypeError, r"dtype\('O'\) hold Python objects"),
     ("from_numpy-object", "NrtpyTensor.from_numpy(object())", TypeError,
@@ -270,6 +276,8 @@ TENSOR_ROWS = [
     ("ctor-void0", "NrtpyTensor(ref, 16, 'V0')", ValueError, r"dtype\('V'\) has no item size"),
     ("ctor-name", "NrtpyTensor(ref, 16, np.uint8, name=5)", TypeError,
      r"name must be a str or None, not int"),
+    ("ctor-name-nul", "NrtpyTensor(ref, 16, np.uint8, name='r\\0')", ValueError,
+     r"^name 'r\\x00' contains a NUL character"),
     ("ctor-no-args", "NrtpyTensor()", TypeError, r"'tensor_ref'"),
 ]
 
@@ -290,6 +298,8 @@ RUNTIME_ROWS = [
      r"got <class 'float'>: 0.0"),
     ("alloc-name", "rt.allocate_tensor(16, name=b'x')", TypeError,
      r"name must be a str or None, not bytes"),
+    ("alloc-name-nul", "rt.allocate_tensor(16, name='x\\0y')", ValueError,
+     r"^name 'x\\x00y' contains a NUL character"),
     ("slice-offset", "rt.slice_from_tensor(ref, 17)", NrtpyError,
      r"offset 17 is past the end of the source tensor \(16 bytes\)"),
     ("slice-bound", "rt.slice_from_tensor(ref, 8, 9)", NrtpyError,
@@ -297,6 +307,8 @@ RUNTIME_ROWS = [
     ("slice-offset-neg", "rt.slice_from_tensor(ref, -1)", TypeError, r"got -1"),
     ("slice-source", "rt.slice_from_tensor(None)", TypeError, r"NoneType"),
     ("slice-name", "rt.slice_from_tensor(ref, 0, 8, name=5)", TypeError, r"not int"),
+    ("slice-name-nul", "rt.slice_from_tensor(ref, 0, 8, name='\\0')", ValueError,
+     r"^name '\\x00' contains a NUL character"),
     ("free-int", "rt.free_tensor(5)", TypeError, r"not int"),
     ("free-array", "rt.free_tensor(T_DATA)", TypeError, r"not numpy.ndarray"),
     ("write-bytearray", "rt.tensor_write(ref, bytearray(b'x'))", TypeError, r"bytearray"),
@@ -364,6 +376,10 @@ RUNTIME_ROWS = [
     ("execute-input-int", "rt.execute(m, {'x': 5}, {})", TypeError,
      r"must be an NrtTensor or an NrtpyTensor, not int"),
     ("execute-missing", "rt.execute(m, {}, {})", NrtError, r"input 'x' missing"),
+    ("execute-input-key-nul", "rt.execute(m, {'x\\0junk': t, 'y': t}, outs)", ValueError,
+     r"^inputs key 'x\\x00junk' contains a NUL character"),
+    ("execute-output-key-nul", "rt.execute(m, ins, {'output_0\\0': t})", ValueError,
+     r"^outputs key 'output_0\\x00' contains a NUL character"),
     ("execute-ntff", "rt.execute(m, {}, {}, 5)", TypeError, r"ntff_name must be a str or None, not int"),
     ("execute-save-trace", "rt.execute(m, {}, {}, None, 1)", TypeError,
      r"expected True or False, got 1"),
@@ -400,6 +416,12 @@ MODEL_ROWS = [
      r"inputs keys must be tensor names \(str\), got int: 1"),
     ("call-output-key-none", "model(ins, {None: t})", TypeError,
      r"outputs keys must be .*got NoneType: None"),
+    ("call-key-nul", "model({'x\\0': t, 'y': t})", ValueError,
+     r"^inputs key 'x\\x00' contains a NUL character, which a tensor name cannot hold"),
+    ("call-output-key-nul", "model(ins, {'output_0\\0': outs['output_0']})", ValueError,
+     r"^outputs key 'output_0\\x00' contains a NUL character"),
+    ("bench-key-nul", "model.benchmark({'x': t, 'y\\0': t})", ValueError,
+     r"^inputs key 'y\\x00' contains a NUL character"),
     ("call-missing", "model({'x': t})", ValueError, r"Missing input\(s\) \['y'\]"),
     ("call-unknown", "model({'x': t, 'y': t, 'z': t})", ValueError, r"Unknown input\(s\) \['z'\]"),
     ("call-value-int", "model({'x': t, 'y': 5})", TypeError,
@@ -471,6 +493,9 @@ NEFF_ROWS = [
      r"^name must be a str or None, got int: 5$"),
     ("compile-name-bytes", "nrtpy.neff.compile(f, a3, path=tmp / 'o.neff', name=b'n')",
      TypeError, r"got bytes: b'n'"),
+    ("compile-output-name-nul",
+     "nrtpy.neff.compile(f, a3, path=tmp / 'o.neff', output_names=['o\\0'])", ValueError,
+     r"^output name 'o\\x00' contains a NUL character"),
     ("compile-path-folder", "nrtpy.neff.compile(f, a3, path=folder)", IsADirectoryError,
      r"path is a directory.*folder'"),
     ("compile-path-no-folder", "nrtpy.neff.compile(f, a3, path=tmp / 'no' / 'o.neff')",

@@ -4,6 +4,7 @@ modules (each a clear exception, nothing written), a 5,000-instruction module.""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -102,6 +103,23 @@ def test_names_arguments(tmp_path):
         nrtpy.neff.compile_hlo(jax.jit(f).lower(A, B), tmp_path / "d.neff",
                                input_names=["tmp.0", "q"])
     assert not (tmp_path / "d.neff").exists()
+
+
+def test_names_with_nul_are_refused(tmp_path):
+    """Tensor names reach libnrt as C strings, where a NUL would end one
+    early: refused with ValueError naming them, whether given as arguments
+    or read from the module's frontend attributes."""
+    for kw, shown in ((dict(input_names=["a\0x", "b"]), "input name 'a\\x00x'"),
+                      (dict(output_names=["o", "p\0"]), "output name 'p\\x00'")):
+        with pytest.raises(ValueError, match=re.escape(shown) + " contains a NUL"):
+            nrtpy.neff.compile_hlo(nkipy_module(alias=False), tmp_path / "n.neff", **kw)
+    s23 = shape(F32, (2, 3))
+    p = instr("p.1", "parameter", s23, 1,
+              frontend_attributes=f_bytes(68, frontend(neff_input_names="p\0q")))
+    comp = computation("main", 1, [p, instr("neg", "negate", s23, 2, [1])], 2)
+    with pytest.raises(ValueError, match=r"input name 'p\\x00q' contains a NUL"):
+        nrtpy.neff.compile_hlo(module("m", [comp], 1), tmp_path / "n.neff")
+    assert not (tmp_path / "n.neff").exists()
 
 
 def test_jax_pytree_names(tmp_path):

@@ -186,6 +186,10 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
         for n in names:
             if not n:
                 raise ValueError(f"an {kind} name is empty")
+            if "\0" in n:
+                raise ValueError(f"{kind} name {n!r:.200} contains a NUL "
+                                 f"character, which a tensor name cannot "
+                                 f"hold")
             if _RESERVED.match(n):
                 raise ValueError(f"{kind} name {n!r} is reserved for the "
                                  f"program's temporaries and constants")

@@ -164,6 +164,9 @@ def compile(fn: Callable[..., Any], *example_inputs: Any,
             raise ValueError(f"output name {out_name!r} must be a non-empty "
                              f"str without '.', distinct from the inputs "
                              f"{names} and the other outputs")
+        if "\0" in out_name:
+            raise ValueError(f"output name {out_name!r:.200} contains a NUL "
+                             f"character, which a tensor name cannot hold")
         taken.add(out_name)
     outputs = _attach_outputs(program, [(n, program.operand(v)) for n, v in
                                         zip(output_names, results)])
