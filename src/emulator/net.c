@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,9 +327,16 @@ net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
         net->failed = true;
         net->failure_status = st;
         snprintf(net->failure, sizeof net->failure, "%s", why);
-        /* The ranks waiting on the board fail at once, with this reason. */
+        /* The ranks waiting on the board fail at once, with this reason,
+         * said as this rank's: a reason relative to its observer ("rank(s)
+         * 1 did not reach ... within NEURON_RT_EXEC_TIMEOUT") would read
+         * as a late rank's verdict on itself when relayed to it. */
         if (net->board != NULL && net->direct) {
-            nrtemu__board_fail(net->board, (int)st, why);
+            char relayed[420];
+            snprintf(relayed, sizeof relayed,
+                     "the collective failed on rank %u: %.360s", net->rank,
+                     why);
+            nrtemu__board_fail(net->board, (int)st, relayed);
         }
     }
     return nrtemu__fail(st, func, "rank %u: %.400s", net->rank, why);
@@ -1734,6 +1742,77 @@ board_dead_rank(struct nrtemu_net *net, const uint32_t *ranks, uint32_t n,
     return UINT32_MAX;
 }
 
+/* `buf` (`size` bytes, `used` of them taken) with the text appended, cut
+ * to fit; returns its new length. */
+static size_t text_append(char *buf, size_t size, size_t used, const char *fmt,
+                          ...) __attribute__((format(printf, 4, 5)));
+
+static size_t
+text_append(char *buf, size_t size, size_t used, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (used + 1 >= size) {
+        return used;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return used;
+    }
+    return used + (size_t)n < size ? used + (size_t)n : size - 1;
+}
+
+/* Why a wait on the board for `target` (a phase of collective `seq`) timed
+ * out: the members that had not arrived at the collective, and apart from
+ * them those that had (published one of its phases) but not this phase,
+ * as a rank stopped (SIGSTOP) or descheduled inside it. */
+static void
+board_timeout(struct nrtemu_net *net, const uint32_t *members, uint32_t g,
+              uint64_t seq, uint64_t target, const char *what, char *why,
+              size_t size)
+{
+    uint64_t arrived = (seq << 32) + 1; /* phase 0 of the collective */
+    char absent[200] = "", inside[200] = "";
+    size_t n_absent = 0, n_inside = 0, used = 0;
+
+    for (uint32_t i = 0; i < g; i++) {
+        uint64_t progress = nrtemu__board_progress(net->board, members[i]);
+        if (progress >= target) {
+            continue;
+        }
+        /* (whole numbers only: the lists stop short of their ends) */
+        if (progress < arrived && n_absent + 12 < sizeof absent) {
+            n_absent = text_append(absent, sizeof absent, n_absent, " %u",
+                                   members[i]);
+        } else if (progress >= arrived && n_inside + 12 < sizeof inside) {
+            n_inside = text_append(inside, sizeof inside, n_inside, " %u",
+                                   members[i]);
+        }
+    }
+    why[0] = '\0';
+    if (n_absent > 0) {
+        used = text_append(why, size, used,
+                           "rank(s)%s did not reach %.120s (collective "
+                           "#%llu)",
+                           absent, what, (unsigned long long)seq);
+    }
+    if (n_inside > 0 && n_absent > 0) {
+        used = text_append(why, size, used,
+                           ", and rank(s)%s entered it but did not get "
+                           "through it,",
+                           inside);
+    } else if (n_inside > 0) {
+        used = text_append(why, size, used,
+                           "rank(s)%s entered %.120s (collective #%llu) but "
+                           "did not get through it",
+                           inside, what, (unsigned long long)seq);
+    }
+    text_append(why, size, used, " within NEURON_RT_EXEC_TIMEOUT");
+}
+
 NRT_STATUS
 nrtemu__net_sync(const char *func, struct nrtemu_net *net,
                  const uint32_t *members, uint32_t g, uint64_t seq,
@@ -1786,17 +1865,7 @@ nrtemu__net_sync(const char *func, struct nrtemu_net *net,
             return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
         }
         if (deadline_ns != 0 && now >= deadline_ns) {
-            size_t used = (size_t)snprintf(why, sizeof why, "rank(s)");
-            for (uint32_t i = 0; i < g && used < 200; i++) {
-                if (nrtemu__board_progress(net->board, members[i]) < target) {
-                    used += (size_t)snprintf(why + used, sizeof why - used,
-                                             " %u", members[i]);
-                }
-            }
-            snprintf(why + used, sizeof why - used,
-                     " did not reach %.120s (collective #%llu) within "
-                     "NEURON_RT_EXEC_TIMEOUT",
-                     what, (unsigned long long)seq);
+            board_timeout(net, members, g, seq, target, what, why, sizeof why);
             return net_fail(func, net, NRT_TIMEOUT, why);
         }
         nrtemu__board_sleep(net->board, bell,

@@ -9,18 +9,24 @@ caller set it).  Rank r claims core r (``NEURON_RT_VISIBLE_CORES``).
 Inputs: ``--inputs`` names a folder of ``<input name>.npy`` files, an
 ``.npz`` archive keyed by input name, or (for a model of one input) one
 ``.npy``; ``{rank}`` in the path is replaced by the rank, so each rank can
-read its own.  Without it every input is
-zeros.  Outputs: ``OUTPUT_DIR/rank<r>/<output name>.npy``.  Each rank
-prints one summary line (and, for long benchmarks, progress lines); the
-first rank that fails ends the others, and the exit status is 0 when
-every rank succeeded, else 1.
+read its own.  Without it every input is zeros; an input path that is not
+a regular file (a FIFO, a device) or a file that is neither a .npy nor an
+.npz is refused.  Outputs:
+``OUTPUT_DIR/rank<r>/<output name>.npy``.  Each rank prints one summary
+line (and, for long benchmarks, progress lines).  The first rank that fails
+ends the others that are still running (SIGTERM, and SIGCONT so that a
+rank stopped with SIGSTOP ends too; SIGKILL for one still there 10 s
+later); the last line names the ranks that failed and those ended so, and
+the exit status is 0 when every rank succeeded, else 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -98,9 +104,16 @@ def run(args: argparse.Namespace) -> int:
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
 
+    # The ranks that said they failed (_rank_main's "failed: ..." line): a
+    # rank that fails as another does can get the launcher's SIGTERM while
+    # it exits, and is still one that failed, not one ended by it.
+    said_failed: set[int] = set()
+
     def relay(r: int, p: subprocess.Popen) -> None:
         assert p.stdout is not None
         for line in p.stdout:
+            if line.startswith("failed: "):
+                said_failed.add(r)
             sys.stdout.write(f"[rank {r}] {line}")
             sys.stdout.flush()
 
@@ -109,39 +122,104 @@ def run(args: argparse.Namespace) -> int:
     for t in relays:
         t.start()
     # A rank that fails ends the others: they would wait for it until
-    # NEURON_RT_EXEC_TIMEOUT.
-    stopped: list[int] = []
+    # NEURON_RT_EXEC_TIMEOUT.  (signalled: the ranks the launcher ends ->
+    # whether each was stopped, as by SIGSTOP, when it did)
+    signalled: dict[int, bool] = {}
     while True:
         codes = [p.poll() for p in procs]  # every rank, not the first few
         if all(c is not None for c in codes):
             break
         if any(c not in (None, 0) for c in codes):
-            stopped = [r for r, p in enumerate(procs) if p.poll() is None]
-            for r in stopped:
-                procs[r].terminate()
+            for r, p in enumerate(procs):
+                if p.poll() is None:
+                    signalled[r] = _is_stopped(p.pid)
+                    _end(p)
             break
         time.sleep(0.05)
     codes = [_wait(p) for p in procs]
     for t in relays:
         t.join()
-    failed = [r for r, c in enumerate(codes) if c != 0 and r not in stopped]
-    if failed or stopped:
-        msg = f"python -m nrtpy run: rank(s) {_ranks(failed)} failed"
-        if stopped:
-            msg += f"; stopped rank(s) {_ranks(stopped)}"
-        print(msg, file=sys.stderr)
+    summary = _summary(codes, signalled, said_failed)
+    if summary:
+        print(f"python -m nrtpy run: {summary}", file=sys.stderr)
         return 1
     return 0
 
 
+# How long a rank may outlive the launcher's SIGTERM before SIGKILL (a
+# library that catches SIGTERM can keep it from ending).
+_TERM_GRACE_S = 10
+
+
+def _end(p: subprocess.Popen) -> None:
+    """Ask a rank to end: SIGTERM, then SIGCONT, since a stopped process
+    (SIGSTOP, SIGTSTP) holds SIGTERM pending until it is continued and
+    would otherwise wait out the SIGKILL grace."""
+    p.terminate()
+    p.send_signal(signal.SIGCONT)  # (a no-op on one that ended since)
+
+
+def _is_stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in Linux's
+    /proc/<pid>/stat; False where that cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read()
+    except OSError:
+        return False
+    # (the command name, in parentheses, may hold spaces and parentheses)
+    state = fields[fields.rfind(b")") + 2:][:1]
+    return state in (b"T", b"t")
+
+
 def _wait(p: subprocess.Popen) -> int:
     """The exit status of a rank, killing it if it outlives a SIGTERM by
-    10 s (a library that catches SIGTERM can keep it from ending)."""
+    _TERM_GRACE_S."""
     try:
-        return p.wait(timeout=10) if p.returncode is None else p.returncode
+        return (p.wait(timeout=_TERM_GRACE_S) if p.returncode is None
+                else p.returncode)
     except subprocess.TimeoutExpired:
         p.kill()
         return p.wait()
+
+
+def _summary(codes: list[int], signalled: dict[int, bool],
+             said_failed: set[int]) -> str:
+    """What went wrong, by rank, from each rank's exit status: empty when
+    every rank succeeded.  A rank the launcher signalled counts as ended
+    by it only if that signal is what ended it, before the rank said it
+    failed: one that exited on its own first failed, and one that ended
+    well succeeded."""
+    ours = (-signal.SIGTERM, -signal.SIGKILL)
+    by_us = {r for r, c in enumerate(codes) if r in signalled and c in ours}
+    failed = [r for r, c in enumerate(codes)
+              if c > 0 or (r in by_us and r in said_failed)]
+    killed = {r: c for r, c in enumerate(codes) if c < 0 and r not in by_us}
+    ended = [r for r in sorted(by_us) if r not in said_failed]
+    parts = []
+    if failed:
+        parts.append(f"rank(s) {_ranks(failed)} failed")
+    for r, c in killed.items():
+        parts.append(f"rank {r} was killed by {_signal_name(-c)}")
+    if ended:
+        notes = ["still running"]
+        was_stopped = [r for r in ended if signalled[r]]
+        if was_stopped:
+            notes.append(f"rank(s) {_ranks(was_stopped)} had been stopped, "
+                         f"as by SIGSTOP")
+        outlived = [r for r in ended if codes[r] == -signal.SIGKILL]
+        if outlived:
+            notes.append(f"rank(s) {_ranks(outlived)} outlived SIGTERM by "
+                         f"{_TERM_GRACE_S} s and were killed")
+        parts.append(f"ended rank(s) {_ranks(ended)} ({'; '.join(notes)})")
+    return "; ".join(parts)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -159,19 +237,27 @@ def _inputs(model: Any, spec: str | None, rank: int) -> dict[str, Any]:
         if path.is_dir():
             for name in model.input_tensors_info:
                 f = path / f"{name}.npy"
-                if f.is_file():
-                    arrays[name] = np.load(f)
+                # A missing file means zeros; one that is there (a FIFO, a
+                # folder, a broken link included) must be a .npy.
+                if os.path.lexists(f):
+                    with _open_regular(f) as fp:
+                        if _array_format(fp, f) != "npy":
+                            raise ValueError(f"{f} is an .npz archive, not "
+                                             f"a .npy file")
+                        arrays[name] = np.load(fp)
         else:
-            loaded = np.load(path)
-            if isinstance(loaded, np.ndarray):  # one .npy: the one input
-                if len(model.input_tensors_info) != 1:
-                    raise ValueError(f"{path} is one array, but the model "
-                                     f"has {len(model.input_tensors_info)} "
-                                     f"inputs: give a folder or an .npz")
-                arrays = {next(iter(model.input_tensors_info)): loaded}
-            else:
-                with loaded as npz:
-                    arrays = {k: npz[k] for k in npz.files}
+            with _open_regular(path) as fp:
+                if _array_format(fp, path) == "npy":  # the one input
+                    if len(model.input_tensors_info) != 1:
+                        raise ValueError(
+                            f"{path} is one array, but the model has "
+                            f"{len(model.input_tensors_info)} inputs: give "
+                            f"a folder or an .npz")
+                    arrays = {next(iter(model.input_tensors_info)):
+                              np.load(fp)}
+                else:
+                    with np.load(fp) as npz:
+                        arrays = {k: npz[k] for k in npz.files}
     out = {}
     for name, meta in model.input_tensors_info.items():
         dtype = _dtypes.to_numpy(meta.dtype)
@@ -183,6 +269,64 @@ def _inputs(model: Any, spec: str | None, rank: int) -> dict[str, Any]:
             a = a.view(dtype)  # ml_dtypes types saved as raw bytes
         out[name] = a
     return out
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path: Path, mode: int) -> ValueError:
+    kind = next((name for test, name in _FILE_KINDS if test(mode)),
+                "a special file")
+    return ValueError(f"{path} is not a regular file (it is {kind})")
+
+
+def _open_regular(path: Path) -> Any:
+    """The file at `path`, open for binary reading, or ValueError when it
+    is not a regular file.  Opened without blocking, then checked on the
+    open descriptor: a plain open of a FIFO would wait for a writer, and a
+    check before the open could be of another file than the one opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        # (a socket cannot be opened at all: say what it is)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            mode = stat.S_IFREG
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+# A zip's first local file header, or the end record of an empty zip (an
+# .npz saved with no arrays).
+_ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+def _array_format(fp: Any, path: Path) -> str:
+    """The file's format, "npy" or "npz", from its first bytes (left
+    unread), else ValueError: np.load would take any other file for a
+    pickle and say only that pickled data is not allowed."""
+    head = fp.read(len(_NPY_MAGIC))
+    fp.seek(0)
+    if head.startswith(_NPY_MAGIC):
+        return "npy"
+    if head.startswith(_ZIP_MAGICS):
+        return "npz"
+    what = f"it starts with {head!r}" if head else "it is empty"
+    raise ValueError(f"{path} is neither a .npy nor an .npz file ({what})")
 
 
 def _rank_main(args: argparse.Namespace) -> int:
