@@ -6,14 +6,15 @@
 #               (tests/sanitize/run.sh; build/tsan, build/asan, build/tsan-py;
 #               CI runs it after make test)
 # Other targets: make bench, make test-fuzz, make format (and make
-# test-format, which make test runs), make clean.
+# test-format, which make test runs), make clean, and make check-fresh
+# (.ci/run in a fresh clone of HEAD, as CI runs it: before every push).
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 BUILD  := build
 
-.PHONY: all demo test test-c test-python test-fuzz test-sanitize test-format install deps bench format clean
+.PHONY: all demo test test-c test-python test-fuzz test-sanitize test-format install deps bench format clean check-fresh
 
 all: test
 
@@ -129,6 +130,9 @@ format: $(VENV)/.format-deps
 test-format: $(VENV)/.format-deps
 	@$(VENV)/bin/clang-format --dry-run --Werror $(C_SOURCES) || \
 	    { echo "C sources not formatted: run make format" >&2; exit 1; }
+
+check-fresh:
+	sh tests/fresh_clone.sh
 
 clean:
 	rm -rf $(BUILD) $(VENV)
