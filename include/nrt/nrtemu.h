@@ -36,7 +36,10 @@ extern "C" {
  *              hardware has none); accepted in def.json too
  *   size       bytes per element
  *   code       the libnrt nrt_dtype_t (NRT_DTYPE_UNKNOWN where libnrt has
- *              no code; both e4m3 variants share NRT_DTYPE_FP8_E4)
+ *              no code; both e4m3 variants share NRT_DTYPE_FP8_E4).  A
+ *              model's fp8 tensors are another matter: like the real
+ *              runtime, nrt_get_model_tensor_info() reports them as
+ *              NRT_DTYPE_INT8 (nrtemu_get_model_tensor_dtype() names them)
  *   kind       NumPy's kind letter: 'b' bool, 'i' signed, 'u' unsigned,
  *              'f' floating (16- and 8-bit floats included)
  * The first row with a code is the type a bare nrt_dtype_t stands for.
@@ -79,9 +82,10 @@ const nrtemu_dtype_info_t *nrtemu_dtype_info(size_t index, size_t *count);
 
 /**
  * The exact element type of entry `index` of nrt_get_model_tensor_info()'s
- * array for `model`, as a name of the dtype table.  Where libnrt's code
- * cannot say it (bool and float64 have none; the e4m3 variants share
- * one), this can.  "unknown" when the NEFF gives no dtype.
+ * array for `model`, as a name of the dtype table.  Where that array's
+ * code cannot say it (bool and float64 have none; every fp8 variant is
+ * reported as NRT_DTYPE_INT8, as the real runtime reports it), this can.
+ * "unknown" when the NEFF gives no dtype.
  * NRT_INVALID for a bad model, index or NULL pointer.
  * Ownership: *dtype_name is static.  Thread safety: any thread, as long
  * as the model is not unloaded meanwhile.

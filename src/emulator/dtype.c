@@ -71,6 +71,16 @@ dtype_kind(enum nrtemu_dtype dt)
     return dtype_valid(dt) ? dtype_table[dt].kind : 'V';
 }
 
+nrt_dtype_t
+nrtemu__dtype_model_report(enum nrtemu_dtype dt)
+{
+    /* The 1-byte floats are the fp8 variants. */
+    if (dtype_kind(dt) == 'f' && nrtemu__dtype_size(dt) == 1) {
+        return NRT_DTYPE_INT8;
+    }
+    return nrtemu__dtype_nrt(dt);
+}
+
 bool
 nrtemu__dtype_is_float(enum nrtemu_dtype dt)
 {

@@ -28,6 +28,13 @@ bool nrtemu__dtype_from_name(const char *name, enum nrtemu_dtype *out);
 const char *nrtemu__dtype_name(enum nrtemu_dtype dt);
 size_t nrtemu__dtype_size(enum nrtemu_dtype dt);
 nrt_dtype_t nrtemu__dtype_nrt(enum nrtemu_dtype dt);
+/*
+ * The code nrt_get_model_tensor_info() gives a NEFF tensor of type `dt`:
+ * the one the real runtime gives.  That is the type's libnrt code, except
+ * that every fp8 variant is NRT_DTYPE_INT8 (the runtime has no code for
+ * the fp8 types it loads) and a type without a code is NRT_DTYPE_UNKNOWN.
+ */
+nrt_dtype_t nrtemu__dtype_model_report(enum nrtemu_dtype dt);
 bool nrtemu__dtype_is_float(enum nrtemu_dtype dt);
 bool nrtemu__dtype_is_signed_int(enum nrtemu_dtype dt);
 bool nrtemu__dtype_is_unsigned_int(enum nrtemu_dtype dt);

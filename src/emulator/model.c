@@ -387,7 +387,7 @@ nrt_get_model_tensor_info(nrt_model_t *model,
         snprintf(info->name, sizeof info->name, "%s", io->name);
         info->usage = io->usage;
         info->size = io->size;
-        info->dtype = nrtemu__dtype_nrt(io->dtype);
+        info->dtype = nrtemu__dtype_model_report(io->dtype);
         info->ndim = io->ndim;
         info->shape = io->ndim > 0 ? shape : NULL;
         memcpy(shape, io->shape, io->ndim * sizeof *shape);

@@ -751,10 +751,11 @@ runtime_get_tensor_info(NrtpyObject *rt, PyObject *arg)
         if (target == NULL) {
             continue;
         }
-        /* The emulator knows types libnrt's code cannot name (bool,
-         * float64, the e4m3 variants).  The real runtime reports fp8 as
-         * int8 and some types not at all: there the NEFF's own var table
-         * says, where it has dtypes (the NEFFs nrtpy writes do). */
+        /* libnrt's code cannot name every type (bool and float64 have
+         * none) and both the real runtime and the emulator report every
+         * fp8 variant as int8.  The emulator names the exact type; with
+         * the real runtime the NEFF's own var table says, where it has
+         * dtypes (the NEFFs nrtpy writes do). */
         const char *dtype_name = NULL;
         if (libnrt.nrtemu_get_model_tensor_dtype == NULL ||
             libnrt.nrtemu_get_model_tensor_dtype(m->handle, i, &dtype_name) !=

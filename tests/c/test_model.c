@@ -744,8 +744,9 @@ test_concurrent_executions(void)
     nrt_close();
 }
 
-/* The dtype table and the exact dtypes of a model's tensors, where
- * nrt_dtype_t has no code (bool, float64) or one code for two types. */
+/* The dtype table and the exact dtypes of a model's tensors, where the
+ * reported nrt_dtype_t has no code (bool, float64) or, as the real
+ * runtime's, says int8 for every fp8 variant. */
 static void
 test_exact_dtypes(void)
 {
@@ -759,12 +760,18 @@ test_exact_dtypes(void)
         "\"dtype\": \"float8_e4m3fn\"}, "
         "\"e5\": {\"type\": \"output\", \"size\": 4, \"shape\": [4], "
         "\"dtype\": \"float8e5\"}, "
+        "\"e4\": {\"type\": \"output\", \"size\": 4, \"shape\": [4], "
+        "\"dtype\": \"float8e4\"}, "
+        "\"e3\": {\"type\": \"output\", \"size\": 4, \"shape\": [4], "
+        "\"dtype\": \"float8_e3m4\"}, "
         "\"raw\": {\"type\": \"output\", \"size\": 16}}}";
-    static const char *want[] = {"bool", "float64", "float8_e4m3fn",
-                                 "float8_e5m2", "unknown"};
+    static const char *want[] = {"bool",        "float64",     "float8_e4m3fn",
+                                 "float8_e5m2", "float8_e4m3", "float8_e3m4",
+                                 "unknown"};
     static const nrt_dtype_t want_code[] = {
-        NRT_DTYPE_UNKNOWN, NRT_DTYPE_UNKNOWN, NRT_DTYPE_FP8_E4,
-        NRT_DTYPE_FP8_E5, NRT_DTYPE_UNKNOWN};
+        NRT_DTYPE_UNKNOWN, NRT_DTYPE_UNKNOWN, NRT_DTYPE_INT8,   NRT_DTYPE_INT8,
+        NRT_DTYPE_INT8,    NRT_DTYPE_INT8,    NRT_DTYPE_UNKNOWN};
+    static const size_t want_size[] = {4, 32, 4, 4, 4, 4, 16};
     nrt_tensor_info_array_t *info = NULL;
     const char *name = NULL;
     size_t count = 0;
@@ -786,15 +793,16 @@ test_exact_dtypes(void)
     init_runtime();
     nrt_model_t *model = load("dtypes", def, NULL, 0);
     ASSERT_OK(nrt_get_model_tensor_info(model, &info));
-    ASSERT_UEQ(info->tensor_count, 5);
+    ASSERT_UEQ(info->tensor_count, 7);
     for (uint64_t i = 0; i < info->tensor_count; i++) {
         ASSERT_OK(nrtemu_get_model_tensor_dtype(model, i, &name));
         ASSERT_STR_EQ(name, want[i]);
         ASSERT_EQ(info->tensor_array[i].dtype, want_code[i]);
+        ASSERT_UEQ(info->tensor_array[i].size, want_size[i]);
     }
     ASSERT_OK(nrt_free_model_tensor_info(info));
-    ASSERT_STATUS(nrtemu_get_model_tensor_dtype(model, 5, &name), NRT_INVALID);
-    ASSERT_STR_CONTAINS(nrtemu_last_error(), "index 5 out of range");
+    ASSERT_STATUS(nrtemu_get_model_tensor_dtype(model, 7, &name), NRT_INVALID);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(), "index 7 out of range");
     ASSERT_STATUS(nrtemu_get_model_tensor_dtype(model, 0, NULL), NRT_INVALID);
     ASSERT_STATUS(nrtemu_get_model_tensor_dtype(NULL, 0, &name), NRT_INVALID);
     ASSERT_OK(nrt_unload(model));

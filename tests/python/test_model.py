@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import struct
+import subprocess
+import sys
 import threading
 import time
 
@@ -34,7 +37,7 @@ from nrtpy import (
     TensorMetadata,
 )
 from nrtpy.neff import _container
-from support import neff_members, quiet_reset, run_python
+from support import child_env, neff_members, quiet_reset, run_python
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 E4M3 = np.dtype(ml_dtypes.float8_e4m3)
@@ -1611,6 +1614,65 @@ def test_metadata_reports_the_neff_dtype(tmp_path, dtype):
     raw = nrtpy.get_nrtpy_singleton().get_tensor_info(model.model_ref)
     assert raw.inputs["x"].dtype == dtype.name
     assert raw.outputs["output_0"].dtype == dtype.name
+
+
+# A child that reads nrt_get_model_tensor_info() of a NEFF through ctypes, as
+# a C client of libnrt (Spike) does: [name, usage, size, dtype code] each.
+_C_TENSOR_INFO = """
+import ctypes, json, sys
+class Info(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * 256), ("usage", ctypes.c_int),
+                ("size", ctypes.c_size_t), ("dtype", ctypes.c_int),
+                ("shape", ctypes.POINTER(ctypes.c_uint32)), ("ndim", ctypes.c_uint32)]
+class Array(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint64), ("tensors", Info * 16)]
+lib = ctypes.CDLL(sys.argv[1])
+neff = open(sys.argv[2], "rb").read()
+model, arr = ctypes.c_void_p(), ctypes.POINTER(Array)()
+assert lib.nrt_init(1, b"", b"") == 0  # NRT_FRAMEWORK_TYPE_NO_FW
+assert lib.nrt_load(neff, ctypes.c_size_t(len(neff)), 0, -1, ctypes.byref(model)) == 0
+assert lib.nrt_get_model_tensor_info(model, ctypes.byref(arr)) == 0
+t = arr.contents.tensors
+print(json.dumps([[t[i].name.decode(), t[i].usage, t[i].size, t[i].dtype]
+                  for i in range(arr.contents.count)]))
+lib.nrt_free_model_tensor_info(arr)
+lib.nrt_unload(model)
+lib.nrt_close()
+"""
+
+
+def test_fp8_reported_as_int8_in_c_exact_in_python(tmp_path):
+    # The real runtime has no code for the fp8 types of a NEFF and reports
+    # them as NRT_DTYPE_INT8 (2), which Spike's dtype_to_string turns into
+    # "int8" (FP8_E3/E4/E5 would be "unknown"); the emulator reports the
+    # same, while nrtpy names each variant exactly.
+    fp8 = [E4M3, E4M3FN, E5M2, E3M4]
+    arrays = [np.zeros((2, 3), d) for d in fp8]
+    path = nrtpy.neff.compile(lambda a, b, c, d: (d, c, b, a), *arrays,
+                              path=tmp_path / "fp8.neff")
+    # (an emulated machine of its own: this process may hold our cores)
+    child = subprocess.run(
+        [sys.executable, "-c", _C_TENSOR_INFO, nrtpy.runtime_info()["library"],
+         str(path)],
+        env=child_env(NRTPY_EMU_NAMESPACE=f"{os.environ['NRTPY_EMU_NAMESPACE']}-c"),
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert child.returncode == 0, child.stderr
+    reported = json.loads(child.stdout)
+    assert [r[:3] for r in reported] == [
+        ["a", 0, 6], ["b", 0, 6], ["c", 0, 6], ["d", 0, 6],
+        ["output_0", 1, 6], ["output_1", 1, 6], ["output_2", 1, 6],
+        ["output_3", 1, 6]]
+    assert {r[3] for r in reported} == {2}  # NRT_DTYPE_INT8
+    model = NrtpyModel.load_from_neff(path)
+    ins = [m.dtype for m in model.input_tensors_info.values()]
+    outs = [m.dtype for m in model.output_tensors_info.values()]
+    assert ins == [d.name for d in fp8] and outs == ins[::-1]
+    raw = nrtpy.get_nrtpy_singleton().get_tensor_info(model.model_ref)
+    assert [m.dtype for m in raw.inputs.values()] == ins
+    x = [np.arange(6, dtype=np.float32).reshape(2, 3).astype(d) for d in fp8]
+    got = execute(model, *x)
+    assert [g.dtype for g in got] == fp8[::-1]
+    assert all(g.tobytes() == w.tobytes() for g, w in zip(got, x[::-1]))
 
 
 # -- the fast call path (checked and executed in C) ----------------------------
