@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import zipfile
 from pathlib import Path
 
 import ml_dtypes
@@ -172,6 +173,54 @@ def test_pip_uninstall_removes_the_layer(venv):
     assert listing(venv) == before
 
 
+def requiring_wheel(folder: Path) -> Path:
+    """A wheel whose only requirement is nkipy's on neuronx-cc."""
+    wheel = folder / "needs_neuronx_cc-1.0-py3-none-any.whl"
+    info = "needs_neuronx_cc-1.0.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("needs_neuronx_cc/__init__.py", "")
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: needs-neuronx-cc\n"
+                   "Version: 1.0\nRequires-Dist: neuronx-cc>=0.0,!=1.*,<3.0\n")
+        z.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test_compat\n"
+                   "Root-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def test_install_meets_nkipys_neuronx_cc_requirement(venv, tmp_path):
+    # nkipy requires "neuronx-cc>=0.0,!=1.*,<3.0": after install, pip's
+    # resolver takes the layer's neuronx-cc as meeting it (offline: no index,
+    # no configuration); after uninstall it finds none again.
+    python = venv / "bin" / "python"
+    env = venv_env(venv)
+    wheel = requiring_wheel(tmp_path)
+    version = [str(python), "-c",
+               "import importlib.metadata as m; print(m.version('neuronx-cc'))"]
+    resolve = [sys.executable, "-m", "pip", "--isolated", "--python", str(python),
+               "install", "--dry-run", "--no-index", str(wheel)]
+    done = compat(python, "install", env=env)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    done = run(version, env=env)
+    assert (done.returncode, done.stdout) == (0, "2.0.0+nrtpy\n"), done.stderr
+    done = run(resolve, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Requirement already satisfied: neuronx-cc" in done.stdout
+    assert "Would install needs-neuronx-cc-1.0" in done.stdout
+    assert "the neuronx-cc 2.0.0+nrtpy metadata" in said
+    status = compat(python, "status", env=env).stdout
+    assert any(line.split()[:2] == ["neuronx-cc", "nrtpy's"] and
+               line.endswith("neuronx_cc-2.0.0+nrtpy.dist-info")
+               for line in status.splitlines()), status
+
+    assert compat(python, "uninstall", env=env).returncode == 0
+    done = run(version, env=env)
+    assert done.returncode == 1 and "PackageNotFoundError" in done.stderr
+    done = run(resolve, env=env)
+    assert done.returncode == 1
+    assert "No matching distribution found for neuronx-cc" in done.stderr
+
+
 def test_reinstall_replaces_the_layer(tmp_path):
     target = tmp_path / "t"
     for _ in range(2):
@@ -262,6 +311,32 @@ def test_refuses_to_shadow_a_real_package_elsewhere_on_the_path(tmp_path, name):
     assert done.returncode == 1
     assert f"a {name!r} that is not nrtpy's is installed at {real}" in done.stderr
     assert not target.exists()
+
+
+def fake_distribution(root: Path, name: str, version: str) -> Path:
+    info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return info
+
+
+@pytest.mark.parametrize("where", ["destination", "elsewhere"])
+def test_refuses_to_shadow_a_real_neuronx_cc_distribution(tmp_path, where):
+    # AWS's neuronx-cc as pip sees it: its metadata, whatever the packages
+    target = tmp_path / "t"
+    root = target if where == "destination" else tmp_path / "site"
+    real = fake_distribution(root, "neuronx-cc", "2.21.0")
+    before = listing(tmp_path)
+    done = compat(sys.executable, "install", "--target", str(target),
+                  env=child_env(PYTHONPATH=str(root)))
+    assert done.returncode == 1
+    assert (f"refusing to install: a 'neuronx-cc' distribution that is not nrtpy's is "
+            f"installed at {real}") in done.stderr
+    assert listing(tmp_path) == before
+    status = compat(sys.executable, "status", "--target", str(target),
+                    env=child_env(PYTHONPATH=str(root)))
+    assert f"neuronx-cc  not nrtpy's  {real}" in status.stdout
 
 
 def test_refuses_to_shadow_a_real_neuronx_cc_on_path(tmp_path):

@@ -3,9 +3,11 @@
 ``install`` writes nrtpy's compat layer into an environment: the ``spike``
 and ``neuronxcc`` packages of :data:`nrtpy.compat.SHIMS` (three-line modules
 that take their names from nrtpy), a ``neuronx-cc`` script that runs
-``nrtpy-cc``, and an ``nrtpy_compat-<version>.dist-info`` folder whose RECORD
-lists every file written, so that ``uninstall`` (or ``pip uninstall
-nrtpy-compat``) removes exactly those.
+``nrtpy-cc``, the metadata of a ``neuronx-cc`` distribution (version
+:data:`NEURONX_CC_VERSION`, so that pip takes nkipy's requirement
+``neuronx-cc!=1.*,<3.0`` as met), and an ``nrtpy_compat-<version>.dist-info``
+folder whose RECORD lists every file written, so that ``uninstall`` (or
+``pip uninstall nrtpy-compat``) removes exactly those.
 
 Where: the running interpreter's site-packages (``sysconfig``'s purelib)
 and scripts folder; ``--prefix P`` for the install scheme under ``P``;
@@ -13,10 +15,10 @@ and scripts folder; ``--prefix P`` for the install scheme under ``P``;
 install --target`` does).
 
 Never over someone else's: ``install`` refuses, and changes nothing, when a
-``spike`` or ``neuronxcc`` that is not nrtpy's is importable from the
-destination or from the interpreter's ``sys.path`` (the current directory
-excepted), or a ``neuronx-cc`` that is not nrtpy's is in the scripts folder
-or on ``PATH``.  A file is nrtpy's when a RECORD of ours lists it with the
+``spike`` or ``neuronxcc`` package or a ``neuronx-cc`` distribution that is
+not nrtpy's is in the destination or on the interpreter's ``sys.path`` (the
+current directory excepted), or a ``neuronx-cc`` script that is not nrtpy's
+is in the scripts folder or on ``PATH``.  A file is nrtpy's when a RECORD of ours lists it with the
 same hash; ``uninstall`` leaves any file that changed since.
 """
 
@@ -29,11 +31,13 @@ import hashlib
 import importlib.util
 import io
 import os
+import re
 import shutil
 import sys
 import sysconfig
 from dataclasses import dataclass
 from importlib.machinery import PathFinder
+from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Sequence
 
@@ -44,6 +48,12 @@ DIST = "nrtpy_compat"  # the distribution "nrtpy-compat", as folder names write 
 SCRIPT = "neuronx-cc"
 # In the script: how a neuronx-cc found on PATH is known to be ours.
 SCRIPT_MARK = "# nrtpy compat layer: neuronx-cc runs nrtpy-cc"
+# The distribution that nkipy requires as "neuronx-cc>=0.0,!=1.*,<3.0".  Its
+# version meets that: the local label "+nrtpy" is ignored by specifiers
+# without one (PEP 440), and 2.0.0 is below every real 2.x release, so that
+# an explicit upgrade from AWS's index replaces it.
+REQUIRED_DIST = "neuronx-cc"
+NEURONX_CC_VERSION = "2.0.0+nrtpy"
 
 
 @dataclass(frozen=True)
@@ -112,10 +122,43 @@ def _metadata() -> str:
             f"(written by `{PROG} install`)\n")
 
 
+def _normalize(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _required_dist_info() -> str:
+    return f"{_normalize(REQUIRED_DIST).replace('-', '_')}-{NEURONX_CC_VERSION}.dist-info"
+
+
+def _required_dist_files(site: Path) -> dict[Path, tuple[bytes, int]]:
+    """The neuronx-cc distribution's metadata, with a RECORD of its own that
+    lists only these files: ``pip uninstall neuronx-cc`` (as pip does before
+    installing the real one) removes just them."""
+    info = site / _required_dist_info()
+    files = {
+        info / "METADATA": ((
+            "Metadata-Version: 2.1\n"
+            f"Name: {REQUIRED_DIST}\n"
+            f"Version: {NEURONX_CC_VERSION}\n"
+            "Summary: neuronx-cc's name for nrtpy-cc, not AWS's compiler "
+            f"(written by `{PROG} install`)\n").encode(), 0o644),
+        info / "INSTALLER": (b"nrtpy\n", 0o644),
+    }
+    rows = io.StringIO()
+    out = csv.writer(rows, lineterminator="\n")
+    for path, (data, _) in files.items():
+        out.writerow([os.path.relpath(path, site), _digest(data), len(data)])
+    out.writerow([os.path.relpath(info / "RECORD", site), "", ""])
+    files[info / "RECORD"] = (rows.getvalue().encode(), 0o644)
+    return files
+
+
 def _files(loc: Location) -> dict[Path, tuple[bytes, int]]:
-    """Every file of the layer but RECORD: path -> (contents, mode)."""
+    """Every file of the layer but our RECORD: path -> (contents, mode)."""
     files = {loc.site / _module_path(m): (_module_text(m).encode(), 0o644) for m in SHIMS}
     files[loc.scripts / SCRIPT] = (_script_text().encode(), 0o755)
+    files.update(_required_dist_files(loc.site))
     info = loc.site / _dist_info()
     files[info / "METADATA"] = (_metadata().encode(), 0o644)
     files[info / "INSTALLER"] = (b"nrtpy\n", 0o644)
@@ -202,6 +245,33 @@ def found_packages(loc: Location, name: str) -> list[Path]:
     return places
 
 
+def found_distributions(loc: Location, name: str = REQUIRED_DIST) -> list[Path]:
+    """The metadata folders (``.dist-info``, ``.egg-info``) of distribution
+    ``name`` on the search path, in its order."""
+    want = _normalize(name)
+    places: list[Path] = []
+    for entry in _search_path(loc):
+        try:
+            children = sorted(Path(entry).iterdir())
+        except OSError:  # missing, or not a folder (a zip file)
+            continue
+        for child in children:
+            if child.suffix not in (".dist-info", ".egg-info") or child in places:
+                continue
+            if not _normalize(child.name).startswith(want):  # before reading it
+                continue
+            metadata = PathDistribution(child).metadata
+            found = metadata["Name"] if metadata is not None else None
+            if found is not None and _normalize(found) == want:
+                places.append(child)
+    return places
+
+
+def _distribution_is_ours(place: Path) -> bool:
+    """A distribution's metadata folder is ours by its METADATA."""
+    return _is_ours(place / "METADATA", place.parent)
+
+
 def found_scripts(loc: Location) -> list[Path]:
     """``neuronx-cc`` in the destination's scripts folder, then on PATH."""
     places = []
@@ -233,6 +303,10 @@ def conflicts(loc: Location) -> list[str]:
         for place in found_packages(loc, name):
             if not _is_ours(place, place.parent):
                 lines.append(f"a {name!r} that is not nrtpy's is installed at {place}")
+    for place in found_distributions(loc):
+        if not _distribution_is_ours(place):
+            lines.append(f"a {REQUIRED_DIST!r} distribution that is not nrtpy's is "
+                         f"installed at {place}")
     for place in found_scripts(loc):
         if not _script_is_ours(place, loc):
             lines.append(f"a {SCRIPT!r} that is not nrtpy's is at {place}")
@@ -316,8 +390,8 @@ def install(loc: Location) -> int:
             "the layer installed before was removed"
         print(f"nrtpy compat: cannot install into {loc.site}: {e}; {left}", file=sys.stderr)
         return 1
-    print(f"nrtpy compat: installed spike, neuronxcc into {loc.site} and "
-          f"{SCRIPT} into {loc.scripts}")
+    print(f"nrtpy compat: installed spike, neuronxcc and the {REQUIRED_DIST} "
+          f"{NEURONX_CC_VERSION} metadata into {loc.site} and {SCRIPT} into {loc.scripts}")
     if str(loc.site) not in map(os.path.abspath, filter(None, sys.path)):
         print(f"nrtpy compat: {loc.site} is not on this Python's path: add it to PYTHONPATH")
     if str(loc.scripts) not in map(os.path.abspath, os.environ.get("PATH", "").split(os.pathsep)):
@@ -353,6 +427,12 @@ def status(loc: Location) -> int:
         for place in places:
             whose = "nrtpy's" if _is_ours(place, place.parent) else "not nrtpy's"
             print(f"  {name:<11} {whose:<12} {place}")
+    dists = found_distributions(loc)
+    if not dists:
+        print(f"  {REQUIRED_DIST:<11} absent (distribution)")
+    for place in dists:
+        whose = "nrtpy's" if _distribution_is_ours(place) else "not nrtpy's"
+        print(f"  {REQUIRED_DIST:<11} {whose:<12} {place}")
     scripts = found_scripts(loc)
     if not scripts:
         print(f"  {SCRIPT:<11} absent")
