@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import operator
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,21 @@ def _check_mapping(label: str, given: Any) -> None:
             # (libnrt takes names as C strings: it would see another name)
             raise ValueError(f"{label} key {key!r:.200} contains a NUL "
                              f"character, which a tensor name cannot hold")
+
+
+def _dtype_words(have: np.dtype, want: np.dtype) -> str:
+    """A tensor's dtype in a message: its name, and its byte order when that
+    is not the host's (a name alone reads the same in both orders), with the
+    conversion when the type is the expected one in the other order."""
+    if have.isnative:
+        return have.name
+    order = "big" if have.byteorder == ">" else "little"
+    words = f"{have.name} in {order}-endian byte order ({have.str})"
+    if have.newbyteorder("=") == want:
+        host = "little" if sys.byteorder == "little" else "big"
+        words += (f"; models take tensors in the host's ({host}-endian) byte "
+                  f"order: make the tensor from a.astype({want.str!r})")
+    return words
 
 
 def _parse_trace_durations(events_json: str) -> list[float]:
@@ -280,7 +296,7 @@ class NrtpyModel:
                 not (want == np.dtype(np.int8) and have in _dtypes.FP8) and \
                 not (want == np.dtype(np.uint8) and have == np.dtype(np.bool_)):
             raise ValueError(f"{label} {key}: expected dtype {want.name}, got "
-                             f"{have.name}. Expected: {expected}")
+                             f"{_dtype_words(have, want)}. Expected: {expected}")
 
     def _validate_io(self, inputs: Mapping[str, Any],
                      outputs: Mapping[str, Any]) -> None:

@@ -936,6 +936,36 @@ def test_wrong_dtype(add_model):
         add_model(inputs=ins)
 
 
+def test_the_other_byte_order_is_named(add_model):
+    # float32 in either byte order has the name "float32": the message says
+    # which order the tensor has and how to convert it
+    big = np.arange(6, dtype=">f4").reshape(2, 3)
+    native = np.ones((2, 3), np.float32)
+    hint = ("in big-endian byte order (>f4); models take tensors in the host's "
+            "(little-endian) byte order: make the tensor from a.astype('<f4')")
+    with pytest.raises(ValueError) as ei:
+        add_model(inputs=tensors(a_input=native, b_input=big))
+    assert str(ei.value) == (f"Input b_input: expected dtype float32, got float32 {hint}. "
+                             f"Expected: {EXPECTED}")
+    with pytest.raises(ValueError) as ei:
+        add_model(inputs=tensors(a_input=native, b_input=native),
+                  outputs=tensors(output_0=np.zeros((2, 3), ">f4")))
+    assert str(ei.value).startswith(f"Output output_0: expected dtype float32, got "
+                                    f"float32 {hint}. Expected: output_0: ")
+    # another type in the other order: named with its order, no conversion
+    with pytest.raises(ValueError) as ei:
+        add_model(inputs=tensors(a_input=native, b_input=big.astype(">i4")))
+    assert str(ei.value).startswith("Input b_input: expected dtype float32, got int32 "
+                                    "in big-endian byte order (>i4). Expected: ")
+    # from_numpy keeps the array's dtype and bytes: the tensor reads back as
+    # written; converted as the message says, the model takes it
+    t = NrtpyTensor.from_numpy(big)
+    assert t.dtype == np.dtype(">f4") and t.numpy().dtype == np.dtype(">f4")
+    np.testing.assert_array_equal(t.numpy(), big)
+    (out,) = add_model(inputs=tensors(a_input=native, b_input=big.astype("<f4"))).values()
+    np.testing.assert_array_equal(out.numpy(), big + 1)
+
+
 def test_fp8_is_not_int8(tmp_path):
     model = load(tmp_path, lambda x: x, np.ones(4, E4M3))
     with pytest.raises(ValueError, match="expected dtype float8_e4m3, got int8"):
