@@ -437,21 +437,10 @@ def test_sort_comparators(tmp_path):
 
 def test_scatter_unsupported_combiner(tmp_path):
     # A to_apply of subtract: not a combiner the emulator has.
-    s = hs.shape(hs.F32)
-    sub = hs.computation("sub", 1, [
-        hs.instr("a", "parameter", s, 1),
-        hs.instr("b", "parameter", s, 2, pn=hs.f_int(9, 1)),
-        hs.instr("r", "subtract", s, 3, operands=[1, 2])], 3)
-    x = hs.shape(hs.F32, (4,))
-    dn = hs.f_bytes(48, hs.f_packed(2, [0]) + hs.f_packed(3, [0]) + hs.f_int(4, 1))
-    main = hs.computation("main", 2, [
-        hs.instr("x.1", "parameter", x, 10),
-        hs.instr("i.1", "parameter", hs.shape(hs.S32, (2, 1)), 11, pn=hs.f_int(9, 1)),
-        hs.instr("u.1", "parameter", hs.shape(hs.F32, (2,)), 12, pn=hs.f_int(9, 2)),
-        hs.instr("sc", "scatter", x, 13, operands=[10, 11, 12], dn=dn,
-                 to_apply=hs.f_packed(38, [1]))], 13)
+    bad = _scatter_module([hs.instr("r", "subtract", hs.shape(hs.F32), 3,
+                                    operands=[1, 2])], 3)
     with pytest.raises(NotImplementedError, match="scatter.*'sc'"):
-        nrtpy.neff.compile_hlo(hs.module("m", [sub, main], 2), tmp_path / "s.neff")
+        nrtpy.neff.compile_hlo(bad, tmp_path / "s.neff")
 
 
 def _scatter_module(combiner: list[bytes], root: int) -> bytes:
