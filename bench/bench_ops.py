@@ -1,7 +1,7 @@
 """Every operation of the emulator's operation table against NumPy.
 
-For each op of NRTEMU_OP_LIST (src/emulator/kernel.h, read at run time when
-the source tree is there, else the copy in OPS below), each dtype (float32,
+For each op of the emulator's op table (nrtpy._nrtpy.OPS, generated from
+NRTEMU_OP_LIST in src/emulator/op_list.h), each dtype (float32,
 bfloat16, float16, int32, float8_e4m3) and two sizes (64x64, cache-resident;
 2048x2048, memory-bound), the NumPy expression of the op's case is compiled
 with nrtpy.neff.compile, loaded, and executed with preallocated inputs and
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -58,15 +57,6 @@ from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax  # noqa: E402
 
 from _bench import Memcpy, compiled, per_call  # noqa: E402
 
-# The op names of NRTEMU_OP_LIST, for when the source tree is not there.
-OPS = """neg abs exp log sqrt rsqrt reciprocal square tanh sigmoid relu gelu
-sin cos floor ceil sign logical_not add sub mul div pow maximum minimum mod
-floor_divide equal not_equal less less_equal greater greater_equal
-logical_and logical_or logical_xor where cast copy matmul sum mean max min
-prod argmax argmin softmax transpose reshape broadcast_to concatenate slice
-take iota full""".split()
-
-KERNEL_H = Path(__file__).resolve().parent.parent / "src" / "emulator" / "kernel.h"
 
 SMALL, BIG, MATMUL_BIG = 64, 2048, 512
 SPEED_FLOOR, BANDWIDTH_FLOOR = 1.0, 0.70
@@ -82,14 +72,7 @@ ACCUMULATING = {"sum", "mean", "prod"}
 
 def table_ops() -> tuple[list[str], str]:
     """The op names of the emulator's table, and where they were read."""
-    if KERNEL_H.is_file():
-        text = KERNEL_H.read_text()
-        start = text.find("#define NRTEMU_OP_LIST")
-        block = text[start:text.find("/* clang-format on */", start)]
-        names = re.findall(r'^X\(\s*\w+\s*,\s*"(\w+)"', block, re.M)
-        if names:
-            return names, str(KERNEL_H)
-    return OPS, "the list in bench_ops.py"
+    return list(nrtpy._nrtpy.OPS), "nrtpy._nrtpy.OPS"
 
 
 @dataclass

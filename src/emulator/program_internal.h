@@ -146,40 +146,16 @@ struct op_ctx {
 
 /*
  * The attributes of ops (keys of an op object besides "op", "in", "out"
- * and "dtype", which every op has): X(suffix, JSON key).  An op reads
- * only those its row of NRTEMU_OP_LIST names; others are ignored.
+ * and "dtype", which every op has), from NRTEMU_ATTR_LIST (op_list.h).
+ * An op reads only those its row of NRTEMU_OP_LIST names; others are
+ * ignored.
  */
-#define NRTEMU_ATTR_LIST(X)             \
-    X(AXES, "axes")                     \
-    X(KEEPDIMS, "keepdims")             \
-    X(COND, "cond")                     \
-    X(PRED, "pred")                     \
-    X(BODY, "body")                     \
-    X(BRANCHES, "branches")             \
-    X(AXIS, "axis")                     \
-    X(PERM, "perm")                     \
-    X(START, "start")                   \
-    X(STEP, "step")                     \
-    X(VALUE, "value")                   \
-    X(MODE, "mode")                     \
-    X(DESCENDING, "descending")         \
-    X(REDUCE, "reduce")                 \
-    X(REPLICA_GROUPS, "replica_groups") \
-    X(SPLIT_AXIS, "split_axis")         \
-    X(CONCAT_AXIS, "concat_axis")       \
-    X(PAIRS, "pairs")
-
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,
     NRTEMU_ATTR_LIST(NRTEMU_ATTR_ENUM)
 #undef NRTEMU_ATTR_ENUM
         NRTEMU_ATTR_COUNT
 };
-
-/* Flags of an op (the flags column of NRTEMU_OP_LIST). */
-#define NRTEMU_OPF_STREAMS 1u
-#define NRTEMU_OPF_FLOAT_ONLY 2u
-#define NRTEMU_OPF_CONTROL 4u
 
 /*
  * Check the shapes, dtypes and attributes of `op` (operands resolved,

@@ -384,6 +384,8 @@ const char *dtype_name_of_code(nrt_dtype_t code);
 int dtype_row_of_name(const char *name, nrt_dtype_t *code, char *kind);
 /* Add DTYPES, the table of NRTEMU_DTYPE_LIST, to the module. */
 int dtypes_add_to_module(PyObject *module);
+/* Add OPS, the table of the emulator's NRTEMU_OP_LIST (ops.c). */
+int ops_add_to_module(PyObject *module);
 
 /* The runtime tensors of NrtpyTensor use, created on first need. */
 NrtpyObject *default_runtime_get(void);

@@ -226,6 +226,7 @@ module_exec_without_library(PyObject *module, module_state *st)
     if (reason == NULL ||
         PyModule_AddObjectRef(module, "LIBNRT_ERROR", reason) < 0 ||
         add_exceptions(module, st) < 0 || dtypes_add_to_module(module) < 0 ||
+        ops_add_to_module(module) < 0 ||
         neff_constants_add_to_module(module) < 0) {
         Py_XDECREF(reason);
         ext_state = NULL;
@@ -262,6 +263,7 @@ module_exec(PyObject *module)
         tensor_metadata_type_init(module) < 0 ||
         model_tensor_info_type_init(module) < 0 ||
         sys_trace_type_init(module) < 0 || dtypes_add_to_module(module) < 0 ||
+        ops_add_to_module(module) < 0 ||
         neff_constants_add_to_module(module) < 0 ||
         fork_support_init(module) < 0) {
         goto fail;

@@ -31,6 +31,14 @@ class _MemoryStats(TypedDict):
 #: name -> (libnrt code, item size, kind letter, NEFF name), generated from
 #: the emulator's dtype list.
 DTYPES: dict[str, tuple[int, int, str, str]]
+#: The ops of emulator programs (the emulator's NRTEMU_OP_LIST), in its
+#: order: name -> {"arity": int (-1: one or more), "family": str | None
+#: (the elementwise loop family), "attrs": tuple[str, ...], "float_only":
+#: bool, "streams": bool, "control": bool}.
+OPS: dict[str, dict[str, Any]]
+#: Why no libnrt loaded, or None when one did (then every name here exists;
+#: otherwise only the tables, the exceptions and neff_describe).
+LIBNRT_ERROR: str | None
 
 #: The NEFF header's size, supported feature bits and fields
 #: ((name, offset, length, kind), ...), from the emulator's description.

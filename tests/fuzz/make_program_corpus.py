@@ -10,14 +10,15 @@ emits (iota) and a few edge cases are written by hand.  compile() stamps a
 random uuid and the time, so its members are repacked here into a raw
 (uncompressed: mutations then reach the JSON) tar with fixed metadata:
 rerunning the script rewrites identical files.  It also writes
-tests/fuzz/program.dict, the libFuzzer dictionary of program words.
+tests/fuzz/program.dict, the libFuzzer dictionary of program words (its
+ops, attributes and dtypes from _nrtpy.OPS and _nrtpy.DTYPES; with --dict,
+only the dictionary).
 
-    .venv/bin/python tests/fuzz/make_program_corpus.py [OUTPUT_DIR]
+    .venv/bin/python tests/fuzz/make_program_corpus.py [OUTPUT_DIR | --dict]
 """
 
 import json
 import os
-import re
 import struct
 import sys
 import tempfile
@@ -336,19 +337,21 @@ def corpus():
 
 
 def dictionary():
-    """libFuzzer dictionary: the words of programs, quoted as in JSON."""
-    kernel_h = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                            "..", "..", "src", "emulator", "kernel.h")
-    with open(kernel_h) as f:
-        ops = re.findall(r'X\(\w+,\s*"(\w+)"', f.read())
+    """libFuzzer dictionary: the words of programs, quoted as in JSON: the
+    op names, attribute keys and dtype names from the tables the extension
+    generates from the emulator's own lists (_nrtpy.OPS, _nrtpy.DTYPES)."""
+    from nrtpy import _nrtpy
+
+    ops = list(_nrtpy.OPS)
+    attrs = sorted({a for row in _nrtpy.OPS.values() for a in row["attrs"]})
+    dtypes = [d for d in _nrtpy.DTYPES if d != "unknown"]
     words = ["format", "version", "buffers", "ops", "kind", "dtype", "shape",
-             "var", "op", "in", "out", "axis", "axes", "keepdims", "perm",
-             "start", "step", "value", "input", "output", "const", "temp",
+             "var", "op", "in", "out", "input", "output", "const", "temp",
              "file", "file_name", "size", "type", "emulator_program", "nan",
-             "inf", "-inf", "cond", "pred", "body", "branches"] + ops + DTYPES
+             "inf", "-inf"] + attrs + ops + dtypes
     lines = ["# libFuzzer dictionary of the NEFF fuzz target: the words of",
              "# emulator programs.  Written by make_program_corpus.py."]
-    lines += ['"\\"%s\\""' % w for w in words]
+    lines += ['"\\"%s\\""' % w for w in dict.fromkeys(words)]
     lines += ['"%s"' % w for w in ["[]", "[0]", "[1]", "[-1]", "[0, 0]",
                                    "null", "true", "false",
                                    "-9223372036854775808",
@@ -357,9 +360,9 @@ def dictionary():
     return "\n".join(lines) + "\n"
 
 
-DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
-          "uint32", "uint64", "float16", "bfloat16", "float32", "float64",
-          "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "float8_e3m4"]
+def write_dictionary(here):
+    with open(os.path.join(here, "program.dict"), "w") as f:
+        f.write(dictionary())
 
 
 def main():
@@ -371,10 +374,12 @@ def main():
     for name, data in sorted(files.items()):
         with open(os.path.join(dest, name), "wb") as f:
             f.write(data)
-    with open(os.path.join(here, "program.dict"), "w") as f:
-        f.write(dictionary())
+    write_dictionary(here)
     print("wrote %d files to %s, and program.dict" % (len(files), dest))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--dict"]:  # the dictionary only, the corpus as is
+        write_dictionary(os.path.dirname(os.path.abspath(__file__)))
+    else:
+        main()

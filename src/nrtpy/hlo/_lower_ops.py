@@ -12,7 +12,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from nrtpy import _dtypes
+from nrtpy import _dtypes, _nrtpy
 from nrtpy.hlo._lower import Buf, Lowering, Value, lowers
 from nrtpy.hlo._module import Computation, Instruction
 
@@ -200,9 +200,9 @@ _UNARY = {
 }
 # Ops that leave integers unchanged.
 _INT_IDENTITY = {"floor", "ceil", "round-nearest-even", "round-nearest-afz"}
-_FLOAT_ONLY = {"exponential", "exponential-minus-one", "log", "log-plus-one",
-               "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine",
-               "erf"}
+# The opcodes whose row is defined only for floats (the op table's
+# float-only column, _nrtpy.OPS): of an integer, a malformed module.
+_FLOAT_ONLY = {h for h, op in _UNARY.items() if _nrtpy.OPS[op]["float_only"]}
 
 
 _is_float = _dtypes.is_float
