@@ -21,7 +21,6 @@ leaves the input being run in ARTIFACT_DIR/hlo-current.pb.
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import sys
