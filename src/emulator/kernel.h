@@ -51,6 +51,19 @@ enum nrtemu_op {
 };
 
 /*
+ * np.maximum / np.minimum: the one rule of every kernel that takes a
+ * larger or smaller value (elementwise, reductions, scatter, collectives).
+ * Of floats, NaN in either operand wins (the first when both are), and of
+ * two operands that compare equal (+0 and -0) the second, as NumPy gives
+ * (and so a reduction keeps the later of equal elements); of integers,
+ * the larger or smaller.
+ */
+#define NRTEMU_FLOAT_MAX(x, y) (((x) > (y) || (x) != (x)) ? (x) : (y))
+#define NRTEMU_FLOAT_MIN(x, y) (((x) < (y) || (x) != (x)) ? (x) : (y))
+#define NRTEMU_INT_MAX(x, y) ((x) > (y) ? (x) : (y))
+#define NRTEMU_INT_MIN(x, y) ((x) < (y) ? (x) : (y))
+
+/*
  * The type a kernel computes in for compute dtype `dt`: float32 for floats
  * of at most 32 bits, float64, int64 for signed integers and bool, uint64
  * for unsigned integers.

@@ -16,12 +16,6 @@
 /* Elements per block: the operands of one block stay in L1. */
 #define BLOCK 1024
 
-/* max/min propagate NaN, as np.maximum/np.minimum and XLA do. */
-#define FMAX(a, b) ((a) != (a) || (a) > (b) ? (a) : (b))
-#define FMIN(a, b) ((a) != (a) || (a) < (b) ? (a) : (b))
-#define IMAX(a, b) ((a) > (b) ? (a) : (b))
-#define IMIN(a, b) ((a) < (b) ? (a) : (b))
-
 /* acc[i] = a[i] (op) b[i]; `a` may be `acc`.  Integer sums and products
  * wrap (computed as uint64_t). */
 #define COMBINE_FN(name, T, U, MAXF, MINF)                      \
@@ -52,10 +46,10 @@
         }                                                       \
     }
 
-COMBINE_FN(combine_f32, float, float, FMAX, FMIN)
-COMBINE_FN(combine_f64, double, double, FMAX, FMIN)
-COMBINE_FN(combine_i64, int64_t, uint64_t, IMAX, IMIN)
-COMBINE_FN(combine_u64, uint64_t, uint64_t, IMAX, IMIN)
+COMBINE_FN(combine_f32, float, float, NRTEMU_FLOAT_MAX, NRTEMU_FLOAT_MIN)
+COMBINE_FN(combine_f64, double, double, NRTEMU_FLOAT_MAX, NRTEMU_FLOAT_MIN)
+COMBINE_FN(combine_i64, int64_t, uint64_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+COMBINE_FN(combine_u64, uint64_t, uint64_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
 
 static void
 combine_kt(enum nrtemu_reduce op, enum nrtemu_dtype kt, void *acc,

@@ -372,9 +372,6 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
 #define f64_log1p(x) log1p(x)
 #define f64_cbrt(x) cbrt(x)
 #define f64_erf(x) erf(x)
-/* np.maximum / np.minimum: NaN in either operand wins. */
-#define FLOAT_MAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
-#define FLOAT_MIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
 
 #define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, POW, \
                              FABS)                                           \
@@ -416,7 +413,7 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             UN_LOOP(T, SFX##_sigmoid(x));                                    \
             break;                                                           \
         case NRTEMU_OP_RELU:                                                 \
-            UN_LOOP(T, FLOAT_MAX(x, (T)0));                                  \
+            UN_LOOP(T, NRTEMU_FLOAT_MAX(x, (T)0));                           \
             break;                                                           \
         case NRTEMU_OP_GELU:                                                 \
             UN_LOOP(T, SFX##_gelu(x));                                       \
@@ -486,10 +483,10 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             SFX##_pow_block(n, a, sa, b, sb, o);                             \
             break;                                                           \
         case NRTEMU_OP_MAXIMUM:                                              \
-            BIN_LOOP(T, FLOAT_MAX(x, y));                                    \
+            BIN_LOOP(T, NRTEMU_FLOAT_MAX(x, y));                             \
             break;                                                           \
         case NRTEMU_OP_MINIMUM:                                              \
-            BIN_LOOP(T, FLOAT_MIN(x, y));                                    \
+            BIN_LOOP(T, NRTEMU_FLOAT_MIN(x, y));                             \
             break;                                                           \
         case NRTEMU_OP_MOD:                                                  \
             BIN_LOOP(T, SFX##_mod(x, y));                                    \

@@ -55,11 +55,6 @@
 /* Rows up to this long are summed directly, longer ones pairwise. */
 #define PAIRWISE_LEAF 512
 
-#define FLOAT_MAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
-#define FLOAT_MIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
-#define INT_MAX_(x, y) ((x) > (y) ? (x) : (y))
-#define INT_MIN_(x, y) ((x) < (y) ? (x) : (y))
-
 /*
  * Fold n elements of x with COMBINE into LANES accumulators started at
  * INIT, then fold the lanes: the multi-lane form is what vectorises.
@@ -380,85 +375,86 @@ bf16_widen(uint16_t h)
         SFX##_columns(op, n, 1, n, x, acc);                                   \
     }
 
-#define DEFINE_FLOAT_ROWS(SFX, T)                                          \
-    NRTEMU_MULTIVERSION                                                    \
-    static T SFX##_sum_leaf(size_t n, const T *x)                          \
-    {                                                                      \
-        T result;                                                          \
-        ROW_FOLD(T, (T)0, ADD_);                                           \
-        return result;                                                     \
-    }                                                                      \
-    static T SFX##_sum_pairwise(size_t n, const T *x)                      \
-    {                                                                      \
-        size_t half;                                                       \
-        if (n <= PAIRWISE_LEAF) {                                          \
-            return SFX##_sum_leaf(n, x);                                   \
-        }                                                                  \
-        half = (n / 2 + LANES - 1) / LANES * LANES;                        \
-        return SFX##_sum_pairwise(half, x) +                               \
-               SFX##_sum_pairwise(n - half, x + half);                     \
-    }                                                                      \
-    NRTEMU_MULTIVERSION                                                    \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)            \
-    {                                                                      \
-        T result;                                                          \
-        bool exact;                                                        \
-        switch (op) {                                                      \
-        case NRTEMU_OP_MAX:                                                \
-            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);                       \
-            if (!exact) {                                                  \
-                ROW_FOLD(T, -(T)INFINITY, FLOAT_MAX);                      \
-            }                                                              \
-            return result;                                                 \
-        case NRTEMU_OP_MIN:                                                \
-            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);                        \
-            if (!exact) {                                                  \
-                ROW_FOLD(T, (T)INFINITY, FLOAT_MIN);                       \
-            }                                                              \
-            return result;                                                 \
-        case NRTEMU_OP_PROD:                                               \
-            ROW_FOLD(T, (T)1, MUL_);                                       \
-            return result;                                                 \
-        default:                                                           \
-            return SFX##_sum_pairwise(n, x);                               \
-        }                                                                  \
-    }                                                                      \
-    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, FLOAT_MAX, FLOAT_MIN, ADD_, MUL_) \
+#define DEFINE_FLOAT_ROWS(SFX, T)                                            \
+    NRTEMU_MULTIVERSION                                                      \
+    static T SFX##_sum_leaf(size_t n, const T *x)                            \
+    {                                                                        \
+        T result;                                                            \
+        ROW_FOLD(T, (T)0, ADD_);                                             \
+        return result;                                                       \
+    }                                                                        \
+    static T SFX##_sum_pairwise(size_t n, const T *x)                        \
+    {                                                                        \
+        size_t half;                                                         \
+        if (n <= PAIRWISE_LEAF) {                                            \
+            return SFX##_sum_leaf(n, x);                                     \
+        }                                                                    \
+        half = (n / 2 + LANES - 1) / LANES * LANES;                          \
+        return SFX##_sum_pairwise(half, x) +                                 \
+               SFX##_sum_pairwise(n - half, x + half);                       \
+    }                                                                        \
+    NRTEMU_MULTIVERSION                                                      \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)              \
+    {                                                                        \
+        T result;                                                            \
+        bool exact;                                                          \
+        switch (op) {                                                        \
+        case NRTEMU_OP_MAX:                                                  \
+            EXTREME_FOLD(T, -(T)INFINITY, FAST_MAX);                         \
+            if (!exact) {                                                    \
+                ROW_FOLD(T, -(T)INFINITY, NRTEMU_FLOAT_MAX);                 \
+            }                                                                \
+            return result;                                                   \
+        case NRTEMU_OP_MIN:                                                  \
+            EXTREME_FOLD(T, (T)INFINITY, FAST_MIN);                          \
+            if (!exact) {                                                    \
+                ROW_FOLD(T, (T)INFINITY, NRTEMU_FLOAT_MIN);                  \
+            }                                                                \
+            return result;                                                   \
+        case NRTEMU_OP_PROD:                                                 \
+            ROW_FOLD(T, (T)1, MUL_);                                         \
+            return result;                                                   \
+        default:                                                             \
+            return SFX##_sum_pairwise(n, x);                                 \
+        }                                                                    \
+    }                                                                        \
+    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, NRTEMU_FLOAT_MAX, NRTEMU_FLOAT_MIN, \
+                   ADD_, MUL_)                                               \
     DEFINE_COLUMN(SFX, T)
 
 DEFINE_FLOAT_ROWS(f32, float)
 DEFINE_FLOAT_ROWS(f64, double)
 
-#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                       \
-    NRTEMU_MULTIVERSION                                                \
-    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)        \
-    {                                                                  \
-        T result;                                                      \
-        switch (op) {                                                  \
-        case NRTEMU_OP_MAX:                                            \
-            ROW_FOLD(T, LOWEST, INT_MAX_);                             \
-            return result;                                             \
-        case NRTEMU_OP_MIN:                                            \
-            ROW_FOLD(T, HIGHEST, INT_MIN_);                            \
-            return result;                                             \
-        case NRTEMU_OP_PROD: {                                         \
-            uint64_t p = 1;                                            \
-            for (size_t i = 0; i < n; i++) {                           \
-                p *= (uint64_t)x[i];                                   \
-            }                                                          \
-            return (T)p;                                               \
-        }                                                              \
-        default: {                                                     \
-            uint64_t s = 0;                                            \
-            for (size_t i = 0; i < n; i++) {                           \
-                s += (uint64_t)x[i];                                   \
-            }                                                          \
-            return (T)s;                                               \
-        }                                                              \
-        }                                                              \
-    }                                                                  \
-    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, INT_MAX_, INT_MIN_, ADD_WRAP, \
-                   MUL_WRAP)                                           \
+#define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                         \
+    NRTEMU_MULTIVERSION                                                  \
+    static T SFX##_row(enum nrtemu_op op, size_t n, const T *x)          \
+    {                                                                    \
+        T result;                                                        \
+        switch (op) {                                                    \
+        case NRTEMU_OP_MAX:                                              \
+            ROW_FOLD(T, LOWEST, NRTEMU_INT_MAX);                         \
+            return result;                                               \
+        case NRTEMU_OP_MIN:                                              \
+            ROW_FOLD(T, HIGHEST, NRTEMU_INT_MIN);                        \
+            return result;                                               \
+        case NRTEMU_OP_PROD: {                                           \
+            uint64_t p = 1;                                              \
+            for (size_t i = 0; i < n; i++) {                             \
+                p *= (uint64_t)x[i];                                     \
+            }                                                            \
+            return (T)p;                                                 \
+        }                                                                \
+        default: {                                                       \
+            uint64_t s = 0;                                              \
+            for (size_t i = 0; i < n; i++) {                             \
+                s += (uint64_t)x[i];                                     \
+            }                                                            \
+            return (T)s;                                                 \
+        }                                                                \
+        }                                                                \
+    }                                                                    \
+    DEFINE_COLUMNS(SFX, T, T, LOAD_SAME, NRTEMU_INT_MAX, NRTEMU_INT_MIN, \
+                   ADD_WRAP, MUL_WRAP)                                   \
     DEFINE_COLUMN(SFX, T)
 
 DEFINE_INT_ROWS(i64, int64_t, INT64_MIN, INT64_MAX)
@@ -497,16 +493,16 @@ i32_row_wide(enum nrtemu_op op, size_t n, const int32_t *x)
 }
 
 /* Column folds that widen their rows in registers (fold_columns_from). */
-DEFINE_COLUMNS(f32_bf16, float, uint16_t, BF16_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
-               MUL_)
-DEFINE_COLUMNS(f32_fp8, float, uint8_t, NARROW_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
-               MUL_)
-DEFINE_COLUMNS(f32_f16, float, uint16_t, NARROW_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
-               MUL_)
-DEFINE_COLUMNS(i64_i32, int64_t, int32_t, I64_OF, INT_MAX_, INT_MIN_, ADD_WRAP,
-               MUL_WRAP)
-DEFINE_COLUMNS(f64_i32, double, int32_t, F64_OF, FLOAT_MAX, FLOAT_MIN, ADD_,
-               MUL_)
+DEFINE_COLUMNS(f32_bf16, float, uint16_t, BF16_OF, NRTEMU_FLOAT_MAX,
+               NRTEMU_FLOAT_MIN, ADD_, MUL_)
+DEFINE_COLUMNS(f32_fp8, float, uint8_t, NARROW_OF, NRTEMU_FLOAT_MAX,
+               NRTEMU_FLOAT_MIN, ADD_, MUL_)
+DEFINE_COLUMNS(f32_f16, float, uint16_t, NARROW_OF, NRTEMU_FLOAT_MAX,
+               NRTEMU_FLOAT_MIN, ADD_, MUL_)
+DEFINE_COLUMNS(i64_i32, int64_t, int32_t, I64_OF, NRTEMU_INT_MAX,
+               NRTEMU_INT_MIN, ADD_WRAP, MUL_WRAP)
+DEFINE_COLUMNS(f64_i32, double, int32_t, F64_OF, NRTEMU_FLOAT_MAX,
+               NRTEMU_FLOAT_MIN, ADD_, MUL_)
 
 /* One accumulator element of any compute type. */
 union wide {
@@ -906,9 +902,10 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
 /*
  * Rows [0, g) of n columns, `stride` elements apart, folded into acc[0..n)
  * by op as SFX##_columns folds them: each column row after row (a sum
- * acc + x0 + x1 + ..., in that order), max/min as FLOAT_MAX/FLOAT_MIN
- * (x replaces acc when acc >= x (<= x) is false and acc is no NaN: the
- * first NaN stays), 64 columns at a time over WIDE_SWEEP_OF(ES) rows.
+ * acc + x0 + x1 + ..., in that order), max/min as
+ * NRTEMU_FLOAT_MAX/NRTEMU_FLOAT_MIN (x replaces acc when acc >= x (<= x) is
+ * false and acc is no NaN: the first NaN stays), 64 columns at a time over
+ * WIDE_SWEEP_OF(ES) rows.
  *
  * float32 rows go WIDE_SWEEP at a time, so that the accumulators are
  * loaded and stored once per WIDE_SWEEP rows.  Narrower rows go one at a
@@ -1504,7 +1501,8 @@ bytes_fold_fp8(bool ismax, uint64_t n, uint64_t g, uint64_t stride,
             for (int q = 0; q < 4; q++) {
                 const __mmask16 mq = (__mmask16)(m >> (16 * q));
                 const __m512 aq = tail_load_ps(mq, a + 16 * q);
-                /* FLOAT_MAX (FLOAT_MIN): acc stays when >= (<=) or NaN */
+                /* NRTEMU_FLOAT_MAX (NRTEMU_FLOAT_MIN): acc stays when >= (<=)
+                 * or NaN */
                 const __mmask16 take =
                     (ismax ? _mm512_cmp_ps_mask(aq, v[q], _CMP_NGE_UQ)
                            : _mm512_cmp_ps_mask(aq, v[q], _CMP_NLE_UQ)) &
@@ -2092,8 +2090,8 @@ fp8_rows_fold(const struct fp8_rows *f, size_t n, const void *x, float *acc)
             return false;
         }
         r = narrow_widen(code, f->p);
-        *acc =
-            f->op == NRTEMU_OP_MAX ? FLOAT_MAX(*acc, r) : FLOAT_MIN(*acc, r);
+        *acc = f->op == NRTEMU_OP_MAX ? NRTEMU_FLOAT_MAX(*acc, r)
+                                      : NRTEMU_FLOAT_MIN(*acc, r);
         return true;
     default:
         return false;

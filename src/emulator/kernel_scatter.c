@@ -18,10 +18,6 @@
 /* Indices converted per block. */
 #define BLOCK 1024
 
-/* NaN wins in max and min (XLA). */
-#define FMAX(x, y) (((x) >= (y) || (x) != (x)) ? (x) : (y))
-#define FMIN(x, y) (((x) <= (y) || (x) != (x)) ? (x) : (y))
-
 /*
  * One block of updates for a native type T; U is the unsigned type of
  * the same width (integer add and mul wrap through it), MAX/MIN the
@@ -59,19 +55,16 @@
         }                                                                     \
     }
 
-#define IMAX(x, y) ((x) > (y) ? (x) : (y))
-#define IMIN(x, y) ((x) < (y) ? (x) : (y))
-
-DEFINE_SCATTER(f32, float, float, FMAX, FMIN)
-DEFINE_SCATTER(f64, double, double, FMAX, FMIN)
-DEFINE_SCATTER(i8, int8_t, uint8_t, IMAX, IMIN)
-DEFINE_SCATTER(i16, int16_t, uint16_t, IMAX, IMIN)
-DEFINE_SCATTER(i32, int32_t, uint32_t, IMAX, IMIN)
-DEFINE_SCATTER(i64, int64_t, uint64_t, IMAX, IMIN)
-DEFINE_SCATTER(u8, uint8_t, uint8_t, IMAX, IMIN)
-DEFINE_SCATTER(u16, uint16_t, uint16_t, IMAX, IMIN)
-DEFINE_SCATTER(u32, uint32_t, uint32_t, IMAX, IMIN)
-DEFINE_SCATTER(u64, uint64_t, uint64_t, IMAX, IMIN)
+DEFINE_SCATTER(f32, float, float, NRTEMU_FLOAT_MAX, NRTEMU_FLOAT_MIN)
+DEFINE_SCATTER(f64, double, double, NRTEMU_FLOAT_MAX, NRTEMU_FLOAT_MIN)
+DEFINE_SCATTER(i8, int8_t, uint8_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(i16, int16_t, uint16_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(i32, int32_t, uint32_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(i64, int64_t, uint64_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(u8, uint8_t, uint8_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(u16, uint16_t, uint16_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(u32, uint32_t, uint32_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
+DEFINE_SCATTER(u64, uint64_t, uint64_t, NRTEMU_INT_MAX, NRTEMU_INT_MIN)
 
 /*
  * Any other dtype: each element through its kernel type (float32 for the
@@ -101,8 +94,8 @@ scatter_generic(enum nrtemu_scatter_mode mode, const struct nrtemu_array *out,
             nrtemu__convert(kt, &y, dt, u + i * size, 1, 1);
             x = mode == NRTEMU_SCATTER_ADD   ? x + y
                 : mode == NRTEMU_SCATTER_MUL ? x * y
-                : mode == NRTEMU_SCATTER_MAX ? FMAX(x, y)
-                                             : FMIN(x, y);
+                : mode == NRTEMU_SCATTER_MAX ? NRTEMU_FLOAT_MAX(x, y)
+                                             : NRTEMU_FLOAT_MIN(x, y);
             nrtemu__convert(dt, o + (size_t)k * size, kt, &x, 1, 1);
         } else {
             int64_t x, y;
@@ -113,8 +106,8 @@ scatter_generic(enum nrtemu_scatter_mode mode, const struct nrtemu_array *out,
                     ? (int64_t)((uint64_t)x + (uint64_t)y)
                 : mode == NRTEMU_SCATTER_MUL
                     ? (int64_t)((uint64_t)x * (uint64_t)y)
-                : mode == NRTEMU_SCATTER_MAX ? IMAX(x, y)
-                                             : IMIN(x, y);
+                : mode == NRTEMU_SCATTER_MAX ? NRTEMU_INT_MAX(x, y)
+                                             : NRTEMU_INT_MIN(x, y);
             nrtemu__convert(dt, o + (size_t)k * size, NRTEMU_DTYPE_INT64, &x,
                             1, 1);
         }

@@ -935,7 +935,8 @@ keyed(enum nrtemu_op op)
 }
 
 /* Whether the keyed op takes operand a: a compare's result, or maximum's
- * and minimum's choice of a over b (NaN wins, a on ties). */
+ * and minimum's choice of a over b (NaN wins, b on ties: NRTEMU_FLOAT_MAX
+ * in kernel.h). */
 static inline bool
 keyed_one(enum nrtemu_op op, uint8_t ka, uint8_t kb)
 {
@@ -955,9 +956,9 @@ keyed_one(enum nrtemu_op op, uint8_t ka, uint8_t kb)
     case NRTEMU_OP_GREATER_EQUAL:
         return !na && !nb && ka >= kb;
     case NRTEMU_OP_MAXIMUM:
-        return na || (!nb && ka >= kb);
+        return na || (!nb && ka > kb);
     default: /* MINIMUM */
-        return na || (!nb && ka <= kb);
+        return na || (!nb && ka < kb);
     }
 }
 
@@ -1011,10 +1012,10 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
             r = both & _mm512_cmpge_epu8_mask(kx, ky);
             break;
         case NRTEMU_OP_MAXIMUM:
-            r = nx | (~ny & _mm512_cmpge_epu8_mask(kx, ky));
+            r = nx | (~ny & _mm512_cmpgt_epu8_mask(kx, ky));
             break;
         default:
-            r = nx | (~ny & _mm512_cmple_epu8_mask(kx, ky));
+            r = nx | (~ny & _mm512_cmplt_epu8_mask(kx, ky));
             break;
         }
         if (diag != NULL) {
@@ -1071,11 +1072,15 @@ keyed_avx2(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
         case NRTEMU_OP_GREATER_EQUAL:
             r = _mm256_and_si256(both, ge);
             break;
-        case NRTEMU_OP_MAXIMUM:
-            r = _mm256_or_si256(nx, _mm256_andnot_si256(ny, ge));
+        case NRTEMU_OP_MAXIMUM: /* not ny, not le: kx > ky */
+            r = _mm256_or_si256(
+                nx, _mm256_andnot_si256(_mm256_or_si256(ny, le),
+                                        _mm256_set1_epi8((char)-1)));
             break;
-        default:
-            r = _mm256_or_si256(nx, _mm256_andnot_si256(ny, le));
+        default: /* not ny, not ge: kx < ky */
+            r = _mm256_or_si256(
+                nx, _mm256_andnot_si256(_mm256_or_si256(ny, ge),
+                                        _mm256_set1_epi8((char)-1)));
             break;
         }
         _mm256_storeu_si256((void *)(o + i),

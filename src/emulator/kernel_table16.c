@@ -245,8 +245,8 @@ compute16_bits(enum nrtemu_op op, bool half, __m512i c)
                                            _mm512_set1_epi16(0x7fc0));
     __m512i r;
 
-    if (op == NRTEMU_OP_RELU) { /* below zero: +0 (-0 stays) */
-        r = _mm512_maskz_mov_epi16(~(neg & ~zero), c);
+    if (op == NRTEMU_OP_RELU) { /* max(x, +0): negatives and -0 give +0 */
+        r = _mm512_maskz_mov_epi16(~neg, c);
     } else { /* +-1, or the zero itself */
         r = _mm512_mask_mov_epi16(one, neg, _mm512_or_si512(one, sign));
         r = _mm512_mask_mov_epi16(r, zero, c);

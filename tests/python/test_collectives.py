@@ -769,3 +769,18 @@ def test_launcher_stops_when_a_rank_fails(tmp_path):
     assert proc.returncode == 1
     assert "shapes imply groups of 4 ranks" in proc.stdout
     assert "failed" in proc.stderr
+
+
+@pytest.mark.parametrize("op, fn", [("max", np.maximum), ("min", np.minimum)])
+def test_max_min_of_signed_zeros_and_nan_are_numpys(machine, tmp_path, op, fn):
+    # The ranks' operands combined in group order by np.maximum's rule:
+    # of +0 and -0 the first, NaN wins (the kernels' one rule, kernel.h).
+    a = np.array([0.0, -0.0, np.nan, 1.0, -0.0], np.float32)
+    b = np.array([-0.0, 0.0, 2.0, np.nan, -0.0], np.float32)
+    path = compile_for(tmp_path, lambda x: nn.all_reduce(x, op=op), a, 2)
+    results = run_ranks(load(path, 2), [a, b])
+    want = fn(a, b)
+    for r in range(2):
+        got = results[r][0]
+        np.testing.assert_array_equal(got, want)
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (r, got, want)

@@ -64,10 +64,12 @@ UNARY = {
                              else _trunc_div(np.ones_like(x), x)),
     "square": np.square, "tanh": np.tanh, "sigmoid": nn.sigmoid,
     "relu": nn.relu, "gelu": nn.gelu, "sin": np.sin, "cos": np.cos,
-    "floor": np.floor, "ceil": np.ceil, "sign": np.sign,
+    "floor": np.floor, "ceil": np.ceil,
+    # XLA's sign, as the format documents: a zero keeps its sign
+    "sign": lambda x: np.where(x == 0, x, np.sign(x)),
     "logical_not": np.logical_not, "expm1": np.expm1, "log1p": np.log1p,
     "cbrt": np.cbrt, "erf": None, "round_even": np.rint,
-    "round_away": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5))
+    "round_away": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)
     if x.dtype.kind == "f" else x,
     "is_finite": np.isfinite, "bitwise_not": np.invert, "cast": None, "copy": None,
 }
@@ -139,6 +141,9 @@ def values(rng, dt: np.dtype, shape, op: str, which: int) -> np.ndarray:
             x = np.where(np.abs(x) < 0.5, 1.5, x)
         if dt == FP8 or dt == np.float16:
             x = np.clip(x, -100, 100)
+        if op not in POSITIVE and op not in NONZERO_DIVISOR | NONZERO:
+            x.flat[::4] = 0.0  # zeros of both signs, where ties are decided
+            x.flat[1::8] = -0.0
         return x.astype(dt)
     lo, hi = (0, 40) if dt.kind == "u" else (-20, 20)
     if op.startswith("shift") and which == 1:
@@ -218,6 +223,11 @@ def check_close(op: str, got: np.ndarray, want: np.ndarray, dt: np.dtype,
         (op, got.dtype, want.dtype, got.shape, want.shape)
     if not is_float(want.dtype) or op not in TRANSCENDENTAL:
         np.testing.assert_array_equal(got, want, err_msg=f"{op} {dt}", strict=True)
+        if is_float(want.dtype):  # and the sign of each zero (np.maximum's ties)
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            zeros = (g == 0) & (w == 0)
+            assert np.array_equal(np.signbit(g[zeros]), np.signbit(w[zeros])), \
+                (op, dt, "signed zeros differ")
         return
     g, w = got.astype(np.float64), want.astype(np.float64)
     # Within a few ulps of the result type (a step of the narrow types);
