@@ -488,3 +488,17 @@ def test_scatter_copy_of_the_first_parameter_is_not_assignment(tmp_path):
     bad = _scatter_module([hs.instr("c", "copy", hs.shape(hs.F32), 3, operands=[1])], 3)
     with pytest.raises(NotImplementedError, match="scatter.*'sc'"):
         nrtpy.neff.compile_hlo(bad, tmp_path / "s.neff")
+
+
+def test_common_subexpressions_are_computed_once(tmp_path):
+    # x - m written twice (a layer norm as users write it): one subtract,
+    # as XLA's CSE makes it; an rng or a collective is never merged.
+    def layernorm(x):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) * lax.rsqrt(v + 1e-5)
+
+    x = X + 1
+    ops = compiled_ops(layernorm, (x,), tmp_path)
+    assert [o["op"] for o in ops].count("sub") == 1
+    check_jax(layernorm, x, tmp_path=tmp_path, **TOL)

@@ -389,9 +389,14 @@ class Lowering:
         self._args.append(list(args))
         self._comps.append(comp)
         saved = self.instruction
+        same = _common_subexpressions(comp)
         try:
             for ins in _live(comp):
                 self.instruction = ins
+                first = same.get(ins.id)
+                if first is not None:
+                    self._scopes[-1][ins.id] = self._scopes[-1][first]
+                    continue
                 self._scopes[-1][ins.id] = self.lower(ins)
             return self._scopes[-1][comp.root_id]
         finally:
@@ -435,6 +440,46 @@ def check_value(ctx: Lowering, ins: Instruction, value: Value, shape) -> None:
         raise ctx.malformed(ins, f"the result is "
                                  f"{value.dtype.name}{list(value.shape)}, the "
                                  f"instruction declares {shape}")
+
+
+# Opcodes that are not pure functions of their operands and attributes
+# (state, communication, calls whose bodies may hold either): never merged.
+_IMPURE = frozenset((
+    "parameter", "rng", "rng-bit-generator", "rng-get-and-update-state",
+    "custom-call", "infeed", "outfeed", "send", "send-done", "recv",
+    "recv-done", "after-all", "all-reduce", "all-gather", "reduce-scatter",
+    "all-to-all", "collective-permute", "while", "conditional", "call",
+    "partition-id", "replica-id", "optimization-barrier"))
+# HloInstructionProto fields that do not change what an instruction
+# computes: name, metadata, id, operand ids (compared after merging).
+_NOT_MEANING = frozenset((1, 7, 35, 36))
+
+
+def _common_subexpressions(comp: Computation) -> dict[int, int]:
+    """Instruction id -> the id of an earlier instruction of ``comp`` that
+    computes the same value (the same opcode and attributes over the same
+    operands, after merging those): XLA's CSE, which producers rely on (a
+    JAX function that writes ``x - m`` twice lowers it twice)."""
+    first: dict[tuple, int] = {}
+    same: dict[int, int] = {}
+    for ins in comp.instructions:
+        if ins.opcode in _IMPURE:
+            continue
+        raw = ins.raw
+        attrs = []
+        for number in sorted(raw.fields):
+            if number in _NOT_MEANING:
+                continue
+            for wire, value, _ in raw.fields[number]:
+                if isinstance(value, tuple):
+                    value = bytes(raw.buf[value[0]:value[1]])
+                attrs.append((number, wire, value))
+        key = (tuple(same.get(o, o) for o in ins.operand_ids), tuple(attrs))
+        if key in first:
+            same[ins.id] = first[key]
+        else:
+            first[key] = ins.id
+    return same
 
 
 def _live(comp: Computation) -> list[Instruction]:
