@@ -502,3 +502,23 @@ def test_common_subexpressions_are_computed_once(tmp_path):
     ops = compiled_ops(layernorm, (x,), tmp_path)
     assert [o["op"] for o in ops].count("sub") == 1
     check_jax(layernorm, x, tmp_path=tmp_path, **TOL)
+
+
+def test_a_cast_read_by_two_chains_is_cast_again_for_each(tmp_path):
+    # A bfloat16 RMS norm reads x.astype(float32) for its mean square and
+    # again to scale it: each reader gets a cast of its own, so fusion
+    # never writes the float32 copy to memory.
+    def rms(x, g):
+        xf = x.astype(jnp.float32)
+        r = xf * lax.rsqrt((xf * xf).mean(-1, keepdims=True) + 1e-6) * g
+        return r.astype(jnp.bfloat16)
+
+    x = X.astype(ml_dtypes.bfloat16)
+    g = np.linspace(0.5, 1.5, 5).astype(np.float32)
+    ops = compiled_ops(rms, (x, g), tmp_path)
+    casts = [o for o in ops if o["op"] == "cast" and o["in"] == ["x"]]
+    assert len(casts) == 2 and len({c["out"] for c in casts}) == 2
+    readers = [o for o in ops if o["op"] != "cast"
+               and {c["out"] for c in casts} & set(o["in"])]
+    assert len(readers) == 2
+    check_jax(rms, x, g, tmp_path=tmp_path, rtol=1e-2, atol=1e-2)

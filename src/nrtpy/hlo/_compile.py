@@ -228,6 +228,7 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
         raise ValueError(f"every output of the module has no elements "
                          f"({', '.join(final_out)}); a NEFF needs at least one")
     outputs = _attach_outputs(ctx.program, kept, copy=aliased)
+    _rematerialize_casts(ctx.program)
     neff_name = name or mod.name or Path(os.fspath(path)).stem
     return _write_neff(path, ctx.program, in_names, outputs,
                        neff_name=neff_name, generator="nrtpy.hlo")
@@ -240,6 +241,67 @@ def _neff_io(dims: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], n
     0-d array 1-d and checks shapes strictly), and pred is uint8 holding 0
     or 1 (the runtime has no bool; nkipy passes uint8 arrays)."""
     return (dims or (1,)), (np.dtype(np.uint8) if dtype == np.bool_ else dtype)
+
+
+def _rematerialize_casts(program) -> None:
+    """Give each later reader of a cast its own cast, written just before
+    it, as XLA's fusion duplicates cheap producers into each consumer.
+
+    A widened copy of an input read by two fusion chains (a bfloat16 RMS
+    norm reads ``x.astype(float32)`` for its mean square, then again to
+    scale it) is otherwise written to memory at twice the input's size
+    and read back; with a cast of its own in each chain, the emulator's
+    fusion keeps every copy an intermediate that never reaches memory.
+    Only casts of the top-level op list, of a buffer that nothing writes
+    after the cast, and whose result nested lists do not read.
+    """
+    from nrtpy import _dtypes
+    from nrtpy.neff import _walk_ops
+
+    ops = program.ops
+    nested: set[str] = set()
+    writes: dict[str, list[int]] = {}
+    for i, op in enumerate(ops):
+        if "out" in op:
+            writes.setdefault(op["out"], []).append(i)
+        for key, value in op.items():
+            if key not in ("in", "out") and isinstance(value, (list, str)):
+                if isinstance(value, str):
+                    nested.add(value)
+                elif value and isinstance(value[0], dict):
+                    nested.update(n for o in _walk_ops(value) for n in
+                                  (*o.get("in", ()), o.get("out", ""), o.get("pred", "")))
+                elif value and isinstance(value[0], list):
+                    nested.update(n for v in value if v and isinstance(v[0], dict)
+                                  for o in _walk_ops(v) for n in
+                                  (*o.get("in", ()), o.get("out", ""), o.get("pred", "")))
+    # reader index -> [(the cast's out, its own copy's name, the source)]
+    copies: dict[int, list[tuple[str, str, str]]] = {}
+    for i, op in enumerate(ops):
+        if op.get("op") != "cast" or len(op.get("in", ())) != 1:
+            continue
+        out, src = op["out"], op["in"][0]
+        info = program.buffers.get(out)
+        if info is None or info["kind"] != "temp" or out in nested or \
+                writes.get(out) != [i] or \
+                any(w > i for w in writes.get(src, ())):
+            continue
+        readers = [j for j in range(i + 1, len(ops)) if out in ops[j].get("in", ())]
+        for j in readers[1:]:
+            name = program.buffer("temp", tuple(info["shape"]),
+                                  _dtypes.to_numpy(info["dtype"])).name
+            copies.setdefault(j, []).append((out, name, src))
+    if not copies:
+        return
+    result: list[dict] = []
+    for j, op in enumerate(ops):
+        own = {out: name for out, name, _ in copies.get(j, ())}
+        for out, name, src in copies.get(j, ()):
+            result.append({"op": "cast", "in": [src], "out": name})
+        if own:
+            op["in"] = [own.get(n, n) for n in op["in"]]
+        result.append(op)
+    ops[:] = result
 
 
 # Element types of entry parameters and results (arrays NEFFs can hold).
