@@ -66,6 +66,22 @@ def decoder(x, wqkv, wo, w1, w2, g, heads):
     return h + jax.nn.silu(rms(h) @ w1) @ w2
 
 
+def softmax(x):
+    return jax.nn.softmax(x, axis=-1)
+
+
+def layernorm(x):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) * jax.lax.rsqrt(v + 1e-5)
+
+
+def rmsnorm(x, g):
+    xf = x.astype(jnp.float32)
+    return (xf * jax.lax.rsqrt((xf * xf).mean(-1, keepdims=True) + 1e-6)
+            * g).astype(x.dtype)
+
+
 def cases(size: str):
     rng = np.random.default_rng(0)
 
@@ -81,6 +97,11 @@ def cases(size: str):
                (r(b, d, dt=dt), r(d, f, scale=d ** -0.5, dt=dt), r(f, d, scale=f ** -0.5, dt=dt)))
     yield (f"attention {h}x{t}x{hd} f32", attention,
            (r(h, t, hd), r(h, t, hd), r(h, t, hd)))
+    rows, cols = {"quick": (256, 256), "mid": (1024, 1024), "full": (4096, 1024)}[size]
+    yield (f"softmax {rows}x{cols} f32", softmax, (r(rows, cols),))
+    yield (f"layernorm {rows}x{cols} f32", layernorm, (r(rows, cols),))
+    yield (f"rmsnorm {rows}x{cols} bf16", rmsnorm,
+           (r(rows, cols, dt=ml_dtypes.bfloat16), 1 + r(cols, scale=0.1)))
     heads = max(1, dd // 64)
     yield (f"decoder {tt}x{dd} f32", lambda *a: decoder(*a, heads=heads),
            (r(tt, dd), r(dd, 3 * dd, scale=dd ** -0.5), r(dd, dd, scale=dd ** -0.5),
