@@ -225,8 +225,12 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
             dims, dtype = _neff_io(tuple(leaf.shape), leaf.dtype)
             kept.append((n, ctx.reshape(ctx.cast(leaf, dtype), dims)))
     if not kept:
-        raise ValueError(f"every output of the module has no elements "
-                         f"({', '.join(final_out)}); a NEFF needs at least one")
+        # Nothing to compute that anyone can see (nkipy runs such a NEFF
+        # and makes the empty results on the host): a program of no ops.
+        ctx.program.ops.clear()
+        for n in [n for n, b in ctx.program.buffers.items() if b["kind"] != "input"]:
+            del ctx.program.buffers[n]
+        ctx.program.consts.clear()
     outputs = _attach_outputs(ctx.program, kept, copy=aliased)
     _rematerialize_casts(ctx.program)
     neff_name = name or mod.name or Path(os.fspath(path)).stem
