@@ -21,11 +21,22 @@
 
 #define BOARD_MAGIC 0x4e52544255ull /* "NRTBU" */
 
-/* One cache line per rank: no rank's writes slow another's reads. */
+/* A record of one exchange: `key` is its number + 1 (0 while written),
+ * set last and read first and last (a sequence lock). */
+struct board_said {
+    _Atomic uint64_t key;
+    _Atomic uint64_t words[NRTEMU_BOARD_RECORD / 8];
+};
+
+/* Cache lines of their own per rank: no rank's writes slow another's
+ * reads. */
 struct board_slot {
     _Atomic uint64_t progress;
     char pad[64 - 8];
+    struct board_said said[NRTEMU_BOARD_SAID];
+    char pad2[(64 - NRTEMU_BOARD_SAID * sizeof(struct board_said) % 64) % 64];
 };
+_Static_assert(sizeof(struct board_slot) % 64 == 0, "slots stay aligned");
 
 struct board_head {
     uint64_t magic;
@@ -293,6 +304,41 @@ nrtemu__board_sleep(struct nrtemu_board *b, uint32_t bell, uint64_t ns)
     atomic_fetch_add(&b->head->sleepers, 1);
     futex(&b->head->bell, FUTEX_WAIT, bell, &ts);
     atomic_fetch_sub(&b->head->sleepers, 1);
+}
+
+void
+nrtemu__board_say(struct nrtemu_board *b, uint64_t seq,
+                  const unsigned char *record)
+{
+    struct board_said *s = &b->slots[b->rank].said[seq % NRTEMU_BOARD_SAID];
+    uint64_t w;
+
+    atomic_store_explicit(&s->key, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t k = 0; k < NRTEMU_BOARD_RECORD / 8; k++) {
+        memcpy(&w, record + 8 * k, 8);
+        atomic_store_explicit(&s->words[k], w, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->key, seq + 1, memory_order_release);
+}
+
+bool
+nrtemu__board_said(const struct nrtemu_board *b, uint32_t rank, uint64_t seq,
+                   unsigned char *record)
+{
+    struct board_said *s = &b->slots[rank].said[seq % NRTEMU_BOARD_SAID];
+    uint64_t w;
+
+    if (atomic_load_explicit(&s->key, memory_order_acquire) != seq + 1) {
+        return false;
+    }
+    for (size_t k = 0; k < NRTEMU_BOARD_RECORD / 8; k++) {
+        w = atomic_load_explicit(&s->words[k], memory_order_relaxed);
+        memcpy(record + 8 * k, &w, 8);
+    }
+    atomic_thread_fence(memory_order_acquire);
+    /* (rewritten meanwhile: the record may be torn) */
+    return atomic_load_explicit(&s->key, memory_order_relaxed) == seq + 1;
 }
 
 void

@@ -66,6 +66,24 @@ uint32_t nrtemu__board_bell(const struct nrtemu_board *b);
 void nrtemu__board_sleep(struct nrtemu_board *b, uint32_t bell, uint64_t ns);
 
 /*
+ * What a rank says of its exchanges: a record (NRTEMU_BOARD_RECORD
+ * bytes, cc_id.h) of each of its last NRTEMU_BOARD_SAID exchanges, by
+ * number, written before the exchange starts whatever carries its data,
+ * so that a peer waiting for it sees which exchange it is at.  Only the
+ * rank writes its own; any thread of its process, one at a time per
+ * board.
+ */
+#define NRTEMU_BOARD_RECORD 64
+#define NRTEMU_BOARD_SAID 4
+void nrtemu__board_say(struct nrtemu_board *b, uint64_t seq,
+                       const unsigned char *record);
+/* Rank `rank`'s record of exchange `seq` into `record`: true, or false
+ * when it has none (not there yet, or NRTEMU_BOARD_SAID exchanges
+ * beyond). */
+bool nrtemu__board_said(const struct nrtemu_board *b, uint32_t rank,
+                        uint64_t seq, unsigned char *record);
+
+/*
  * Fail the board for every rank (the first reason stays) and wake them;
  * nrtemu__board_failed() says whether it failed, and why.
  */
