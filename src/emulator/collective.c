@@ -4,15 +4,22 @@
  * the exchange (design in collective.h; the host-level API of libnrt
  * §1.8 is in collective_host.c).
  *
- * The rendezvous: every rank has a progress counter, seq * PHASES +
- * phase + 1 (0 before its first collective), that only grows.  A rank
- * publishes its operand and result pointers with phase 0 of a
- * collective, then waits at each phase until every member of its group
- * has reached it.  The counters are compared, not equated, so a rank
- * that has already moved on to its next collective still counts as
- * having passed this one; at phase 0 a member that is a whole collective
- * ahead is out of step (a broken communicator).  The last phase keeps
- * every rank's memory valid until all have read it.
+ * Between threads, the rendezvous: every rank has a progress counter,
+ * seq * PHASES + phase + 1 (0 before its first collective), that only
+ * grows.  A rank publishes its operand and result pointers, and the
+ * record of the exchange (cc_id.h), with phase 0 of a collective, then
+ * waits at each phase until every member of its group has reached it.
+ * The counters are compared, not equated, so a rank that has already
+ * moved on to its next collective still counts as having passed this
+ * one; at phase 0 a member at another exchange (another record, or a
+ * whole collective ahead) is out of step (a broken communicator).  The
+ * last phase keeps every rank's memory valid until all have read it.
+ *
+ * Locks, in the order they nest: join_lock (joins, leaves, nrt_close's
+ * end of the memberships; may be held while a rank 0 waits to bind its
+ * address), a member's exec (one execution of the rank at a time), then
+ * list_lock (the lists of members and communicators, and slot presence;
+ * a leaf but for a communicator's lock) and a communicator's lock.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -20,10 +27,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "cc_id.h"
 #include "clock.h"
 #include "collective.h"
 #include "env_parse.h"
 #include "error.h"
+#include "fork.h"
 #include "net.h"
 #include "program_internal.h"
 #include "sha256.h"
@@ -34,17 +43,16 @@
 
 struct slot {
     bool present;
-    bool left; /* was present: not coming back to this communicator */
     uint32_t vnc;
     uint64_t progress; /* seq * PHASES + phase + 1 reached; 0: none */
     const void *in;    /* operand and result of the current collective */
     void *out;
+    struct nrtemu_cc_id id; /* the current exchange (from its phase 0) */
 };
 
+/* The ranks of one world that are threads of this process. */
 struct comm {
-    struct comm *next; /* in the registry */
-    unsigned char key[32];
-    bool global; /* nrt_build_global_comm's, keyed by the world only */
+    struct comm *next; /* in `comms` */
     uint32_t world;
     uint32_t members; /* present slots */
     pthread_mutex_t lock;
@@ -55,21 +63,64 @@ struct comm {
     struct slot slots[];
 };
 
-struct nrtemu_rank {
-    struct comm *comm;      /* ranks of this process: memory */
+/*
+ * One rank's membership of a communicator, in this process: shared by the
+ * rank's collective models and its host-level collectives (a handle each,
+ * counted in `refs`), and ended with the last of them or by nrt_close.
+ */
+struct member {
+    struct member *next; /* in `members` (all of them, until freed) */
+    unsigned refs;       /* handles (join_lock) */
+    bool listed;         /* joins find it (join_lock): not ended, not
+                            replaced after a failure */
+    bool ended;          /* left: nrt_close, or a fork()'s copy (exec) */
+    bool forked;         /* the parent's, in a forked child */
+    pthread_mutex_t exec;
+    uint32_t rank, world, vnc;
+    char root[96];          /* NEURON_RT_ROOT_COMM_ID of the net */
+    struct comm *comm;      /* threads of this process: memory */
     struct nrtemu_net *net; /* or, with NEURON_RT_ROOT_COMM_ID, sockets */
-    uint32_t rank;
-    uint32_t world;
-    uint64_t seq; /* collectives this rank has started */
+    uint64_t seq;           /* exchanges started (exec) */
 };
 
-/* The communicators of the process; registry_lock guards the list and
- * each comm's `members` and slot presence changes. */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct comm *registry;
+/* A handle: one model's membership, or the host-level collectives'. */
+struct nrtemu_rank {
+    struct member *m;
+    uint64_t model; /* the NEFF's (cc_id.h), or NRTEMU_CC_HOST_MODEL */
+    char name[sizeof(((struct nrtemu_cc_id *)0)->name)];
+};
+
+static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct member *members;
+static struct comm *comms;
+
+void
+nrtemu__collective_atfork(enum nrtemu_fork_phase phase)
+{
+    /* join_lock is not held across fork(): a rank 0 may wait minutes for
+     * its address.  The child keeps nothing of the parent's
+     * communicators: its memberships end here, without a word to the
+     * parent's peers (the descriptors closed are copies), and its models
+     * (of the parent's runtime, which the child cannot use) only drop
+     * their handles.  A new load makes new ones. */
+    nrtemu__fork_leaf_lock(&list_lock, phase);
+    if (phase != NRTEMU_FORK_CHILD) {
+        return;
+    }
+    pthread_mutex_init(&join_lock, NULL);
+    for (struct member *m = members; m != NULL; m = m->next) {
+        pthread_mutex_init(&m->exec, NULL);
+        nrtemu__net_forget(m->net);
+        m->listed = false;
+        m->ended = true;
+        m->forked = true;
+    }
+    comms = NULL; /* (the parent's; their locks may be held) */
+}
 
 static struct comm *
-comm_new(const unsigned char *key, bool global, uint32_t world)
+comm_new(uint32_t world)
 {
     struct comm *c = calloc(1, sizeof *c + world * sizeof c->slots[0]);
     pthread_condattr_t attr;
@@ -77,8 +128,6 @@ comm_new(const unsigned char *key, bool global, uint32_t world)
     if (c == NULL) {
         return NULL;
     }
-    memcpy(c->key, key, sizeof c->key);
-    c->global = global;
     c->world = world;
     pthread_mutex_init(&c->lock, NULL);
     /* Deadlines are CLOCK_MONOTONIC, as the execution's. */
@@ -86,15 +135,43 @@ comm_new(const unsigned char *key, bool global, uint32_t world)
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&c->cond, &attr);
     pthread_condattr_destroy(&attr);
-    c->next = registry;
-    registry = c;
+    c->next = comms;
+    comms = c;
     return c;
 }
 
+/* Break the communicator (c->lock held): every waiter wakes and fails. */
 static void
-comm_free_locked(struct comm *c)
+comm_fail_locked(struct comm *c, NRT_STATUS status, const char *why)
 {
-    for (struct comm **p = &registry; *p != NULL; p = &(*p)->next) {
+    if (!c->failed) {
+        c->failed = true;
+        c->failure_status = status;
+        snprintf(c->failure, sizeof c->failure, "%s", why);
+    }
+    pthread_cond_broadcast(&c->cond);
+}
+
+/* Rank `rank` leaves `c` (list_lock held): the others fail, since their
+ * collectives need it; the last one frees it. */
+static void
+comm_leave_locked(struct comm *c, uint32_t rank)
+{
+    char why[160];
+
+    pthread_mutex_lock(&c->lock);
+    c->slots[rank].present = false;
+    c->members--;
+    snprintf(why, sizeof why,
+             "rank %u left the communicator (its last collective model "
+             "was unloaded, or its runtime closed)",
+             rank);
+    comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+    pthread_mutex_unlock(&c->lock);
+    if (c->members != 0) {
+        return;
+    }
+    for (struct comm **p = &comms; *p != NULL; p = &(*p)->next) {
         if (*p == c) {
             *p = c->next;
             break;
@@ -105,54 +182,147 @@ comm_free_locked(struct comm *c)
     free(c);
 }
 
-static NRT_STATUS
-join(const char *func, const unsigned char *key, bool global, uint32_t vnc,
-     uint32_t rank, uint32_t world, struct nrtemu_rank **out)
+static bool
+comm_failed(struct comm *c)
 {
-    struct nrtemu_rank *r = calloc(1, sizeof *r);
-    struct comm *c;
+    bool failed;
 
-    if (r == NULL) {
-        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    pthread_mutex_lock(&c->lock);
+    failed = c->failed;
+    pthread_mutex_unlock(&c->lock);
+    return failed;
+}
+
+/* A new member, in `members` (join_lock held). */
+static struct member *
+member_new(uint32_t rank, uint32_t world, uint32_t vnc)
+{
+    struct member *m = calloc(1, sizeof *m);
+
+    if (m == NULL) {
+        return NULL;
     }
-    pthread_mutex_lock(&registry_lock);
-    /* The first unbroken communicator of the world with this rank free;
-     * a rank id taken already starts another world. */
-    for (c = registry; c != NULL; c = c->next) {
-        if (c->global == global && c->world == world &&
-            memcmp(c->key, key, sizeof c->key) == 0 && !c->failed &&
-            !c->slots[rank].present) {
+    pthread_mutex_init(&m->exec, NULL);
+    m->rank = rank;
+    m->world = world;
+    m->vnc = vnc;
+    m->refs = 1;
+    m->listed = true;
+    pthread_mutex_lock(&list_lock);
+    m->next = members;
+    members = m;
+    pthread_mutex_unlock(&list_lock);
+    return m;
+}
+
+/* End the membership (join_lock held): the other ranks see this one
+ * leave.  Waits for the rank's execution in progress, if any. */
+static void
+member_end(struct member *m)
+{
+    m->listed = false;
+    if (m->forked) {
+        return; /* (the parent's) */
+    }
+    pthread_mutex_lock(&m->exec);
+    if (!m->ended) {
+        m->ended = true;
+        nrtemu__net_close(m->net);
+        m->net = NULL;
+        if (m->comm != NULL) {
+            pthread_mutex_lock(&list_lock);
+            comm_leave_locked(m->comm, m->rank);
+            pthread_mutex_unlock(&list_lock);
+            m->comm = NULL;
+        }
+    }
+    pthread_mutex_unlock(&m->exec);
+}
+
+/* End it and free it, with its last handle (join_lock held). */
+static void
+member_free(struct member *m)
+{
+    member_end(m);
+    pthread_mutex_lock(&list_lock);
+    for (struct member **p = &members; *p != NULL; p = &(*p)->next) {
+        if (*p == m) {
+            *p = m->next;
             break;
         }
     }
-    if (c != NULL) {
-        for (uint32_t k = 0; k < world; k++) {
-            if (c->slots[k].present && c->slots[k].vnc == vnc) {
-                pthread_mutex_unlock(&registry_lock);
-                free(r);
-                return nrtemu__reject(NRT_INVALID, func,
-                                      "rank %u of this world of %u is "
-                                      "already on vnc %u: one rank per vnc",
-                                      k, world, vnc);
-            }
-        }
+    pthread_mutex_unlock(&list_lock);
+    if (m->forked) {
+        nrtemu__net_close(m->net); /* (forgotten: frees the copy only) */
     } else {
-        c = comm_new(key, global, world);
-        if (c == NULL) {
-            pthread_mutex_unlock(&registry_lock);
-            free(r);
-            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        pthread_mutex_destroy(&m->exec);
+    }
+    free(m);
+}
+
+/*
+ * The membership of rank `rank` of `world` on `vnc` among the threads of
+ * this process (join_lock held): the rank's own when it has one (its
+ * communicator unbroken), else a slot in the first unbroken communicator
+ * of the world where the rank is free (a rank id taken already starts
+ * another world), else in a new one.
+ */
+static NRT_STATUS
+join_memory(const char *func, uint32_t vnc, uint32_t rank, uint32_t world,
+            struct member **out)
+{
+    struct member *m;
+    struct comm *c;
+
+    for (m = members; m != NULL; m = m->next) {
+        if (m->listed && m->comm != NULL && m->world == world &&
+            m->rank == rank && m->vnc == vnc) {
+            if (!comm_failed(m->comm)) {
+                m->refs++;
+                *out = m;
+                return NRT_SUCCESS;
+            }
+            m->listed = false; /* broken: the models to come get another */
         }
     }
-    pthread_mutex_lock(&c->lock);
-    c->slots[rank] = (struct slot){.present = true, .vnc = vnc};
-    c->members++;
-    pthread_mutex_unlock(&c->lock);
-    pthread_mutex_unlock(&registry_lock);
-    r->comm = c;
-    r->rank = rank;
-    r->world = world;
-    *out = r;
+    pthread_mutex_lock(&list_lock);
+    for (c = comms; c != NULL; c = c->next) {
+        if (c->world == world && !c->slots[rank].present && !comm_failed(c)) {
+            break;
+        }
+    }
+    for (uint32_t k = 0; c != NULL && k < world; k++) {
+        if (c->slots[k].present && c->slots[k].vnc == vnc) {
+            pthread_mutex_unlock(&list_lock);
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "rank %u of this world of %u is already "
+                                  "on vnc %u: one rank per vnc",
+                                  k, world, vnc);
+        }
+    }
+    pthread_mutex_unlock(&list_lock);
+    m = member_new(rank, world, vnc);
+    if (m == NULL) {
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    pthread_mutex_lock(&list_lock);
+    if (c == NULL) {
+        c = comm_new(world);
+    }
+    if (c != NULL) {
+        pthread_mutex_lock(&c->lock);
+        c->slots[rank] = (struct slot){.present = true, .vnc = vnc};
+        c->members++;
+        pthread_mutex_unlock(&c->lock);
+    }
+    m->comm = c;
+    pthread_mutex_unlock(&list_lock);
+    if (c == NULL) {
+        m->ended = true; /* (nothing to leave) */
+        member_free(m);
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    *out = m;
     return NRT_SUCCESS;
 }
 
@@ -168,88 +338,175 @@ root_comm_id(void)
     return root != NULL && !nrtemu__env_blank(root) ? root : NULL;
 }
 
+/* The key of the rendezvous (net.h): one for every world, since a rank's
+ * models share its communicator. */
+static const unsigned char net_key[32] = "nrtemu communicator of a rank";
+
+/*
+ * The membership of rank `rank` of `world` at `root` (join_lock held):
+ * the rank's own when this process has one (its net unbroken), else a
+ * new one, which meets the others there (rank 0 binds the address).
+ */
 static NRT_STATUS
-join_net(const char *func, const char *root, const unsigned char *key,
-         uint32_t rank, uint32_t world, uint64_t timeout_ns,
-         struct nrtemu_rank **out)
+join_net(const char *func, const char *root, uint32_t rank, uint32_t world,
+         uint64_t timeout_ns, struct member **out)
 {
-    struct nrtemu_rank *r = calloc(1, sizeof *r);
     uint64_t deadline = timeout_ns ? nrtemu__monotonic_ns() + timeout_ns : 0;
+    struct nrtemu_net *net;
+    struct member *m;
     NRT_STATUS st;
 
+    for (m = members; m != NULL; m = m->next) {
+        if (!m->listed || m->net == NULL || strcmp(m->root, root) != 0) {
+            continue;
+        }
+        if (nrtemu__net_failed(m->net)) {
+            /* Broken (its address released): the models to come meet the
+             * others again, in a new world. */
+            m->listed = false;
+            continue;
+        }
+        if (m->world != world) {
+            return nrtemu__reject(NRT_INVALID, func,
+                                  "this process is rank %u of a world of %u "
+                                  "at NEURON_RT_ROOT_COMM_ID='%.80s', not of "
+                                  "%u: a rank has one communicator, which "
+                                  "all its collective models share",
+                                  m->rank, m->world, root, world);
+        }
+        if (m->rank == rank) {
+            m->refs++;
+            *out = m;
+            return NRT_SUCCESS;
+        }
+    }
+    st = nrtemu__net_open(func, root, net_key, rank, world, deadline, &net);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    m = member_new(rank, world, UINT32_MAX);
+    if (m == NULL) {
+        nrtemu__net_close(net);
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    m->net = net;
+    snprintf(m->root, sizeof m->root, "%s", root);
+    *out = m;
+    return NRT_SUCCESS;
+}
+
+/* A handle on the membership of rank `rank` of `world`, made if needed. */
+static NRT_STATUS
+join(const char *func, uint32_t vnc, uint32_t rank, uint32_t world,
+     uint64_t timeout_ns, uint64_t model, const char *name,
+     struct nrtemu_rank **out)
+{
+    struct nrtemu_rank *r;
+    const char *root = root_comm_id();
+    NRT_STATUS st;
+
+    if (world == 0 || world > NRTEMU_MAX_RANKS || rank >= world) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "rank %u of a world of %u: the world must have "
+                              "1 to %u ranks, and the rank be below it",
+                              rank, world, NRTEMU_MAX_RANKS);
+    }
+    if (root != NULL && strlen(root) >= sizeof(((struct member *)0)->root)) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "NEURON_RT_ROOT_COMM_ID='%.80s...' is too long",
+                              root);
+    }
+    r = calloc(1, sizeof *r);
     if (r == NULL) {
         return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
     }
-    st = nrtemu__net_open(func, root, key, rank, world, deadline, &r->net);
+    r->model = model;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    pthread_mutex_lock(&join_lock);
+    if (root != NULL) {
+        st = join_net(func, root, rank, world, timeout_ns, &r->m);
+    } else {
+        st = join_memory(func, vnc, rank, world, &r->m);
+    }
+    pthread_mutex_unlock(&join_lock);
     if (st != NRT_SUCCESS) {
         free(r);
         return st;
     }
-    r->rank = rank;
-    r->world = world;
     *out = r;
     return NRT_SUCCESS;
 }
 
 NRT_STATUS
 nrtemu__rank_join(const char *func, const void *neff, size_t size,
-                  uint32_t vnc, uint32_t rank, uint32_t world,
-                  uint64_t timeout_ns, struct nrtemu_rank **out)
+                  const char *name, uint32_t vnc, uint32_t rank,
+                  uint32_t world, uint64_t timeout_ns,
+                  struct nrtemu_rank **out)
 {
-    unsigned char key[32];
-    const char *root = root_comm_id();
+    unsigned char digest[32];
+    uint64_t model = 0;
 
-    if (world > NRTEMU_MAX_RANKS) {
-        return nrtemu__reject(NRT_INVALID, func,
-                              "a world of %u ranks is over the emulator's "
-                              "%u",
-                              world, NRTEMU_MAX_RANKS);
+    if (neff == NULL || name == NULL || out == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL NEFF, name or handle");
     }
-    nrtemu__sha256(neff, size, key);
-    if (root != NULL) {
-        return join_net(func, root, key, rank, world, timeout_ns, out);
+    nrtemu__sha256(neff, size, digest);
+    for (int k = 0; k < 8; k++) {
+        model = model << 8 | digest[k];
     }
-    return join(func, key, false, vnc, rank, world, out);
+    if (model == NRTEMU_CC_HOST_MODEL) {
+        model = 1; /* (not the host-level collectives') */
+    }
+    return join(func, vnc, rank, world, timeout_ns, model, name, out);
 }
 
 void
 nrtemu__rank_leave(struct nrtemu_rank *r)
 {
-    struct comm *c;
-
     if (r == NULL) {
         return;
     }
-    if (r->net != NULL) {
-        nrtemu__net_close(r->net);
-        free(r);
-        return;
+    pthread_mutex_lock(&join_lock);
+    if (--r->m->refs == 0) {
+        member_free(r->m);
     }
-    c = r->comm;
-    pthread_mutex_lock(&registry_lock);
-    pthread_mutex_lock(&c->lock);
-    c->slots[r->rank].present = false;
-    c->slots[r->rank].left = true;
-    c->members--;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-    if (c->members == 0) {
-        comm_free_locked(c);
-    }
-    pthread_mutex_unlock(&registry_lock);
+    pthread_mutex_unlock(&join_lock);
     free(r);
 }
 
-/* Break the communicator (c->lock held): every waiter wakes and fails. */
-static void
-comm_fail_locked(struct comm *c, NRT_STATUS status, const char *why)
+void
+nrtemu__rank_exec_begin(struct nrtemu_rank *r)
 {
-    if (!c->failed) {
-        c->failed = true;
-        c->failure_status = status;
-        snprintf(c->failure, sizeof c->failure, "%s", why);
+    if (r != NULL) {
+        pthread_mutex_lock(&r->m->exec);
     }
-    pthread_cond_broadcast(&c->cond);
+}
+
+void
+nrtemu__rank_exec_end(struct nrtemu_rank *r)
+{
+    if (r != NULL) {
+        pthread_mutex_unlock(&r->m->exec);
+    }
+}
+
+void
+nrtemu__communicators_close(void)
+{
+    pthread_mutex_lock(&join_lock);
+    for (struct member *m = members; m != NULL; m = m->next) {
+        member_end(m);
+    }
+    pthread_mutex_unlock(&join_lock);
+}
+
+/* The record of rank r's next exchange, of op `op` (exec held). */
+static void
+next_id(struct nrtemu_rank *r, uint32_t op, struct nrtemu_cc_id *id)
+{
+    id->seq = r->m->seq++;
+    id->model = r->model;
+    id->op = op;
+    snprintf(id->name, sizeof id->name, "%s", r->name);
 }
 
 /* "1, 3 and 4" of the ranks of `members` for which `pick` holds. */
@@ -269,21 +526,22 @@ rank_list(char *buf, size_t len, const uint32_t *ranks, uint32_t n)
 }
 
 /*
- * Reach `phase` of collective `seq` and wait for the `g` ranks of
- * `members` to reach it too.  At phase 0 the rank first publishes `in`
- * and `out`, and `ins`/`outs` receive the members' (in member order).
- * `what` names the collective in messages.
+ * Reach `phase` of exchange `id` and wait for the `g` ranks of `members`
+ * to reach it too.  At phase 0 the rank first publishes `in`, `out` and
+ * the record, checks each member's record as it arrives, and `ins`/`outs`
+ * receive the members' (in member order).  `what` names the collective in
+ * messages.
  */
 static NRT_STATUS
-comm_sync(const char *func, struct nrtemu_rank *r, const uint32_t *members,
-          uint32_t g, uint64_t seq, uint32_t phase, const void *in, void *out,
-          const void **ins, void **outs, uint64_t deadline_ns,
-          const char *what)
+comm_sync(const char *func, struct member *m, const uint32_t *members,
+          uint32_t g, const struct nrtemu_cc_id *id, uint32_t phase,
+          const void *in, void *out, const void **ins, void **outs,
+          uint64_t deadline_ns, const char *what)
 {
-    struct comm *c = r->comm;
+    struct comm *c = m->comm;
     /* 0 is "nothing reached yet" */
-    uint64_t target = seq * PHASES + phase + 1;
-    uint32_t missing[64], n_missing = 0, left = UINT32_MAX;
+    uint64_t seq = id->seq, target = seq * PHASES + phase + 1;
+    uint32_t missing[64], n_missing = 0;
     NRT_STATUS st = NRT_SUCCESS;
     char why[512], list[160];
 
@@ -292,58 +550,42 @@ comm_sync(const char *func, struct nrtemu_rank *r, const uint32_t *members,
         st = nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
                           "%.120s on rank %u: the communicator failed "
                           "earlier (%.400s); load the models again",
-                          what, r->rank, c->failure);
+                          what, m->rank, c->failure);
         pthread_mutex_unlock(&c->lock);
         return st;
     }
     if (phase == 0) {
-        c->slots[r->rank].in = in;
-        c->slots[r->rank].out = out;
+        c->slots[m->rank].in = in;
+        c->slots[m->rank].out = out;
+        c->slots[m->rank].id = *id;
     }
-    c->slots[r->rank].progress = target;
+    c->slots[m->rank].progress = target;
     pthread_cond_broadcast(&c->cond);
     for (;;) {
         bool all = true;
         if (c->failed) {
             /* while this rank waited: the same failure, said the same */
             st = nrtemu__fail(c->failure_status, func, "rank %u: %.480s",
-                              r->rank, c->failure);
+                              m->rank, c->failure);
             break;
         }
         for (uint32_t i = 0; i < g; i++) {
             const struct slot *s = &c->slots[members[i]];
-            if (s->left && !s->present) {
-                left = members[i];
-                all = false;
-                break;
-            }
-            if (!s->present) {
-                all = false; /* not loaded yet */
-                continue;
-            }
-            if (phase == 0 && s->progress > (seq + 1) * PHASES) {
-                snprintf(why, sizeof why,
-                         "rank %u is at collective #%llu while rank %u is "
-                         "at #%llu: the ranks ran different programs",
-                         members[i],
-                         (unsigned long long)((s->progress - 1) / PHASES),
-                         r->rank, (unsigned long long)seq);
+            if (phase == 0 && s->progress >= target &&
+                (s->progress > (seq + 1) * PHASES ||
+                 !nrtemu__cc_id_same(&s->id, id))) {
+                /* ahead (past this collective without this rank), or at
+                 * another exchange */
+                nrtemu__cc_id_mismatch(why, sizeof why, m->rank, id,
+                                       members[i], &s->id);
                 comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
                 all = false;
                 break;
             }
-            all = all && (s->progress >= target);
+            all = all && s->progress >= target;
         }
         if (c->failed) {
             continue; /* reported above */
-        }
-        if (left != UINT32_MAX) {
-            snprintf(why, sizeof why,
-                     "rank %u left the communicator (its model was "
-                     "unloaded) during %.120s",
-                     left, what);
-            comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
-            continue;
         }
         if (all) {
             break;
@@ -1094,11 +1336,12 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
 {
     uint64_t count = nrtemu__array_count(c->out), lo, hi, mlo, mhi;
     const void *src[NRTEMU_MAX_RANKS];
+    struct nrtemu_cc_id id;
     struct net_lists l;
     uint32_t n = 0;
     size_t mine;
     char *space;
-    NRT_STATUS st = net_lists_alloc(c->func, r->world, &l);
+    NRT_STATUS st = net_lists_alloc(c->func, r->m->world, &l);
 
     if (st != NRT_SUCCESS) {
         return st;
@@ -1127,7 +1370,8 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
         src[j] = l.rbufs[n];
         n++;
     }
-    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n, l.sbufs,
+    next_id(r, (uint32_t)c->op->index, &id);
+    st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n, l.sbufs,
                               l.slens, l.from, n, l.rbufs, l.rlens,
                               c->deadline_ns, what);
     if (st != NRT_SUCCESS) {
@@ -1149,7 +1393,8 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
         l.rlens[n] = (hi - lo) * x->esize;
         n++;
     }
-    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n, l.sbufs,
+    next_id(r, (uint32_t)c->op->index, &id);
+    st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n, l.sbufs,
                               l.slens, l.from, n, l.rbufs, l.rlens,
                               c->deadline_ns, what);
 done:
@@ -1184,8 +1429,10 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
                   bool two_phases, const char *what)
 {
     const size_t es = x->esize;
-    uint64_t count = nrtemu__array_count(c->out), seq = r->seq++;
+    uint64_t count = nrtemu__array_count(c->out), seq;
     uint64_t lo, hi, step, windows;
+    struct nrtemu_net *net = r->m->net;
+    struct nrtemu_cc_id id;
     const void *src[NRTEMU_MAX_RANKS];
     char *out = c->out->data, **areas;
     const char *in = c->in[0].data;
@@ -1197,15 +1444,17 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
     if (areas == NULL) {
         return nrtemu__fail(NRT_RESOURCE, c->func, "out of host memory");
     }
+    next_id(r, (uint32_t)c->op->index, &id);
+    seq = id.seq;
     for (uint32_t j = 0; j < x->g; j++) {
-        areas[j] = nrtemu__net_area(r->net, members[j], &half);
+        areas[j] = nrtemu__net_area(net, members[j], &half);
     }
     half /= 2;
     /* (a small array that would not fit half an area goes in windows) */
     if (!two_phases && count * es <= half) {
         size_t at = (size_t)(seq % 2) * half;
         memcpy(areas[x->pos] + at, in, count * es);
-        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, 0,
+        st = nrtemu__net_sync(c->func, net, members, x->g, &id, 0,
                               c->deadline_ns, what);
         if (st == NRT_SUCCESS) {
             for (uint32_t j = 0; j < x->g; j++) {
@@ -1216,7 +1465,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
             /* Every member has read this rank's area before any leaves:
              * the next collective may not include them all (other groups,
              * or not on the board), and may write this half again. */
-            st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, 1,
+            st = nrtemu__net_sync(c->func, net, members, x->g, &id, 1,
                                   c->deadline_ns, what);
         }
         free(areas);
@@ -1236,7 +1485,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
                        in + (base + lo) * es, (hi - lo) * es);
             }
         }
-        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase++,
+        st = nrtemu__net_sync(c->func, net, members, x->g, &id, phase++,
                               c->deadline_ns, what);
         if (st != NRT_SUCCESS) {
             break;
@@ -1250,7 +1499,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
                                out + (base + lo) * es, src, x->g, hi - lo);
         memcpy(areas[x->pos] + at + x->pos * step * es, out + (base + lo) * es,
                (hi - lo) * es);
-        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase++,
+        st = nrtemu__net_sync(c->func, net, members, x->g, &id, phase++,
                               c->deadline_ns, what);
         for (uint32_t j = 0; st == NRT_SUCCESS && j < x->g; j++) {
             part(n, j, x->g, &lo, &hi);
@@ -1262,7 +1511,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
     }
     /* (see above) */
     if (st == NRT_SUCCESS) {
-        st = nrtemu__net_sync(c->func, r->net, members, x->g, seq, phase,
+        st = nrtemu__net_sync(c->func, net, members, x->g, &id, phase,
                               c->deadline_ns, what);
     }
     free(areas);
@@ -1282,19 +1531,21 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
     const struct nrtemu_coll_attrs *a = c->op->coll;
     size_t bytes = nrtemu__array_count(&c->in[0]) * x->esize;
     uint32_t n_to = 0, n_from = 0;
+    struct nrtemu_cc_id id;
     struct net_lists l;
     char *space;
-    NRT_STATUS st = net_lists_alloc(c->func, r->world, &l);
+    uint32_t me = r->m->rank;
+    NRT_STATUS st = net_lists_alloc(c->func, r->m->world, &l);
 
     if (st != NRT_SUCCESS) {
         return st;
     }
     if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
         for (uint32_t i = 0; i < a->n_pairs; i++) {
-            if (a->pairs[2 * i] == r->rank && a->pairs[2 * i + 1] != r->rank) {
+            if (a->pairs[2 * i] == me && a->pairs[2 * i + 1] != me) {
                 l.to[n_to++] = a->pairs[2 * i + 1];
             }
-            if (a->pairs[2 * i + 1] == r->rank && a->pairs[2 * i] != r->rank) {
+            if (a->pairs[2 * i + 1] == me && a->pairs[2 * i] != me) {
                 l.from[n_from++] = a->pairs[2 * i];
             }
         }
@@ -1320,7 +1571,8 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
         l.rbufs[k] = space + k * bytes;
         l.rlens[k] = bytes;
     }
-    st = nrtemu__net_exchange(c->func, r->net, r->seq++, l.to, n_to, l.sbufs,
+    next_id(r, (uint32_t)c->op->index, &id);
+    st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n_to, l.sbufs,
                               l.slens, l.from, n_from, l.rbufs, l.rlens,
                               c->deadline_ns, what);
     if (st != NRT_SUCCESS) {
@@ -1350,19 +1602,30 @@ NRT_STATUS
 nrtemu__op_run_collective(const struct op_call *c)
 {
     struct nrtemu_rank *r = c->program->rank;
+    struct member *m = r != NULL ? r->m : NULL;
     const struct op *op = c->op;
-    uint32_t world = r != NULL ? r->world : 1;
-    uint32_t me = r != NULL ? r->rank : 0;
+    uint32_t world = m != NULL ? m->world : 1;
+    uint32_t me = m != NULL ? m->rank : 0;
     uint32_t members_stack[64], *members = members_stack;
     const void *ins_stack[64], **ins = ins_stack;
     void *outs_stack[64], **outs = outs_stack;
     struct exchange x = {
         c, op->coll, 0, 0, NULL, NULL, nrtemu__dtype_size(c->out->dtype)};
-    uint64_t count = nrtemu__array_count(c->out), seq = 0;
+    uint64_t count = nrtemu__array_count(c->out);
+    struct nrtemu_cc_id id = {0};
     bool two_phases;
     char what[96];
     NRT_STATUS st = NRT_SUCCESS;
 
+    /* (the caller holds m->exec: nrtemu__rank_exec_begin) */
+    if (m != NULL && m->ended) {
+        return nrtemu__fail(NRT_CLOSED, c->func,
+                            "%s: op %zu (%s) on rank %u: %s", c->program->path,
+                            op->index, nrtemu__op_name(op->op), me,
+                            m->forked ? "the communicator is the parent "
+                                        "process's (fork)"
+                                      : "nrt_close ended the communicator");
+    }
     if (world > 64) {
         members = malloc(world * sizeof *members);
         ins = malloc(world * sizeof *ins);
@@ -1379,13 +1642,13 @@ nrtemu__op_run_collective(const struct op_call *c)
                  count * x.esize >= SMALL_ALL_REDUCE;
     snprintf(what, sizeof what, "%s: op %zu (%s)", c->program->path, op->index,
              nrtemu__op_name(op->op));
-    if (r == NULL) {
+    if (m == NULL) {
         ins[0] = c->in[0].data;
         outs[0] = c->out->data;
-    } else if (r->net != NULL) {
+    } else if (m->net != NULL) {
         bool direct = false;
         if (op->op == NRTEMU_OP_ALL_REDUCE && x.g > 1) {
-            st = nrtemu__net_direct(c->func, r->net, c->deadline_ns, &direct);
+            st = nrtemu__net_direct(c->func, m->net, c->deadline_ns, &direct);
             if (st != NRT_SUCCESS) {
                 goto done;
             }
@@ -1403,8 +1666,8 @@ nrtemu__op_run_collective(const struct op_call *c)
             goto done;
         }
     } else {
-        seq = r->seq++;
-        st = comm_sync(c->func, r, members, x.g, seq, 0, c->in[0].data,
+        next_id(r, (uint32_t)op->index, &id);
+        st = comm_sync(c->func, m, members, x.g, &id, 0, c->in[0].data,
                        c->out->data, ins, outs, c->deadline_ns, what);
         if (st != NRT_SUCCESS) {
             goto done;
@@ -1433,17 +1696,17 @@ nrtemu__op_run_collective(const struct op_call *c)
         permute(&x, me);
         break;
     }
-    if (r != NULL && r->net == NULL && two_phases) {
-        st = comm_sync(c->func, r, members, x.g, seq, 1, NULL, NULL, NULL,
+    if (m != NULL && m->net == NULL && two_phases) {
+        st = comm_sync(c->func, m, members, x.g, &id, 1, NULL, NULL, NULL,
                        NULL, c->deadline_ns, what);
         if (st != NRT_SUCCESS) {
             goto done;
         }
         all_reduce_gather(&x);
     }
-    if (r != NULL && r->net == NULL) {
+    if (m != NULL && m->net == NULL) {
         /* Nobody leaves while another may still read its memory. */
-        st = comm_sync(c->func, r, members, x.g, seq, PHASES - 1, NULL, NULL,
+        st = comm_sync(c->func, m, members, x.g, &id, PHASES - 1, NULL, NULL,
                        NULL, NULL, c->deadline_ns, what);
     }
 done:
@@ -1462,25 +1725,82 @@ nrtemu__rank_join_global(const char *func, uint32_t vnc, uint32_t rank,
                          uint32_t world, uint64_t timeout_ns,
                          struct nrtemu_rank **out)
 {
-    static const unsigned char global_key[32];
-    const char *root = root_comm_id();
-
-    if (root != NULL) {
-        return join_net(func, root, global_key, rank, world, timeout_ns, out);
+    if (out == NULL) {
+        return nrtemu__reject(NRT_INVALID, func, "NULL handle");
     }
-    return join(func, global_key, true, vnc, rank, world, out);
+    return join(func, vnc, rank, world, timeout_ns, NRTEMU_CC_HOST_MODEL,
+                "host-level collective", out);
 }
 
 uint32_t
 nrtemu__rank_id(const struct nrtemu_rank *r)
 {
-    return r->rank;
+    return r->m->rank;
 }
 
 uint32_t
 nrtemu__rank_world(const struct nrtemu_rank *r)
 {
-    return r->world;
+    return r->m->world;
+}
+
+/* The exchange of a host-level collective: its record, then the data. */
+static NRT_STATUS
+gather_exchange(const char *func, struct nrtemu_rank *r, const void *in,
+                size_t size, void *out, uint64_t deadline_ns, const char *what,
+                uint32_t *members, const void **ins, void **outs)
+{
+    struct member *m = r->m;
+    struct nrtemu_cc_id id;
+    NRT_STATUS st;
+
+    if (m->ended) {
+        return nrtemu__fail(NRT_CLOSED, func, "%s on rank %u: %s", what,
+                            m->rank,
+                            m->forked ? "the communicator is the parent "
+                                        "process's (fork)"
+                                      : "nrt_close ended the communicator");
+    }
+    /* (the op: the bytes per rank, so that an all-gather of another size,
+     * or a barrier, on another rank is a mismatch, not a short copy) */
+    next_id(r, (uint32_t)size, &id);
+    snprintf(id.name, sizeof id.name, "%s", what);
+    for (uint32_t k = 0; k < m->world; k++) {
+        members[k] = k;
+    }
+    if (m->net != NULL) {
+        uint32_t n = 0;
+        size_t *lens = calloc(m->world, sizeof *lens);
+        if (lens == NULL) {
+            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+        }
+        /* the others' parts straight into place */
+        for (uint32_t k = 0; k < m->world; k++) {
+            if (k != m->rank) {
+                members[n] = k;
+                ins[n] = in;
+                lens[n] = size;
+                outs[n++] = (char *)out + (size_t)k * size;
+            }
+        }
+        st = nrtemu__net_exchange(func, m->net, &id, members, n, ins, lens,
+                                  members, n, outs, lens, deadline_ns, what);
+        free(lens);
+        if (st == NRT_SUCCESS && size != 0) {
+            memcpy((char *)out + (size_t)m->rank * size, in, size);
+        }
+        return st;
+    }
+    st = comm_sync(func, m, members, m->world, &id, 0, in, out, ins, outs,
+                   deadline_ns, what);
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    for (uint32_t j = 0; size != 0 && j < m->world; j++) {
+        memcpy((char *)out + (size_t)j * size, ins[j], size);
+    }
+    return comm_sync(func, m, members, m->world, &id, PHASES - 1, NULL, NULL,
+                     NULL, NULL, deadline_ns, what);
 }
 
 NRT_STATUS
@@ -1488,57 +1808,34 @@ nrtemu__rank_gather_bytes(const char *func, struct nrtemu_rank *r,
                           const void *in, size_t size, void *out,
                           uint64_t deadline_ns, const char *what)
 {
-    uint32_t *members = malloc(r->world * sizeof *members);
-    const void **ins = calloc(r->world, sizeof *ins);
-    void **outs = calloc(r->world, sizeof *outs);
-    uint64_t seq = r->seq++;
-    NRT_STATUS st = NRT_SUCCESS;
+    uint32_t *members;
+    const void **ins;
+    void **outs;
+    NRT_STATUS st;
 
+    static char none; /* (a barrier's buffers) */
+
+    if (r == NULL || what == NULL || size > UINT32_MAX ||
+        (size != 0 && (in == NULL || out == NULL))) {
+        return nrtemu__reject(NRT_INVALID, func,
+                              "a host-level collective needs a membership, "
+                              "buffers and at most 4 GiB per rank");
+    }
+    if (size == 0) {
+        in = out = &none;
+    }
+    members = malloc(r->m->world * sizeof *members);
+    ins = calloc(r->m->world, sizeof *ins);
+    outs = calloc(r->m->world, sizeof *outs);
     if (members == NULL || ins == NULL || outs == NULL) {
         st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
-        goto done;
+    } else {
+        /* one execution of the rank at a time, models' included */
+        nrtemu__rank_exec_begin(r);
+        st = gather_exchange(func, r, in, size, out, deadline_ns, what,
+                             members, ins, outs);
+        nrtemu__rank_exec_end(r);
     }
-    for (uint32_t k = 0; k < r->world; k++) {
-        members[k] = k;
-    }
-    if (r->net != NULL) {
-        uint32_t n = 0;
-        /* the others' parts straight into place */
-        for (uint32_t k = 0; k < r->world; k++) {
-            if (k != r->rank) {
-                members[n] = k;
-                outs[n++] = (char *)out + (size_t)k * size;
-            }
-        }
-        const void **sbufs = ins;
-        size_t *lens = calloc(n ? n : 1, sizeof *lens);
-        if (lens == NULL) {
-            st = nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
-            goto done;
-        }
-        for (uint32_t k = 0; k < n; k++) {
-            sbufs[k] = in;
-            lens[k] = size;
-        }
-        st = nrtemu__net_exchange(func, r->net, seq, members, n, sbufs, lens,
-                                  members, n, outs, lens, deadline_ns, what);
-        free(lens);
-        if (st == NRT_SUCCESS && size != 0) {
-            memcpy((char *)out + (size_t)r->rank * size, in, size);
-        }
-        goto done;
-    }
-    st = comm_sync(func, r, members, r->world, seq, 0, in, out, ins, outs,
-                   deadline_ns, what);
-    if (st != NRT_SUCCESS) {
-        goto done;
-    }
-    for (uint32_t j = 0; size != 0 && j < r->world; j++) {
-        memcpy((char *)out + (size_t)j * size, ins[j], size);
-    }
-    st = comm_sync(func, r, members, r->world, seq, PHASES - 1, NULL, NULL,
-                   NULL, NULL, deadline_ns, what);
-done:
     free(members);
     free(ins);
     free(outs);

@@ -1,20 +1,37 @@
 /*
  * collective.h - collective operations across ranks (internal).
  *
- * A rank is one model loaded with nrt_load_collectives(), or one vnc's
- * membership of the global communicator of nrt_build_global_comm().  The
- * ranks of one world that live in one process share a communicator: the
- * ranks of a NEFF are matched by the NEFF's SHA-256 and the world size.
- * Each collective op is a rendezvous of the ranks of its group, counted
- * by a sequence number per rank; the data is exchanged directly in memory
- * (each rank reads its peers' operands, nothing is copied twice).
+ * A rank has one communicator per process, as on hardware: every model it
+ * loads with nrt_load_collectives() (any NEFF, any replica groups), and
+ * its membership of nrt_build_global_comm()'s communicator, share it.  The
+ * first of them joins it: with NEURON_RT_ROOT_COMM_ID, the rendezvous of
+ * the world's ranks at that address (net.h), once per process and rank;
+ * without it, the communicator of the world's ranks that are threads of
+ * this process (one rank per vnc).  The others take a reference; the
+ * membership ends with the last of them (the last collective model of the
+ * rank unloaded), or at nrt_close, and the other ranks then fail their
+ * collectives with NRT_EXEC_HW_ERR_COLLECTIVES ("rank N left").
+ *
+ * A rank's collectives, of all its models, are one sequence of exchanges,
+ * one execution at a time (nrtemu__rank_exec_begin()): every rank of a
+ * group must run the same op of the same model at the same exchange.  Each
+ * exchange carries its record (cc_id.h), and a rank that meets another
+ * record fails it on every rank that sees it with
+ * NRT_EXEC_HW_ERR_COLLECTIVES, naming both models, instead of waiting or
+ * exchanging the wrong data.  The data is exchanged directly in memory
+ * between threads (each rank reads its peers' operands, nothing is copied
+ * twice), over sockets or libfabric between processes.
  *
  * A rank that does not arrive within the execution's deadline fails the
  * collective on every rank that waits for it (NRT_TIMEOUT naming the
- * missing ranks); a rank that leaves (unloads) while others wait fails
- * them with NRT_EXEC_HW_ERR_COLLECTIVES.  After a failure the
- * communicator is broken: later collectives on it fail at once, until the
- * ranks load their models again (which makes a new communicator).
+ * missing ranks).  After a failure the communicator is broken: later
+ * collectives on it fail at once; the collective models loaded after the
+ * failure get a new one (a new rendezvous), so the models are loaded
+ * again, on every rank, to go on.
+ *
+ * fork(): the child keeps nothing of its parent's communicators (its
+ * memberships end without a word to the parent's peers); a model loaded
+ * there joins a new one.
  */
 #ifndef NRTEMU_COLLECTIVE_H
 #define NRTEMU_COLLECTIVE_H
@@ -50,28 +67,47 @@ struct nrtemu_coll_attrs {
 /* Ranks of one world, at most (the in-process communicator's bound). */
 #define NRTEMU_MAX_RANKS 1024
 
-/* One rank's membership of a communicator. */
+/* One model's (or the host-level collectives') handle on its rank's
+ * membership of a communicator. */
 struct nrtemu_rank;
 
 /*
- * Join the communicator of the NEFF `neff` (`size` bytes) as rank `rank`
- * of `world` (> 1), running on `vnc`.  Without NEURON_RT_ROOT_COMM_ID the
- * world is the ranks of this process (the communicator is made by its
- * first rank); with it, the ranks of any process that meet at that
- * address (net.h; `timeout_ns` bounds reaching rank 0, 0: 600 s).
+ * Join the communicator of rank `rank` of `world` (> 1, at most
+ * NRTEMU_MAX_RANKS) for the model of the NEFF `neff` (`size` bytes; its
+ * SHA-256 identifies the model's exchanges) named `name`, running on `vnc`:
+ * the rank's membership in this process when it has one, else a new one
+ * (with NEURON_RT_ROOT_COMM_ID, the ranks of any process that meet at that
+ * address: net.h; `timeout_ns` bounds reaching rank 0, 0: 600 s).
  * @return NRT_SUCCESS; NRT_INVALID when another rank of the world is
- *         already on `vnc`, `world` is over NRTEMU_MAX_RANKS, or the
+ *         already on `vnc` (threads), this process is a rank of another
+ *         world at that address, `world` is over NRTEMU_MAX_RANKS, or the
  *         address is malformed or in use (rank 0); NRT_TIMEOUT when rank
  *         0 cannot be reached; NRT_RESOURCE.
  * Ownership: *out is the caller's; release it with nrtemu__rank_leave().
- * Thread-safe.
+ * Thread-safe (joins wait for each other while a new rank 0 binds).
  */
 NRT_STATUS nrtemu__rank_join(const char *func, const void *neff, size_t size,
-                             uint32_t vnc, uint32_t rank, uint32_t world,
-                             uint64_t timeout_ns, struct nrtemu_rank **out);
-/* Leave; ranks waiting for this one fail.  NULL is ignored.  Not while a
- * collective of this rank runs. */
+                             const char *name, uint32_t vnc, uint32_t rank,
+                             uint32_t world, uint64_t timeout_ns,
+                             struct nrtemu_rank **out);
+/* Release the handle; the last one of a rank ends its membership (ranks
+ * waiting for it fail).  NULL is ignored.  Thread-safe; not while a
+ * collective of this handle runs. */
 void nrtemu__rank_leave(struct nrtemu_rank *r);
+
+/*
+ * Around each execution of a model with a handle (NULL is ignored): one
+ * execution of a rank at a time, whichever of its models or threads, so
+ * that its exchanges keep one order.  Before the vnc locks (the lock
+ * order), never while loading or unloading.
+ */
+void nrtemu__rank_exec_begin(struct nrtemu_rank *r);
+void nrtemu__rank_exec_end(struct nrtemu_rank *r);
+
+/* nrt_close: end every membership of this process (after
+ * nrtemu__global_comm_close(); waits for executions in progress).  The
+ * handles stay valid, their collectives fail with NRT_CLOSED. */
+void nrtemu__communicators_close(void);
 
 /*
  * Check the collective ops of `program` against a world of `world` ranks
@@ -83,8 +119,8 @@ NRT_STATUS nrtemu__program_bind_rank(const char *func,
                                      struct nrtemu_program *program,
                                      struct nrtemu_rank *r, uint32_t world);
 
-/* For collective_host.c: membership of the global communicator (all
- * ranks of `world`, keyed by the world only). */
+/* For collective_host.c: a handle on the rank's membership, for the
+ * host-level collectives (all ranks of `world`); as nrtemu__rank_join(). */
 NRT_STATUS nrtemu__rank_join_global(const char *func, uint32_t vnc,
                                     uint32_t rank, uint32_t world,
                                     uint64_t timeout_ns,
@@ -94,10 +130,13 @@ uint32_t nrtemu__rank_world(const struct nrtemu_rank *r);
 /*
  * The host-level all-gather (and, with `size` 0, barrier) of every rank
  * of r's world: `out` gets world * size bytes, rank k's at k * size.
- * Waits until `deadline_ns` (0: forever).
- * @return NRT_SUCCESS; NRT_TIMEOUT naming the missing ranks;
- *         NRT_EXEC_HW_ERR_COLLECTIVES for a broken communicator or a rank
- *         that left.  `what` names the collective in the detail.
+ * Waits until `deadline_ns` (0: forever); one execution of the rank at a
+ * time, as the models'.  `what` names the collective in the detail and
+ * in its record (cc_id.h; the op is `size`).
+ * @return NRT_SUCCESS; NRT_INVALID for NULL buffers; NRT_TIMEOUT naming
+ *         the missing ranks; NRT_EXEC_HW_ERR_COLLECTIVES for a broken
+ *         communicator, a rank that left, or one at another exchange;
+ *         NRT_CLOSED after nrt_close.
  */
 NRT_STATUS nrtemu__rank_gather_bytes(const char *func, struct nrtemu_rank *r,
                                      const void *in, size_t size, void *out,

@@ -12,6 +12,7 @@
 #include "collective.h"
 #include "error.h"
 #include "export.h"
+#include "fork.h"
 #include "model.h"
 #include "runtime.h"
 
@@ -158,6 +159,19 @@ nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
     }
     return global_collective(__func__, vnc, g_device_id, g_device_count,
                              rank_input_size, input, output);
+}
+
+void
+nrtemu__collective_host_atfork(enum nrtemu_fork_phase phase)
+{
+    /* global_lock is not held across fork(): a join may wait minutes for
+     * rank 0.  The child forgets the parent's memberships (collective.c
+     * ends them there; their handles are left as they are). */
+    if (phase == NRTEMU_FORK_CHILD) {
+        pthread_mutex_init(&global_lock, NULL);
+        memset(global_ranks, 0, sizeof global_ranks);
+        global_vnc_count = 0;
+    }
 }
 
 void

@@ -68,6 +68,8 @@ nrtemu__fork_leaf_lock(pthread_mutex_t *lock, enum nrtemu_fork_phase phase)
     X(host_memory)           \
     X(hbm)                   \
     X(model)                 \
+    X(collective_host)       \
+    X(collective)            \
     X(pool)
 
 #define NRTEMU_FORK_HOOK_DECLARE(name) \

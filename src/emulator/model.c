@@ -238,10 +238,10 @@ load_into(const char *func, const void *bytes, size_t size, uint32_t first,
         }
         model->runnable = model->runnable && model->programs[k] != NULL;
     }
-    /* Ranks of one world meet in the communicator of their NEFF. */
+    /* The rank's communicator, which all its collective models share. */
     if (model->world > 1) {
-        st = nrtemu__rank_join(func, bytes, size, first, model->rank,
-                               model->world, model->timeout_ns,
+        st = nrtemu__rank_join(func, bytes, size, model->name, first,
+                               model->rank, model->world, model->timeout_ns,
                                &model->cc_rank);
     }
     for (int k = 0; k < model->subgraph_count && st == NRT_SUCCESS; k++) {
@@ -846,6 +846,9 @@ execute(const char *func, nrt_model_t *model,
         bool profiling;
         uint64_t start = 0, end = 0;
 
+        /* One execution of a rank at a time (its exchanges keep one
+         * order), then one of a vnc. */
+        nrtemu__rank_exec_begin(model->cc_rank);
         for (uint32_t c = 0; c < model->vnc_count; c++) {
             pthread_mutex_lock(&exec_locks[model->vnc + c]);
         }
@@ -864,6 +867,7 @@ execute(const char *func, nrt_model_t *model,
         for (uint32_t c = model->vnc_count; c-- > 0;) {
             pthread_mutex_unlock(&exec_locks[model->vnc + c]);
         }
+        nrtemu__rank_exec_end(model->cc_rank);
         if (profiling && st == NRT_SUCCESS) {
             nrtemu__profile_commit(model, exec_id, model->vnc, start, end,
                                    &rec);

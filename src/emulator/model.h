@@ -58,8 +58,8 @@ struct nrt_model {
     uint64_t timeout_ns; /* NEURON_RT_EXEC_TIMEOUT at load; 0: none */
     uint32_t rank;       /* nrt_load_collectives() ctx_device_id */
     uint32_t world;      /* ctx_device_count; 1 for nrt_load() */
-    /* Owned: the model's rank in its communicator; NULL for a world of
-     * one. */
+    /* Owned: the model's handle on its rank's communicator (shared with
+     * the rank's other collective models); NULL for a world of one. */
     struct nrtemu_rank *cc_rank;
     char name[NRTEMU_MODEL_NAME_MAX]; /* NEFF name, for messages and traces */
     struct nrtemu_bind_cache bind;    /* freed with the model */

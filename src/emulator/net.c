@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "board.h"
+#include "cc_id.h"
 #include "clock.h"
 #include "env_parse.h"
 #include "error.h"
@@ -35,17 +37,20 @@
 
 #define HELLO_MAGIC 0x4e525443u /* "NRTC" */
 #define DATA_MAGIC 0x4e525444u  /* "NRTD" */
-#define PROTO_VERSION 3u
+#define FAIL_MAGIC 0x4e525446u  /* "NRTF" */
+#define PROTO_VERSION 4u
 #define HELLO_BYTES 52 /* magic, version, world, rank, key, ip */
 /* after it: data port (2), machine id (16), libfabric loads (1) */
 #define HELLO_WIRE (HELLO_BYTES + 2 + 16 + 1)
-#define DATA_HDR 24 /* magic, 0, seq (8), length (8) */
+#define DATA_HDR (16 + NRTEMU_CC_ID_WIRE) /* magic, 0, length (8), id */
 #define DEFAULT_WAIT_NS (600ull * 1000000000u)
 #define PROV_MAX 64
 /* Over libfabric: messages of at most this many bytes (a large transfer
- * streams as several), and at most FAB_SLOTS of them in flight. */
+ * streams as several), and at most FAB_SLOTS of them in flight.  The
+ * chunk number FAB_ID_CHUNK tags the record of the exchange (cc_id.h). */
 #define FAB_CHUNK ((size_t)4 << 20)
-#define FAB_MAX_CHUNKS 4096u
+#define FAB_MAX_CHUNKS 4095u
+#define FAB_ID_CHUNK 4095u
 #define FAB_SLOTS 64u
 
 struct peer_addr {
@@ -88,7 +93,12 @@ struct nrtemu_net {
     struct nrtemu_board *board; /* ranks of one machine: shared memory */
     bool direct;                /* all_reduce through the board */
     bool ready;                 /* the world assembled and connected */
-    bool failed;                /* sticky: a failure breaks the net */
+    /* The data goes through libfabric: the connections carry nothing but
+     * a failure's notice (FAIL_MAGIC, status, length, reason). */
+    bool quiet;
+    /* Sticky: a failure breaks the net.  Read by any thread
+     * (nrtemu__net_failed), written by the one that uses the net. */
+    atomic_bool failed;
     NRT_STATUS failure_status;
     char failure[384];
 };
@@ -316,6 +326,57 @@ connect_retry(const struct sockaddr_in *sa, uint64_t deadline_ns)
     }
 }
 
+/* Stop rank 0's thread that refuses late ranks (started by this
+ * process). */
+static void
+refuser_stop(struct nrtemu_net *net)
+{
+    char stop = 1;
+
+    if (net->refuser_pid != getpid()) {
+        return;
+    }
+    while (write(net->refuser_stop[1], &stop, 1) < 0 && errno == EINTR) {
+    }
+    pthread_join(net->refuser, NULL);
+    net->refuser_pid = 0;
+}
+
+/*
+ * A failed net hangs up: its peers' connections end, so that every rank
+ * waiting for this one fails at once rather than at its deadline (the
+ * descriptors stay open until nrtemu__net_close()), after the reason when
+ * they carry no data; and rank 0's rendezvous listener closes, so that
+ * the address serves the next world.
+ */
+static void
+net_hangup(struct nrtemu_net *net)
+{
+    unsigned char notice[12 + sizeof net->failure];
+    size_t n = strlen(net->failure);
+
+    put32(notice, FAIL_MAGIC);
+    put32(notice + 4, (uint32_t)net->failure_status);
+    put32(notice + 8, (uint32_t)n);
+    memcpy(notice + 12, net->failure, n);
+    for (uint32_t k = 0; net->peers != NULL && k < net->world; k++) {
+        if (net->peers[k] < 0) {
+            continue;
+        }
+        if (net->quiet) {
+            /* (best effort: an idle connection takes it at once) */
+            write_full(net->peers[k], notice, 12 + n,
+                       nrtemu__monotonic_ns() + 100000000u);
+        }
+        shutdown(net->peers[k], SHUT_RDWR);
+    }
+    if (net->rank == 0 && net->root_fd >= 0) {
+        refuser_stop(net);
+        close(net->root_fd);
+        net->root_fd = -1;
+    }
+}
+
 static NRT_STATUS
 net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
          const char *why)
@@ -323,14 +384,15 @@ net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
     /* Nothing posted may land in a caller's buffer after the failure. */
     nrtemu__fabric_close(net->fab);
     net->fab = NULL;
-    if (!net->failed) {
-        net->failed = true;
+    if (!atomic_load(&net->failed)) {
         net->failure_status = st;
         snprintf(net->failure, sizeof net->failure, "%s", why);
-        /* The ranks waiting on the board fail at once, with this reason,
-         * said as this rank's: a reason relative to its observer ("rank(s)
-         * 1 did not reach ... within NEURON_RT_EXEC_TIMEOUT") would read
-         * as a late rank's verdict on itself when relayed to it. */
+        atomic_store(&net->failed, true);
+        /* The ranks of the board fail at once, with this reason, said as
+         * this rank's (a reason relative to its observer, "rank(s) 1 did
+         * not reach ... within NEURON_RT_EXEC_TIMEOUT", would read as a
+         * late rank's verdict on itself when relayed to it); the others
+         * when their connections to this rank end. */
         if (net->board != NULL && net->direct) {
             char relayed[420];
             snprintf(relayed, sizeof relayed,
@@ -338,6 +400,7 @@ net_fail(const char *func, struct nrtemu_net *net, NRT_STATUS st,
                      why);
             nrtemu__board_fail(net->board, (int)st, relayed);
         }
+        net_hangup(net);
     }
     return nrtemu__fail(st, func, "rank %u: %.400s", net->rank, why);
 }
@@ -508,12 +571,7 @@ nrtemu__net_close(struct nrtemu_net *net)
     if (net == NULL) {
         return;
     }
-    if (net->refuser_pid == getpid()) {
-        char stop = 1;
-        while (write(net->refuser_stop[1], &stop, 1) < 0 && errno == EINTR) {
-        }
-        pthread_join(net->refuser, NULL);
-    }
+    refuser_stop(net);
     for (int k = 0; k < 2; k++) {
         if (net->refuser_stop[k] >= 0) {
             close(net->refuser_stop[k]);
@@ -892,7 +950,7 @@ refuse_late(const struct nrtemu_net *net, int fd)
         memcmp(hello + 16, net->key, 32) != 0) {
         snprintf(why, sizeof why,
                  "rank %u came to the rendezvous of another world (rank 0 "
-                 "has a world of %u assembled, with another NEFF or size)",
+                 "has a world of %u assembled, of another size or kind)",
                  get32(hello + 12), net->world);
     } else {
         snprintf(why, sizeof why,
@@ -1024,8 +1082,8 @@ root_assemble(const char *func, struct nrtemu_net *net, uint64_t deadline_ns,
         }
         if (memcmp(hello + 16, net->key, 32) != 0) {
             snprintf(why, sizeof why,
-                     "rank %u loaded another NEFF than rank 0 (the SHA-256 "
-                     "differ)",
+                     "rank %u comes for another kind of communicator than "
+                     "rank 0",
                      rank);
             refuse(fd, NRT_EXEC_HW_ERR_COLLECTIVES, why, deadline_ns);
             continue;
@@ -1279,6 +1337,7 @@ ensure_ready(const char *func, struct nrtemu_net *net, uint64_t deadline_ns)
     }
     free(table);
     net->ready = st == NRT_SUCCESS;
+    net->quiet = net->ready && net->fab != NULL;
     if (net->ready) {
         nrtemu__log(NRTEMU_LOG_INFO, func,
                     "rank %u of %u: collective data between processes "
@@ -1293,6 +1352,90 @@ ensure_ready(const char *func, struct nrtemu_net *net, uint64_t deadline_ns)
 
 /* ------------------------------------------------------------ exchange */
 
+static NRT_STATUS
+failed_earlier(const char *func, const struct nrtemu_net *net,
+               const char *what)
+{
+    return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
+                        "%.120s on rank %u: the communicator failed "
+                        "earlier (%.240s); load the models again",
+                        what, net->rank, net->failure);
+}
+
+/* The ranks of the board: which exchange this rank is at, said before
+ * anything of it is sent or published. */
+static void
+board_say(struct nrtemu_net *net, const struct nrtemu_cc_id *id)
+{
+    unsigned char rec[NRTEMU_CC_ID_WIRE];
+
+    if (net->board == NULL || !net->direct) {
+        return;
+    }
+    nrtemu__cc_id_encode(id, rec);
+    nrtemu__board_say(net->board, id->seq, rec);
+}
+
+/* The ranks of the board, while this one waits at exchange `id`: another
+ * rank's failure, or peer `peer` (UINT32_MAX: none) at another exchange
+ * of that number, fails the net; else NRT_SUCCESS. */
+static NRT_STATUS
+board_check(const char *func, struct nrtemu_net *net, uint32_t peer,
+            const struct nrtemu_cc_id *id)
+{
+    unsigned char rec[NRTEMU_CC_ID_WIRE];
+    struct nrtemu_cc_id theirs;
+    char why[384];
+    int status;
+
+    if (net->board == NULL || !net->direct) {
+        return NRT_SUCCESS;
+    }
+    if (nrtemu__board_failed(net->board, &status, why, sizeof why)) {
+        return net_fail(func, net, (NRT_STATUS)status, why);
+    }
+    if (peer == UINT32_MAX || peer == net->rank ||
+        !nrtemu__board_said(net->board, peer, id->seq, rec)) {
+        return NRT_SUCCESS;
+    }
+    nrtemu__cc_id_decode(rec, &theirs);
+    if (nrtemu__cc_id_same(id, &theirs)) {
+        return NRT_SUCCESS;
+    }
+    nrtemu__cc_id_mismatch(why, sizeof why, net->rank, id, peer, &theirs);
+    return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+}
+
+/* Peer `peer` closed its connection during `what`: its own reason when it
+ * failed (on the board, or in a notice on a quiet connection), else
+ * that. */
+static NRT_STATUS
+peer_gone(const char *func, struct nrtemu_net *net, uint32_t peer,
+          const char *what, const char *detail)
+{
+    unsigned char hdr[12];
+    char why[384], text[384];
+    NRT_STATUS st = board_check(func, net, UINT32_MAX, NULL);
+
+    if (st != NRT_SUCCESS) {
+        return st;
+    }
+    if (net->quiet &&
+        read_full(net->peers[peer], hdr, sizeof hdr,
+                  nrtemu__monotonic_ns() + 200000000u) == 0 &&
+        get32(hdr) == FAIL_MAGIC && get32(hdr + 8) < sizeof text &&
+        read_full(net->peers[peer], text, get32(hdr + 8),
+                  nrtemu__monotonic_ns() + 200000000u) == 0) {
+        text[get32(hdr + 8)] = '\0';
+        return net_fail(func, net, (NRT_STATUS)get32(hdr + 4), text);
+    }
+    snprintf(why, sizeof why,
+             "rank %u closed its connection during %.120s (%s: its process "
+             "ended, or its communicator failed?)",
+             peer, what, detail);
+    return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+}
+
 struct xfer {
     uint32_t peer;
     bool recv;
@@ -1302,9 +1445,11 @@ struct xfer {
     size_t len;
 };
 
-/* Progress one transfer; 1 when complete, 0 for more, -1 failed. */
+/* Progress one transfer; 1 when complete, 0 for more, -1 failed (errno;
+ * EPROTO: the header received, in x->hdr, is not of this exchange, whose
+ * record is `rec`). */
 static int
-xfer_step(struct nrtemu_net *net, struct xfer *x, uint64_t seq)
+xfer_step(struct nrtemu_net *net, struct xfer *x, const unsigned char *rec)
 {
     int fd = net->peers[x->peer];
     size_t total = DATA_HDR + x->len;
@@ -1350,14 +1495,39 @@ xfer_step(struct nrtemu_net *net, struct xfer *x, uint64_t seq)
             return -1;
         }
         x->done += (size_t)k;
+        /* (seq, model and op: the name only says which model) */
         if (x->recv && x->done == DATA_HDR &&
-            (get32(x->hdr) != DATA_MAGIC || get64(x->hdr + 8) != seq ||
-             get64(x->hdr + 16) != x->len)) {
+            (get32(x->hdr) != DATA_MAGIC ||
+             memcmp(x->hdr + 16, rec, 20) != 0 ||
+             get64(x->hdr + 8) != x->len)) {
             errno = EPROTO;
             return -1;
         }
     }
     return 1;
+}
+
+/* Why the header of `x` is not of exchange `id` (xfer_step's EPROTO). */
+static void
+xfer_refused(const struct nrtemu_net *net, const struct xfer *x,
+             const struct nrtemu_cc_id *id, const char *what, char *why,
+             size_t size)
+{
+    struct nrtemu_cc_id theirs;
+
+    nrtemu__cc_id_decode(x->hdr + 16, &theirs);
+    if (get32(x->hdr) != DATA_MAGIC) {
+        snprintf(why, size,
+                 "rank %u sent what is not collective data during %.120s",
+                 x->peer, what);
+    } else if (!nrtemu__cc_id_same(id, &theirs)) {
+        nrtemu__cc_id_mismatch(why, size, net->rank, id, x->peer, &theirs);
+    } else {
+        snprintf(why, size,
+                 "rank %u sent %llu bytes for %.120s, this rank expects %zu: "
+                 "the ranks loaded different models",
+                 x->peer, (unsigned long long)get64(x->hdr + 8), what, x->len);
+    }
 }
 
 /* ------------------------------------------------- exchange: libfabric */
@@ -1372,6 +1542,7 @@ struct fab_op {
 struct fab_xfer {
     uint32_t peer;
     bool recv;
+    bool id; /* the exchange's record (FAB_ID_CHUNK), not data */
     char *buf;
     size_t len, chunk;
     uint32_t chunks, posted, completed;
@@ -1388,11 +1559,12 @@ fab_tag(uint64_t seq, uint32_t chunk, uint32_t src)
 
 /* While nothing completes: a peer with a transfer still open whose
  * connection closed has died (or ended, its own part done, with the last
- * of its data still on the way: the caller gives that a grace period).
- * `pf` has room for n entries.  @return the rank, or UINT32_MAX. */
+ * of its data still on the way: the caller gives that a grace period), or
+ * failed, when its connection holds a notice (*notice).  `pf` has room for
+ * n entries.  @return the rank, or UINT32_MAX. */
 static uint32_t
 fab_dead_peer(struct nrtemu_net *net, const struct fab_xfer *xs, uint32_t n,
-              struct pollfd *pf, int wait_ms)
+              struct pollfd *pf, int wait_ms, bool *notice)
 {
     uint32_t m = 0;
     int ready;
@@ -1407,11 +1579,15 @@ fab_dead_peer(struct nrtemu_net *net, const struct fab_xfer *xs, uint32_t n,
     do {
         ready = poll(pf, m, wait_ms);
     } while (ready < 0 && errno == EINTR);
+    *notice = false;
     for (uint32_t i = 0; ready > 0 && i < m; i++) {
         char c;
+        ssize_t got = pf[i].revents != 0
+                          ? recv(pf[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT)
+                          : -1;
         if (pf[i].revents != 0 &&
-            (pf[i].revents & (POLLHUP | POLLERR) ||
-             recv(pf[i].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0)) {
+            (pf[i].revents & (POLLHUP | POLLERR) || got >= 0)) {
+            *notice = got > 0;
             for (uint32_t k = 0; k < net->world; k++) {
                 if (net->peers[k] == pf[i].fd) {
                     return k;
@@ -1422,14 +1598,32 @@ fab_dead_peer(struct nrtemu_net *net, const struct fab_xfer *xs, uint32_t n,
     return UINT32_MAX;
 }
 
+/* A record received from x->peer: NRT_SUCCESS when it is exchange `id`'s,
+ * else the net fails naming both. */
 static NRT_STATUS
-fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
-                struct fab_xfer *xs, uint32_t n, uint64_t deadline_ns,
-                const char *what)
+fab_check_id(const char *func, struct nrtemu_net *net,
+             const struct fab_xfer *x, const struct nrtemu_cc_id *id)
+{
+    struct nrtemu_cc_id theirs;
+    char why[384];
+
+    nrtemu__cc_id_decode((const unsigned char *)x->buf, &theirs);
+    if (nrtemu__cc_id_same(id, &theirs)) {
+        return NRT_SUCCESS;
+    }
+    nrtemu__cc_id_mismatch(why, sizeof why, net->rank, id, x->peer, &theirs);
+    return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+}
+
+static NRT_STATUS
+fabric_exchange(const char *func, struct nrtemu_net *net,
+                const struct nrtemu_cc_id *id, struct fab_xfer *xs, uint32_t n,
+                uint64_t deadline_ns, const char *what)
 {
     struct fab_op ops[FAB_SLOTS], *free_ops = NULL;
     uint32_t left = n, next = 0, dead;
-    uint64_t idle_since = 0, dead_since = 0;
+    uint64_t idle_since = 0, dead_since = 0, seq = id->seq;
+    bool notice;
     char why[384], detail[256];
     size_t max_msg = nrtemu__fabric_max_msg(net->fab);
     struct pollfd *pf = calloc(n, sizeof *pf);
@@ -1463,8 +1657,8 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
     while (left > 0) {
         void *done[16], *failed;
         int got;
-        /* Post what the slots allow, receives first (they were listed
-         * after the sends), round-robin over the transfers. */
+        /* Post what the slots allow, from the end of the list (the
+         * records, then the receives), round-robin over the transfers. */
         for (uint32_t tries = 0; free_ops != NULL && tries < n; tries++) {
             struct fab_xfer *x = &xs[(n - 1 - next) % n];
             uint32_t i = (n - 1 - next) % n;
@@ -1477,8 +1671,9 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
                 op->xfer = i;
                 r = nrtemu__fabric_post(
                     net->fab, x->recv, x->peer, x->buf + off, len,
-                    fab_tag(seq, x->posted, x->recv ? x->peer : net->rank), op,
-                    detail, sizeof detail);
+                    fab_tag(seq, x->id ? FAB_ID_CHUNK : x->posted,
+                            x->recv ? x->peer : net->rank),
+                    op, detail, sizeof detail);
                 if (r < 0) {
                     snprintf(why, sizeof why, "%.120s with rank %u: %.200s",
                              what, x->peer, detail);
@@ -1507,6 +1702,12 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
             struct fab_xfer *x = &xs[op->xfer];
             if (++x->completed == x->chunks) {
                 left--;
+                if (x->id && x->recv) {
+                    st = fab_check_id(func, net, x, id);
+                    if (st != NRT_SUCCESS) {
+                        goto done;
+                    }
+                }
             }
             op->next_free = free_ops;
             free_ops = op;
@@ -1517,7 +1718,7 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         }
         /* Nothing moved: yield the core for a while (the peer may need
          * it), then sleep a millisecond at a time watching for a peer's
-         * death, until the deadline. */
+         * death, or failure, until the deadline. */
         uint64_t now = nrtemu__monotonic_ns();
         if (idle_since == 0) {
             idle_since = now;
@@ -1546,17 +1747,24 @@ fabric_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
             sched_yield();
             continue;
         }
-        dead = fab_dead_peer(net, xs, n, pf, 1);
+        for (uint32_t i = 0; i < n; i++) {
+            if (xs[i].completed < xs[i].chunks) {
+                st = board_check(func, net, xs[i].peer, id);
+                if (st != NRT_SUCCESS) {
+                    goto done;
+                }
+            }
+        }
+        dead = fab_dead_peer(net, xs, n, pf, 1, &notice);
         if (dead == UINT32_MAX) {
             dead_since = 0;
+        } else if (notice) {
+            st = peer_gone(func, net, dead, what, "it failed");
+            goto done;
         } else if (dead_since == 0) {
             dead_since = now;
         } else if (now - dead_since >= 500000000) {
-            snprintf(why, sizeof why,
-                     "rank %u closed its connection during %.120s (its "
-                     "process ended?)",
-                     dead, what);
-            st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            st = peer_gone(func, net, dead, what, "its end of the stream");
             goto done;
         }
         if (dead != UINT32_MAX) {
@@ -1568,46 +1776,87 @@ done:
     return st;
 }
 
+/*
+ * Over libfabric: the transfers of the exchange, and (without the board,
+ * which carries them) a record of it to every peer this rank sends to,
+ * and one from every peer it receives from.
+ */
+static NRT_STATUS
+fabric_transfers(const char *func, struct nrtemu_net *net,
+                 const struct nrtemu_cc_id *id, const uint32_t *send_to,
+                 uint32_t n_send, const void *const *sbufs,
+                 const size_t *slens, const uint32_t *recv_from,
+                 uint32_t n_recv, void *const *rbufs, const size_t *rlens,
+                 uint64_t deadline_ns, const char *what)
+{
+    uint32_t n = n_send + n_recv, total = net->direct ? n : 2 * n;
+    struct fab_xfer *fx = calloc(total, sizeof *fx);
+    unsigned char *recs = calloc((size_t)n + 1, NRTEMU_CC_ID_WIRE);
+    NRT_STATUS st;
+
+    if (fx == NULL || recs == NULL) {
+        free(fx);
+        free(recs);
+        return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
+    }
+    /* recs: this rank's record, then one per transfer's peer */
+    nrtemu__cc_id_encode(id, recs);
+    for (uint32_t i = 0; i < total; i++) {
+        uint32_t k = i % n;
+        fx[i].recv = k >= n_send;
+        fx[i].peer = fx[i].recv ? recv_from[k - n_send] : send_to[k];
+        fx[i].id = i >= n;
+        if (fx[i].id) {
+            fx[i].buf = (char *)recs +
+                        (fx[i].recv ? (size_t)(k + 1) * NRTEMU_CC_ID_WIRE : 0);
+            fx[i].len = NRTEMU_CC_ID_WIRE;
+        } else {
+            fx[i].buf = fx[i].recv ? rbufs[k - n_send] : (void *)sbufs[k];
+            fx[i].len = fx[i].recv ? rlens[k - n_send] : slens[k];
+        }
+    }
+    st = fabric_exchange(func, net, id, fx, total, deadline_ns, what);
+    free(fx);
+    free(recs);
+    return st;
+}
+
 /* -------------------------------------------------------- exchange: TCP */
 
+/* Waiting on the ranks' connections with a board: look at it this often
+ * (its failure, and which exchange the peers are at). */
+#define BOARD_LOOK_MS 10
+
 NRT_STATUS
-nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
-                     const uint32_t *send_to, uint32_t n_send,
-                     const void *const *sbufs, const size_t *slens,
-                     const uint32_t *recv_from, uint32_t n_recv,
-                     void *const *rbufs, const size_t *rlens,
+nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
+                     const struct nrtemu_cc_id *id, const uint32_t *send_to,
+                     uint32_t n_send, const void *const *sbufs,
+                     const size_t *slens, const uint32_t *recv_from,
+                     uint32_t n_recv, void *const *rbufs, const size_t *rlens,
                      uint64_t deadline_ns, const char *what)
 {
     uint32_t n = n_send + n_recv, left = n;
+    unsigned char rec[NRTEMU_CC_ID_WIRE];
     struct xfer *xs;
     struct pollfd *pf;
     char why[384];
     NRT_STATUS st = NRT_SUCCESS;
 
-    if (net->failed) {
-        return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
-                            "%.120s on rank %u: the communicator failed "
-                            "earlier (%.240s); load the models again",
-                            what, net->rank, net->failure);
+    if (atomic_load(&net->failed)) {
+        return failed_earlier(func, net, what);
     }
     st = ensure_ready(func, net, deadline_ns);
-    if (st != NRT_SUCCESS || n == 0) {
+    if (st != NRT_SUCCESS) {
         return st;
     }
+    board_say(net, id);
+    if (n == 0) {
+        return NRT_SUCCESS;
+    }
     if (net->fab != NULL) {
-        struct fab_xfer *fx = calloc(n, sizeof *fx);
-        if (fx == NULL) {
-            return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
-        }
-        for (uint32_t i = 0; i < n; i++) {
-            fx[i].recv = i >= n_send;
-            fx[i].peer = fx[i].recv ? recv_from[i - n_send] : send_to[i];
-            fx[i].buf = fx[i].recv ? rbufs[i - n_send] : (void *)sbufs[i];
-            fx[i].len = fx[i].recv ? rlens[i - n_send] : slens[i];
-        }
-        st = fabric_exchange(func, net, seq, fx, n, deadline_ns, what);
-        free(fx);
-        return st;
+        return fabric_transfers(func, net, id, send_to, n_send, sbufs, slens,
+                                recv_from, n_recv, rbufs, rlens, deadline_ns,
+                                what);
     }
     xs = calloc(n, sizeof *xs);
     pf = calloc(n, sizeof *pf);
@@ -1616,6 +1865,7 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         free(pf);
         return nrtemu__fail(NRT_RESOURCE, func, "out of host memory");
     }
+    nrtemu__cc_id_encode(id, rec);
     for (uint32_t i = 0; i < n; i++) {
         struct xfer *x = &xs[i];
         x->recv = i >= n_send;
@@ -1625,34 +1875,29 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         if (!x->recv) {
             put32(x->hdr, DATA_MAGIC);
             put32(x->hdr + 4, 0);
-            put64(x->hdr + 8, seq);
-            put64(x->hdr + 16, x->len);
+            put64(x->hdr + 8, x->len);
+            memcpy(x->hdr + 16, rec, sizeof rec);
         }
         pf[i].fd = net->peers[x->peer];
         pf[i].events = x->recv ? POLLIN : POLLOUT;
     }
     while (left > 0) {
-        int ready;
-        for (uint32_t i = 0; i < n; i++) {
+        int ready, wait_ms;
+        /* Receives first: a peer at another exchange that hung up has
+         * sent its header before (the reason to report). */
+        for (uint32_t i = n; i-- > 0;) {
             int r;
             if (pf[i].fd < 0) {
                 continue;
             }
-            r = xfer_step(net, &xs[i], seq);
-            if (r < 0) {
-                if (errno == EPROTO) {
-                    snprintf(why, sizeof why,
-                             "rank %u sent the data of another collective "
-                             "during %.120s: the ranks ran different "
-                             "programs",
-                             xs[i].peer, what);
-                } else {
-                    snprintf(why, sizeof why,
-                             "rank %u closed its connection during %.120s "
-                             "(%s: its process ended?)",
-                             xs[i].peer, what, strerror(errno));
-                }
+            r = xfer_step(net, &xs[i], rec);
+            if (r < 0 && errno == EPROTO) {
+                xfer_refused(net, &xs[i], id, what, why, sizeof why);
                 st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+                goto done;
+            }
+            if (r < 0) {
+                st = peer_gone(func, net, xs[i].peer, what, strerror(errno));
                 goto done;
             }
             if (r == 1) {
@@ -1663,9 +1908,24 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
         if (left == 0) {
             break;
         }
+        wait_ms = ms_left(deadline_ns);
+        if (net->board != NULL && net->direct &&
+            (wait_ms < 0 || wait_ms > BOARD_LOOK_MS)) {
+            wait_ms = BOARD_LOOK_MS;
+        }
         do {
-            ready = poll(pf, n, ms_left(deadline_ns));
+            ready = poll(pf, n, wait_ms);
         } while (ready < 0 && errno == EINTR);
+        if (ready == 0 && ms_left(deadline_ns) != 0) {
+            for (uint32_t i = 0; i < n; i++) {
+                st = pf[i].fd >= 0 ? board_check(func, net, xs[i].peer, id)
+                                   : NRT_SUCCESS;
+                if (st != NRT_SUCCESS) {
+                    goto done;
+                }
+            }
+            continue;
+        }
         if (ready == 0) {
             size_t used = (size_t)snprintf(why, sizeof why, "rank(s)");
             for (uint32_t i = 0; i < n && used < 200; i++) {
@@ -1677,7 +1937,7 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net, uint64_t seq,
             snprintf(why + used, sizeof why - used,
                      " did not reach %.120s (collective #%llu) within "
                      "NEURON_RT_EXEC_TIMEOUT",
-                     what, (unsigned long long)seq);
+                     what, (unsigned long long)id->seq);
             st = net_fail(func, net, NRT_TIMEOUT, why);
             goto done;
         }
@@ -1697,7 +1957,7 @@ nrtemu__net_direct(const char *func, struct nrtemu_net *net,
     NRT_STATUS st;
 
     *direct = false;
-    if (net->failed) {
+    if (atomic_load(&net->failed)) {
         return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
                             "rank %u: the communicator failed earlier "
                             "(%.240s); load the models again",
@@ -1815,33 +2075,39 @@ board_timeout(struct nrtemu_net *net, const uint32_t *members, uint32_t g,
 
 NRT_STATUS
 nrtemu__net_sync(const char *func, struct nrtemu_net *net,
-                 const uint32_t *members, uint32_t g, uint64_t seq,
-                 uint32_t phase, uint64_t deadline_ns, const char *what)
+                 const uint32_t *members, uint32_t g,
+                 const struct nrtemu_cc_id *id, uint32_t phase,
+                 uint64_t deadline_ns, const char *what)
 {
     /* (phase < 2^32 - 1) */
-    uint64_t target = (seq << 32) + phase + 1;
+    uint64_t seq = id->seq, target = (seq << 32) + phase + 1;
     uint64_t yield_until = 0;
     uint32_t dead;
     char why[384];
-    int status;
+    NRT_STATUS st;
 
-    if (net->failed) {
-        return nrtemu__fail(NRT_EXEC_HW_ERR_COLLECTIVES, func,
-                            "%.120s on rank %u: the communicator failed "
-                            "earlier (%.240s); load the models again",
-                            what, net->rank, net->failure);
+    if (atomic_load(&net->failed)) {
+        return failed_earlier(func, net, what);
+    }
+    if (phase == 0) {
+        board_say(net, id);
     }
     nrtemu__board_publish(net->board, target);
     for (;;) {
         uint32_t bell = nrtemu__board_bell(net->board);
         bool all = true;
         uint64_t now;
-        if (nrtemu__board_failed(net->board, &status, why, sizeof why)) {
-            return net_fail(func, net, (NRT_STATUS)status, why);
+        /* Another rank's failure; at the first phase, a member at another
+         * exchange of this number.  (A member may be collectives ahead,
+         * through ones whose groups leave this rank out: its records
+         * say.) */
+        st = board_check(func, net, UINT32_MAX, id);
+        for (uint32_t i = 0; phase == 0 && st == NRT_SUCCESS && i < g; i++) {
+            st = board_check(func, net, members[i], id);
         }
-        /* (A member may be collectives ahead, through ones whose groups
-         * leave this rank out: no "other program" check here; the
-         * rendezvous checked that all ranks run one NEFF.) */
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
         for (uint32_t i = 0; i < g && all; i++) {
             all = nrtemu__board_progress(net->board, members[i]) >= target;
         }
@@ -1858,11 +2124,7 @@ nrtemu__net_sync(const char *func, struct nrtemu_net *net,
         }
         dead = board_dead_rank(net, members, g, target);
         if (dead != UINT32_MAX) {
-            snprintf(why, sizeof why,
-                     "rank %u closed its connection during %.120s (its "
-                     "process ended?)",
-                     dead, what);
-            return net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
+            return peer_gone(func, net, dead, what, "its end of the stream");
         }
         if (deadline_ns != 0 && now >= deadline_ns) {
             board_timeout(net, members, g, seq, target, what, why, sizeof why);
@@ -1882,4 +2144,49 @@ nrtemu__net_area(struct nrtemu_net *net, uint32_t rank, size_t *size)
 {
     *size = nrtemu__board_area_size(net->board);
     return nrtemu__board_area(net->board, rank);
+}
+
+bool
+nrtemu__net_failed(const struct nrtemu_net *net)
+{
+    return atomic_load(&((struct nrtemu_net *)net)->failed);
+}
+
+void
+nrtemu__net_forget(struct nrtemu_net *net)
+{
+    if (net == NULL) {
+        return;
+    }
+    /* The descriptors are copies of the parent's (closing them here ends
+     * nothing there); its thread is not here; the libfabric endpoint and
+     * the board's mapping stay as they are, the parent's. */
+    for (int k = 0; k < 2; k++) {
+        if (net->refuser_stop[k] >= 0) {
+            close(net->refuser_stop[k]);
+            net->refuser_stop[k] = -1;
+        }
+    }
+    net->refuser_pid = 0;
+    if (net->root_fd >= 0) {
+        close(net->root_fd);
+        net->root_fd = -1;
+    }
+    if (net->data_fd >= 0) {
+        close(net->data_fd);
+        net->data_fd = -1;
+    }
+    for (uint32_t k = 0; net->peers != NULL && k < net->world; k++) {
+        if (net->peers[k] >= 0) {
+            close(net->peers[k]);
+            net->peers[k] = -1;
+        }
+    }
+    net->fab = NULL;
+    net->board = NULL;
+    snprintf(net->failure, sizeof net->failure,
+             "this process was forked from the one that joined the "
+             "communicator");
+    net->failure_status = NRT_EXEC_HW_ERR_COLLECTIVES;
+    atomic_store(&net->failed, true);
 }

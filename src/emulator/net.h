@@ -3,8 +3,9 @@
  *
  * The bootstrap of NEURON_RT_ROOT_COMM_ID=<host>:<port>: rank 0 listens
  * there; every other rank connects (retrying until its load deadline) and
- * says hello (world size, rank, the communicator's key: the NEFF's
- * SHA-256, and the address of its own data listener).  Rank 0 checks the
+ * says hello (world size, rank, the communicator's key: one for every
+ * world of collective.c, since a process's models share its communicator,
+ * and the address of its own data listener).  Rank 0 checks the
  * hellos (a different world size or key, or a rank id taken, is refused
  * with a message to that rank) and, when the world is complete, sends
  * every rank the table of data addresses and closes the bootstrap
@@ -41,6 +42,8 @@
 
 #include "nrt/nrt.h"
 
+#include "cc_id.h"
+
 struct nrtemu_net;
 
 /*
@@ -63,20 +66,27 @@ void nrtemu__net_close(struct nrtemu_net *net);
  * One exchange of a collective: send the slens[k] bytes of sbufs[k] to
  * rank send_to[k] (k < n_send), and receive rlens[k] bytes from rank
  * recv_from[k] into rbufs[k] (k < n_recv), all at once, until
- * `deadline_ns` (0: none).  `seq` numbers the exchange (every rank numbers
- * its exchanges alike).  Completes the bootstrap first if needed.
+ * `deadline_ns` (0: none).  `id` is the exchange (cc_id.h: every rank
+ * numbers its exchanges alike, id->seq); its record goes with the data
+ * (in the header over TCP, as a message of its own over libfabric, on the
+ * board for the ranks of one machine), and a peer at another exchange
+ * fails it.  Completes the bootstrap first if needed.
  * @return NRT_SUCCESS; NRT_TIMEOUT naming the ranks that did not arrive;
  *         NRT_EXEC_HW_ERR_COLLECTIVES when a rank was refused at the
- *         rendezvous, closed its connection (died), sent the data of
- *         another collective, or the net failed earlier.
+ *         rendezvous, closed its connection (died, or failed), is at
+ *         another exchange (the message names both: cc_id.h), or the net
+ *         failed earlier.
+ * A failure breaks the net for good: its connections end (every peer
+ * waiting for this rank fails at once), rank 0's rendezvous listener
+ * closes, and the ranks of the board fail with the same reason.
  */
 NRT_STATUS nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
-                                uint64_t seq, const uint32_t *send_to,
-                                uint32_t n_send, const void *const *sbufs,
-                                const size_t *slens, const uint32_t *recv_from,
-                                uint32_t n_recv, void *const *rbufs,
-                                const size_t *rlens, uint64_t deadline_ns,
-                                const char *what);
+                                const struct nrtemu_cc_id *id,
+                                const uint32_t *send_to, uint32_t n_send,
+                                const void *const *sbufs, const size_t *slens,
+                                const uint32_t *recv_from, uint32_t n_recv,
+                                void *const *rbufs, const size_t *rlens,
+                                uint64_t deadline_ns, const char *what);
 
 /*
  * The ranks of one machine (NRTPY_EMU_CC_TRANSPORT=auto, up to
@@ -93,21 +103,34 @@ NRT_STATUS nrtemu__net_direct(const char *func, struct nrtemu_net *net,
                               uint64_t deadline_ns, bool *direct);
 
 /*
- * Reach `phase` (< 2^32 - 1) of collective `seq` and wait until the `g`
+ * Reach `phase` (< 2^32 - 1) of exchange `id` and wait until the `g`
  * ranks of `members` reach it too: yielding the core, then sleeping.  Every
  * write to this rank's area before it is seen by the members after theirs.
+ * At phase 0 the exchange's record goes on the board first, and a member
+ * whose record of that exchange differs fails it.
  * @return NRT_SUCCESS; NRT_TIMEOUT naming the missing ranks at
- *         `deadline_ns`; NRT_EXEC_HW_ERR_COLLECTIVES when a member died
- *         or the net failed (on any rank: the board carries the first
- *         reason to all).
+ *         `deadline_ns`; NRT_EXEC_HW_ERR_COLLECTIVES when a member died,
+ *         is at another exchange, or the net failed (on any rank: the
+ *         board carries the first reason to all).
  */
 NRT_STATUS nrtemu__net_sync(const char *func, struct nrtemu_net *net,
-                            const uint32_t *members, uint32_t g, uint64_t seq,
-                            uint32_t phase, uint64_t deadline_ns,
-                            const char *what);
+                            const uint32_t *members, uint32_t g,
+                            const struct nrtemu_cc_id *id, uint32_t phase,
+                            uint64_t deadline_ns, const char *what);
 
 /* Rank `rank`'s data area (*size bytes, 64-byte aligned); this rank
  * writes its own only. */
 void *nrtemu__net_area(struct nrtemu_net *net, uint32_t rank, size_t *size);
+
+/* Whether the net failed (for good).  Any thread, at any time. */
+bool nrtemu__net_failed(const struct nrtemu_net *net);
+
+/*
+ * In a forked child, the parent's net: close this process's copies of its
+ * descriptors (which ends nothing in the parent), leave its libfabric
+ * endpoint and board alone, and fail it, so that nothing here uses it.
+ * nrtemu__net_close() still frees it.
+ */
+void nrtemu__net_forget(struct nrtemu_net *net);
 
 #endif /* NRTEMU_NET_H */

@@ -284,6 +284,7 @@ nrt_close(void)
      * take rt.lock to say so, hence after the unlock. */
     nrtemu__async_close();
     nrtemu__global_comm_close();
+    nrtemu__communicators_close();
     nrtemu__log(NRTEMU_LOG_INFO, __func__, "runtime closed");
 }
 

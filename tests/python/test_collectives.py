@@ -682,20 +682,31 @@ def test_rank_claimed_after_the_world_assembled(tmp_path):
     assert elapsed(out) < 60 / 2
 
 
-def test_neff_mismatch_refused(tmp_path):
+def test_neff_mismatch_fails_both_ranks(tmp_path):
+    """Rank 0 executes one NEFF, rank 1 another: they meet (a rank's models
+    share its communicator), and the first exchange fails on both at once,
+    naming both models, long before the timeout."""
     xs = rank_inputs(2, (4,), np.float32)
-    a = compile_for(tmp_path, lambda x: nn.all_reduce(x), xs[0], 2)
-    b = compile_for(tmp_path, lambda x: nn.all_reduce(x, op="max"), xs[0], 2)
+
+    def sum_of(x):
+        return nn.all_reduce(x)
+
+    def max_of(x):
+        return nn.all_reduce(x, op="max")
+
+    a = compile_for(tmp_path, sum_of, xs[0], 2)
+    b = compile_for(tmp_path, max_of, xs[0], 2)
     root = f"127.0.0.1:{free_port()}"
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     procs = (launch(tmp_path / "a", a, xs, 2, machines=True, ranks=[0],
-                    root=root, timeout="3") +
+                    root=root, timeout="60") +
              launch(tmp_path / "b", b, xs, 2, machines=True, ranks=[1],
-                    root=root, timeout="3"))
-    (rc0, out0), (rc1, out1) = finish(procs)
-    assert rc1 == 3 and "another NEFF than rank 0" in out1, out1
-    assert rc0 == 3 and "rank 1 did not join" in out0, out0
+                    root=root, timeout="60"))
+    for rc, out in finish(procs):
+        assert rc == 3 and f"NrtError {NRT_EXEC_HW_ERR_COLLECTIVES}" in out, out
+        assert "model 'sum_of'" in out and "model 'max_of'" in out, out
+        assert elapsed(out) < 60 / 2
 
 
 @pytest.mark.parametrize("root, text", [
