@@ -562,14 +562,10 @@ comm_sync(const char *func, struct member *m, const uint32_t *members,
     c->slots[m->rank].progress = target;
     pthread_cond_broadcast(&c->cond);
     for (;;) {
-        bool all = true;
-        if (c->failed) {
-            /* while this rank waited: the same failure, said the same */
-            st = nrtemu__fail(c->failure_status, func, "rank %u: %.480s",
-                              m->rank, c->failure);
-            break;
-        }
-        for (uint32_t i = 0; i < g; i++) {
+        bool all = true, other = false;
+        /* (A member that left after it reached the phase counts: its
+         * progress stays.) */
+        for (uint32_t i = 0; i < g && !other; i++) {
             const struct slot *s = &c->slots[members[i]];
             if (phase == 0 && s->progress >= target &&
                 (s->progress > (seq + 1) * PHASES ||
@@ -579,15 +575,17 @@ comm_sync(const char *func, struct member *m, const uint32_t *members,
                 nrtemu__cc_id_mismatch(why, sizeof why, m->rank, id,
                                        members[i], &s->id);
                 comm_fail_locked(c, NRT_EXEC_HW_ERR_COLLECTIVES, why);
-                all = false;
-                break;
+                other = true;
             }
             all = all && s->progress >= target;
         }
-        if (c->failed) {
-            continue; /* reported above */
+        if (all && !other) {
+            break; /* (whatever failed since: this rank is through) */
         }
-        if (all) {
+        if (c->failed) {
+            /* while this rank waited: the same failure, said the same */
+            st = nrtemu__fail(c->failure_status, func, "rank %u: %.480s",
+                              m->rank, c->failure);
             break;
         }
         if (deadline_ns != 0) {

@@ -344,10 +344,13 @@ refuser_stop(struct nrtemu_net *net)
 
 /*
  * A failed net hangs up: its peers' connections end, so that every rank
- * waiting for this one fails at once rather than at its deadline (the
- * descriptors stay open until nrtemu__net_close()), after the reason when
- * they carry no data; and rank 0's rendezvous listener closes, so that
- * the address serves the next world.
+ * waiting for this one fails at once rather than at its deadline, after
+ * the reason when they carry no data; and rank 0's rendezvous listener
+ * closes, so that the address serves the next world.  Only the sending
+ * side ends: the descriptors stay open, to be drained by
+ * nrtemu__net_close() (a close with data unread would reset the
+ * connection, and the peer lose what this rank sent before, such as the
+ * header that tells it why).
  */
 static void
 net_hangup(struct nrtemu_net *net)
@@ -368,7 +371,7 @@ net_hangup(struct nrtemu_net *net)
             write_full(net->peers[k], notice, 12 + n,
                        nrtemu__monotonic_ns() + 100000000u);
         }
-        shutdown(net->peers[k], SHUT_RDWR);
+        shutdown(net->peers[k], SHUT_WR);
     }
     if (net->rank == 0 && net->root_fd >= 0) {
         refuser_stop(net);
@@ -565,9 +568,15 @@ fail:
     return st;
 }
 
+/* A failed net's close waits this long at most for its peers to hang up
+ * (net_hangup). */
+#define DRAIN_NS 200000000u
+
 void
 nrtemu__net_close(struct nrtemu_net *net)
 {
+    uint64_t drain;
+
     if (net == NULL) {
         return;
     }
@@ -583,10 +592,23 @@ nrtemu__net_close(struct nrtemu_net *net)
     if (net->data_fd >= 0) {
         close(net->data_fd);
     }
+    /* (after a failure: what the peers still send, until they hang up
+     * too, for a while: see net_hangup) */
+    drain = atomic_load(&net->failed) ? nrtemu__monotonic_ns() + DRAIN_NS : 0;
     for (uint32_t k = 0; net->peers != NULL && k < net->world; k++) {
-        if (net->peers[k] >= 0) {
-            close(net->peers[k]);
+        if (net->peers[k] < 0) {
+            continue;
         }
+        while (drain != 0) {
+            char junk[4096];
+            ssize_t n = recv(net->peers[k], junk, sizeof junk, MSG_DONTWAIT);
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+                (n < 0 && errno == EAGAIN &&
+                 wait_fd(net->peers[k], POLLIN, drain) <= 0)) {
+                break;
+            }
+        }
+        close(net->peers[k]);
     }
     nrtemu__fabric_close(net->fab);
     nrtemu__board_close(net->board);
@@ -1883,21 +1905,40 @@ nrtemu__net_exchange(const char *func, struct nrtemu_net *net,
     }
     while (left > 0) {
         int ready, wait_ms;
-        /* Receives first: a peer at another exchange that hung up has
-         * sent its header before (the reason to report). */
-        for (uint32_t i = n; i-- > 0;) {
+        for (uint32_t i = 0; i < n; i++) {
             int r;
             if (pf[i].fd < 0) {
                 continue;
             }
             r = xfer_step(net, &xs[i], rec);
             if (r < 0 && errno == EPROTO) {
+                /* The peer hears which exchange this rank is at before
+                 * the hang-up, when its header can still go. */
+                for (uint32_t j = 0; j < n_send; j++) {
+                    if (pf[j].fd >= 0 && xs[j].peer == xs[i].peer &&
+                        xs[j].done == 0) {
+                        xfer_step(net, &xs[j], rec);
+                    }
+                }
                 xfer_refused(net, &xs[i], id, what, why, sizeof why);
                 st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
                 goto done;
             }
             if (r < 0) {
-                st = peer_gone(func, net, xs[i].peer, what, strerror(errno));
+                int err = errno;
+                /* A peer at another exchange that hung up sent its header
+                 * before: the reason to report, when it came. */
+                for (uint32_t j = n_send; j < n; j++) {
+                    if (pf[j].fd >= 0 && xs[j].peer == xs[i].peer &&
+                        xs[j].done < DATA_HDR &&
+                        xfer_step(net, &xs[j], rec) < 0 && errno == EPROTO) {
+                        xfer_refused(net, &xs[j], id, what, why, sizeof why);
+                        st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES,
+                                      why);
+                        goto done;
+                    }
+                }
+                st = peer_gone(func, net, xs[i].peer, what, strerror(err));
                 goto done;
             }
             if (r == 1) {
@@ -2097,22 +2138,25 @@ nrtemu__net_sync(const char *func, struct nrtemu_net *net,
         uint32_t bell = nrtemu__board_bell(net->board);
         bool all = true;
         uint64_t now;
-        /* Another rank's failure; at the first phase, a member at another
-         * exchange of this number.  (A member may be collectives ahead,
-         * through ones whose groups leave this rank out: its records
-         * say.) */
-        st = board_check(func, net, UINT32_MAX, id);
-        for (uint32_t i = 0; phase == 0 && st == NRT_SUCCESS && i < g; i++) {
+        /* At the first phase, a member at another exchange of this
+         * number (a member may be collectives ahead, through ones whose
+         * groups leave this rank out: its records say); then, unless all
+         * are through, another rank's failure. */
+        for (uint32_t i = 0; phase == 0 && i < g; i++) {
             st = board_check(func, net, members[i], id);
-        }
-        if (st != NRT_SUCCESS) {
-            return st;
+            if (st != NRT_SUCCESS) {
+                return st;
+            }
         }
         for (uint32_t i = 0; i < g && all; i++) {
             all = nrtemu__board_progress(net->board, members[i]) >= target;
         }
         if (all) {
             break;
+        }
+        st = board_check(func, net, UINT32_MAX, id);
+        if (st != NRT_SUCCESS) {
+            return st;
         }
         now = nrtemu__monotonic_ns();
         if (yield_until == 0) {
