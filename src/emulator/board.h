@@ -2,9 +2,10 @@
  * board.h - the ranks of one machine that live in different processes
  * (internal; used by net.c only).
  *
- * A board is a POSIX shared-memory segment: one cache line per rank with
- * its progress counter, then one data area per rank that only that rank
- * writes and the others read.  Rank 0 creates it during the rendezvous
+ * A board is a POSIX shared-memory segment: cache lines of each rank's
+ * own with its progress counter and the records of its last exchanges
+ * (cc_id.h), then one data area per rank that only that rank writes and
+ * the others read.  Rank 0 creates it during the rendezvous
  * and unlinks its name once every rank has mapped it.  Ranks wait for
  * each other on the counters: yielding the core for a while, then a
  * futex on the board's bell, so that ranks oversubscribing the cores

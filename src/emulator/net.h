@@ -10,11 +10,11 @@
  * with a message to that rank) and, when the world is complete, sends
  * every rank the table of data addresses and closes the bootstrap
  * connections (its listener stays, with a thread that tells a rank that
- * comes later why it is refused, until the net closes).  The ranks then
- * connect pairwise (rank i to every j < i) and exchange the data of each
- * collective over these connections.  All of it happens at the rank's first
- * collective, so that ranks may load in any order, and the threads of one
- * process one after the other.
+ * comes later why it is refused, until the net closes or fails).  The
+ * ranks then connect pairwise (rank i to every j < i) and exchange the
+ * data of each collective over these connections.  All of it happens at
+ * the rank's first collective, so that ranks may load in any order, and
+ * the threads of one process one after the other.
  *
  * The hello also says which machine the rank is on (boot id and
  * NRTPY_EMU_NAMESPACE) and whether libfabric loads there (fabric.h).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -23,7 +24,7 @@ import pytest
 
 import cc_models_rank as cr
 from nrtpy import NrtError
-from support import child_env
+from support import child_env, run_python
 from test_collectives import (NRT_EXEC_HW_ERR_COLLECTIVES, elapsed,
                               free_port, machine_name)
 
@@ -167,3 +168,70 @@ def test_threads_that_run_other_models_fail(machine, tmp_path):
         assert e.status_code == NRT_EXEC_HW_ERR_COLLECTIVES
         assert "model 'cc_all_reduce'" in str(e), e
         assert "model 'cc_all_gather'" in str(e), e
+
+
+FORK_SCRIPT = textwrap.dedent(
+    """
+    import os, sys, tempfile, threading
+    from pathlib import Path
+    sys.path.insert(0, {tests!r})
+    import nrtpy
+    import cc_models_rank as cr
+    from nrtpy import NrtError, NrtpyModel
+
+    nrtpy.configure([0, 1])
+    neffs = cr.compile_all(Path(tempfile.mkdtemp()), 2)
+    ar = neffs / "cc_all_reduce.neff"
+
+    def world_runs():
+        # ranks 0 and 1 as threads of this process, meeting at the address
+        # (a Rank keeps the models: loaded once, the communicators stay)
+        errors = []
+        def work(r):
+            try:
+                for it in range(3):
+                    ranks[r].run("cc_all_reduce", it)
+            except BaseException as e:
+                errors.append(e)
+        ts = [threading.Thread(target=work, args=(r,)) for r in (0, 1)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert not errors, errors
+
+    ranks = [cr.Rank(neffs, r, 2, core=r) for r in (0, 1)]
+    world_runs()
+    pid = os.fork()
+    if pid == 0:
+        # The child inherits no communicator: a load of its own is a new
+        # rank 0 at the address, which the parent's holds.
+        nrtpy.reset()
+        nrtpy.configure([2, 3])
+        try:
+            NrtpyModel.load_from_neff(ar, core_id=0, cc_enabled=True,
+                                      rank_id=0, world_size=2)
+        except NrtError as e:
+            os._exit(0 if "rank 0 cannot listen" in str(e) else 2)
+        os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    # The parent's communicators are untouched by the child's.
+    world_runs()
+    print("ok")
+    """)
+
+
+def test_forked_child_inherits_no_communicator(tmp_path):
+    """A process with ranks 0 and 1 (threads) at NEURON_RT_ROOT_COMM_ID
+    forks: the child's load does not reuse the parent's communicator (it
+    is refused: the parent's rank 0 holds the address), and the parent's
+    ranks go on."""
+    proc = run_python(
+        FORK_SCRIPT.format(tests=str(RANK_SCRIPT.parent)), timeout=TIMEOUT,
+        NEURON_RT_ROOT_COMM_ID=f"127.0.0.1:{free_port()}",
+        NEURON_RT_EXEC_TIMEOUT=str(TIMEOUT),
+        NRTPY_EMU_INSTANCE="trn1.32xlarge",
+        NRTPY_EMU_NAMESPACE=machine_name("fork"))
+    assert proc.returncode == 0 and "ok" in proc.stdout, \
+        proc.stdout + proc.stderr
