@@ -32,7 +32,7 @@ struct nrtemu_cc_id {
 };
 
 /* The record on the wire and on the board: seq, model (big-endian), op,
- * name. */
+ * name.  The functions below are pure: any thread. */
 #define NRTEMU_CC_ID_WIRE 64
 
 void nrtemu__cc_id_encode(const struct nrtemu_cc_id *id,

@@ -98,8 +98,8 @@ static struct comm *comms;
 void
 nrtemu__collective_atfork(enum nrtemu_fork_phase phase)
 {
-    /* join_lock is not held across fork(): a rank 0 may wait minutes for
-     * its address.  The child keeps nothing of the parent's
+    /* join_lock is not held across fork(): a join may wait for rank 0 until
+     * its load's deadline.  The child keeps nothing of the parent's
      * communicators: its memberships end here, without a word to the
      * parent's peers (the descriptors closed are copies), and its models
      * (of the parent's runtime, which the child cannot use) only drop

@@ -164,9 +164,9 @@ nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
 void
 nrtemu__collective_host_atfork(enum nrtemu_fork_phase phase)
 {
-    /* global_lock is not held across fork(): a join may wait minutes for
-     * rank 0.  The child forgets the parent's memberships (collective.c
-     * ends them there; their handles are left as they are). */
+    /* global_lock is not held across fork(): a join may wait for rank 0
+     * until its deadline.  The child forgets the parent's memberships
+     * (collective.c ends them there; their handles are left as they are). */
     if (phase == NRTEMU_FORK_CHILD) {
         pthread_mutex_init(&global_lock, NULL);
         memset(global_ranks, 0, sizeof global_ranks);
