@@ -63,8 +63,8 @@ codes16_put(uint16_t *p, __mmask16 m, __m256i h)
 }
 
 /* The float32 lanes v rounded to the codes of lanes m, stored to p.
- * (Zen 4 runs a masked vpmovdw to memory at a fraction of the speed of
- * a permute and a plain store: the codes are put together in a
+ * (Some CPUs run a masked vpmovdw to memory at a fraction of the speed
+ * of a permute and a plain store: the codes are put together in a
  * register, and a whole step is stored unmasked.) */
 CODES16_TARGET static inline __attribute__((always_inline)) void
 codes16_store(uint16_t *p, __mmask16 m, __m512 v, bool half)

@@ -552,11 +552,9 @@ DEFINE_FLOAT_KERNELS(f64, double, exp, log, tanh, F64_SQRT, floor, ceil, pow,
  * floor of fl(a / b) are those of a / b; and fmod's a - q b is exact in
  * float32 (q < 2^12 and b's 11 bits: 24 bits in all).  From there the
  * rules of DEFINE_FLOAT_DIVMOD (kernel_math.h), so the results are the
- * float32 kernel's, bit for bit, whose float64 quotients took twice as
- * long or more (a bfloat16 op of 64K elements: mod 1.7, floor_divide
- * 0.69, rem 0.84 ns an element, against 0.48, 0.36, 0.39 here).  A chunk
- * with any other pair goes through the float32 kernel.  Returns false for
- * other ops.
+ * float32 kernel's, bit for bit, whose float64 quotients (half the lanes
+ * a vector) are much slower.  A chunk with any other pair goes through
+ * the float32 kernel.  Returns false for other ops.
  */
 #define NARROW_DIVMOD_OK(x, y)                             \
     ((__builtin_fabsf(x) < 0x1p12f * __builtin_fabsf(y)) & \
@@ -631,10 +629,10 @@ narrow_divmod(enum nrtemu_op op, size_t n, const float *a, bool sa,
  * narrow_divmod over bfloat16 codes, converting in its loop (bfloat16 to
  * float32 is a shift; back, nrtemu__float_to_bfloat16, both inline): the same
  * bits as load_f32, narrow_divmod and store_f32 in the driver's blocks
- * (convert.c), without the float32 blocks in between, which took half
- * the time of 2048 x 2048 bfloat16 mod.  With AVX-512 kernel_binary16.c runs
- * these ops of both dtypes first, converting in registers; this loop is for
- * the other CPUs and the builds without CPU dispatch.
+ * (convert.c), without the float32 blocks in between, which take a large
+ * share of the op's time.  With AVX-512 kernel_binary16.c runs these ops of
+ * both dtypes first, converting in registers; this loop is for the other CPUs
+ * and the builds without CPU dispatch.
  */
 NRTEMU_MULTIVERSION
 static void
@@ -1091,9 +1089,8 @@ logical(enum nrtemu_op op, size_t n, const uint8_t *a, bool sa,
  * of each element is tested where it is read, as the conversion to bool
  * tests it (any bit but a float's sign, so -0.0 is false and NaN true),
  * in one pass over the elements instead of a conversion of each operand
- * and a pass over the bytes, block by block: a call of 64 x 64 int32
- * logical_or through nrtpy went from 0.87 to 0.68 us, logical_xor from
- * 0.93 to 0.70 (NumPy: 0.88 and 0.93).
+ * and a pass over the bytes, block by block, whose extra passes show even
+ * in small calls.
  */
 #define LOGICAL_TRUTH_LOOP(T, MASK)                                          \
     do {                                                                     \
@@ -1239,9 +1236,8 @@ bitwise32(enum nrtemu_op op, size_t n, const uint32_t *a, bool sa,
 
 /* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar.
  * Both are read whatever c says: `c[i] ? x[i] : y[i]` reads one, which
- * GCC vectorises as two loads masked by c, and on the Zen 5 here masked
- * loads from memory run at half speed or less (simd_tail.h): 2048 x
- * 2048 float32 2.5 ms against 1.6 with plain loads and a blend. */
+ * GCC vectorises as two loads masked by c, and masked loads from memory
+ * are much slower than plain loads and a blend (simd_tail.h). */
 #define DEFINE_WHERE(SFX, T)                                        \
     NRTEMU_MULTIVERSION                                             \
     static void SFX##_where(size_t n, const uint8_t *c, const T *x, \

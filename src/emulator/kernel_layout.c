@@ -207,7 +207,8 @@ copy_run(char *dst, const char *src, ptrdiff_t stride, size_t n, size_t size)
  * of src, interleaving, 16-byte stores into the rows of dst (with AVX2,
  * two such blocks at once and 32-byte stores).  What is left at the
  * edges of a tile goes element by element.  Non-temporal stores of the
- * output were tried and measured slower on the 2048 x 2048 cases.
+ * output measured slower in this order (transpose_bands has one for
+ * them).
  */
 
 /* Side of a tile in elements, by item size: a tile of 8 to 16 KiB, half
@@ -355,7 +356,7 @@ block_avx2(char *dst, ptrdiff_t dstep, const char *src, ptrdiff_t sstep,
  * first copied, row by row, into a contiguous buffer; while copying a
  * row, the matching row of the next tile is prefetched (each row is a
  * page of its own there, which the hardware prefetchers do not cross;
- * measured: 20-30% faster at 2048 x 2048).  In a tile, blocks of VR x VC
+ * measured faster on large planes).  In a tile, blocks of VR x VC
  * items go by BLOCK (none when VR is 0), the rest item by item.
  */
 #define DEFINE_TRANSPOSE_2D(NAME, SIZE, T, ATTR, BLOCK, VR, VC)              \
@@ -437,11 +438,11 @@ DEFINE_TRANSPOSE_2D(avx2_1, 1, uint8_t, ATTR_AVX2, block_avx2, 16, 32)
 /*
  * 4- and 2-byte items with AVX2: 8 x 8 blocks (eight 32-byte rows of src in,
  * eight 32-byte rows of dst out, three rounds of shuffles) over tiles of
- * TILE_AVX2 a side, without staging.  Measured at 2048 x 2048 float32:
- * 2.0-2.6 ms against 8-14 ms for the 4 x 4 blocks of 64-item staged tiles
- * (memcpy of the same bytes: 1.6-2.1 ms): a 32-byte run of each src row
- * per block, and whole 512-byte runs of dst rows per tile row, keep the
- * hardware prefetchers on both sides.
+ * TILE_AVX2 a side, without staging: several times faster than the 4 x 4
+ * blocks of 64-item staged tiles, and close to a memcpy of the same
+ * bytes, as a 32-byte run of each src row per block, and whole 512-byte
+ * runs of dst rows per tile row, keep the hardware prefetchers on both
+ * sides.
  */
 #define TILE_AVX2 128
 
@@ -625,8 +626,8 @@ rows_8_2(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs, uint64_t r,
     }
 }
 
-/* transpose_2d_2 in 16 x 16 blocks (measured at 2048 x 2048, one thread:
- * 0.96-1.16 against 1.62 ms for 8 x 8 ones), the edges in 8 x 8 blocks. */
+/* transpose_2d_2 in 16 x 16 blocks (measured faster than 8 x 8 ones), the
+ * edges in 8 x 8 blocks. */
 static ATTR_AVX2 void
 transpose_2d_avx2_2(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
                     uint64_t R, uint64_t C)
@@ -671,11 +672,10 @@ DEFINE_TRANSPOSE_2D(avx2_8, 8, uint64_t, ATTR_AVX2, block_avx2, 2, 4)
  * line of src is read once and each line of dst written once, where the
  * 16- and 32-byte pieces of transpose_2d_avx2_1 come back to a line
  * several times: with rows 2048 bytes apart (2048 x 2048 fp8) all fall
- * into two sets of the L1 cache, and are evicted in between.  Measured
- * at 2048 x 2048 (nrtemu__kernel_transpose, two threads): 0.29-0.31
- * against 0.64-0.80 ms; rows that are not whole lines apart were slower
- * than by transpose_2d_avx2_1 (3001 x 3001: 2.7-3.0 against 1.5-2.0 ms)
- * and stay with it, as do the edges of the plane.
+ * into two sets of the L1 cache, and are evicted in between: there the
+ * squares are much faster.  Rows that are not whole lines apart are
+ * slower this way than by transpose_2d_avx2_1 and stay with it, as do
+ * the edges of the plane.
  */
 #define ATTR_AVX512 __attribute__((target("avx512f,avx512bw")))
 
@@ -815,29 +815,18 @@ square_lines(char *dst, ptrdiff_t drs, const char *src, ptrdiff_t srs,
  * squares (transpose_bands) by bands of S = 64 / size rows of src: each
  * band is one run of memory, read square by square along it while the
  * next band is prefetched in memory order, and its squares go to dst, S
- * whole lines in S rows, with non-temporal stores.  The call is cold in the
- * bench (its operands evicted by NumPy's phase): the tiles of
- * transpose_2d read a strip of 64 or 256 bytes of each row of src, 2 KiB
- * apart at 2048 x 2048, which the prefetchers do not follow, and every
- * line of dst is first read from memory (write-allocate).  Measured at
- * 2048 x 2048 through nrtpy, 96 MiB copied before each cold call, three
- * warm calls after it, of 30-40, ranges over two or three runs (us):
- *
- *                        cold before  cold after  warm before  warm after
- *   two threads, minimum 546-579      371-400     169-208      167-183
- *                median  867-996      565-584     542-627      333-363
- *   one thread,  minimum 490-534      350-355     294-307      321-323
- *                median  622-639      385-390     439-456      330-331
- *
- * The same order with plain stores was slower cold (668-685 us) and
- * warm; the huge pages of the tensors (host_memory.c) leave the TLB out
- * of it (touching every page of both before a cold call changed it
- * little).  2- and 4-byte items went by the 16 x 16 and 8 x 8 blocks of
- * transpose_2d (32-byte pieces of dst lines, each line read first):
- * through nrtpy at 2048 x 2048 after a 64 MiB copy, medians of 4
- * interleaved runs, by bands float32 1512 -> 1058 us, int32 1414 -> 1015,
- * bfloat16 955 -> 613, float16 866 -> 593 (np.copyto of the same bytes:
- * about 1150 and 600).
+ * whole lines in S rows, with non-temporal stores.  Such a call is
+ * usually cold (its operands out of the caches): the tiles of
+ * transpose_2d read a strip of 64 or 256 bytes of each row of src, rows
+ * some KiB apart, which the prefetchers do not follow, and every line of
+ * dst is first read from memory (write-allocate).  By bands the median
+ * call is faster, cold and warm, on one thread and on two, for 1-byte
+ * items as for the 2- and 4-byte ones that transpose_2d takes by 16 x 16
+ * and 8 x 8 blocks (32-byte pieces of dst lines, each line read first),
+ * and about as fast as np.copyto of the same bytes.  The same order with
+ * plain stores is slower, cold and warm; the huge pages of the tensors
+ * (host_memory.c) leave the TLB out of it (touching every page of both
+ * before a cold call changes it little).
  */
 static ATTR_AVX512 void
 transpose_bands_avx512(char *dst, ptrdiff_t drs, const char *src,
@@ -1081,9 +1070,8 @@ gather_transposed(const struct kiter *it, int p, char *dst, const char *src,
 }
 
 /* memcpy out of line: inlined with the bound RUN_PREFETCH known, GCC
- * made it rep movsq, which took 2048-byte runs at two thirds of the
- * speed of the C library's vector copy (a broadcast of a 2048-byte fp8
- * row to 2048 rows: 100 us against NumPy's 75). */
+ * makes it rep movsq, which copies runs of a few KiB slower than the C
+ * library's vector copy. */
 __attribute__((noinline)) static void
 copy_bytes(char *dst, const char *src, size_t n)
 {
@@ -1091,9 +1079,8 @@ copy_bytes(char *dst, const char *src, size_t n)
 }
 
 /* Contiguous runs up to this many bytes are prefetched one ahead by
- * gather (measured: 1.7x faster on a 64x256x256 float32 permutation
- * keeping the last axis; longer runs are left to memcpy and the hardware
- * prefetchers). */
+ * gather (measured faster on permutations that keep a short last axis;
+ * longer runs are left to memcpy and the hardware prefetchers). */
 #define RUN_PREFETCH 4096
 
 /*
@@ -1171,9 +1158,9 @@ gather_serial(const struct nrtemu_array *out, const char *src,
  * Layout ops whose out has at least LAYOUT_SPLIT_MIN bytes run on the
  * worker pool, LAYOUT_PER_THREAD pieces of the out per thread
  * (kernel_split.h), claimed by the threads as they come: they only move
- * bytes, so pieces are as exact as one pass.  Below it (a copy of 1 MiB
- * takes some 40 us), waking the pool costs about what a second thread
- * saves.
+ * bytes, so pieces are as exact as one pass.  Below it, where a copy takes
+ * little longer than a parked worker takes to wake, waking the pool costs
+ * about what a second thread saves.
  */
 #ifndef LAYOUT_SPLIT_MIN
 #define LAYOUT_SPLIT_MIN ((size_t)1 << 20)

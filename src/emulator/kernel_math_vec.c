@@ -38,8 +38,8 @@
  * its argument, which GCC would otherwise push through the formula as
  * blends of constants.  The results go straight to the output unless it
  * overlaps the operand (the only overlap allowed is o == a), whose
- * elements the slow path may still need: copying a chunk out costs about
- * 0.08 ns an element, a tenth of a fast formula.
+ * elements the slow path may still need: copying a chunk out costs a
+ * small fraction of a fast formula.
  */
 #define VEC_ARG_GUARDED(ok, v) ((ok) ? (v) : 1)
 #define VEC_ARG_ANY(ok, v) (v)
@@ -292,14 +292,13 @@ log1p_f32(float x)
  * a^(-1/3) from the exponent trick (a third of the bits of a, taken
  * through a float: 4%) and one step of the series w (1 - e)^(-1/3) =
  * w (1 + e/3 + 2e^2/9 + 14e^3/81 + ...), e = 1 - a w^3, cut after e^3
- * (-> 3e-5; two operations fewer than the two Newton steps it replaced,
- * -> 2e-3 -> 7e-6: 1.46 us for 4096 elements against 1.57, one thread),
- * then y = a w^2 and one Newton step for y, y - (y^3 - a) w^2 / 3
- * (1/(3 y^2) = w^2 / 3), with y^3 - a in one rounding (FMA): the step
- * leaves about 2^-26, and the rounding of y^2 and of the step about 0.3
- * ulp: at most 0.81 ulp, checked on every float32 (with FMA for y^3 - a,
- * the other steps contracted or not).  For |x| in [2^-100, 2^126]
- * (y^3 - a stays normal) and zeros; the rest takes kmath_cbrt().
+ * (-> 3e-5; two operations fewer, and faster, than two Newton steps, -> 2e-3
+ * -> 7e-6), then y = a w^2 and one Newton step for y, y - (y^3 - a) w^2 / 3
+ * (1/(3 y^2) = w^2 / 3), with y^3 - a in one rounding (FMA): the step leaves
+ * about 2^-26, and the rounding of y^2 and of the step about 0.3 ulp: at most
+ * 0.81 ulp, checked on every float32 (with FMA for y^3 - a, the other steps
+ * contracted or not).  For |x| in [2^-100, 2^126] (y^3 - a stays normal) and
+ * zeros; the rest takes kmath_cbrt().
  */
 NRTEMU_INLINE float
 cbrt_f32(float x)
@@ -399,9 +398,9 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
  * float32's rounding of r and of the series: at most 1.001 ulp of the
  * exact power, measured on 2^25 arguments from 0.5 to 2 and with |p| up
  * to 150, and never more than one float from the correctly rounded power
- * (powf of glibc: 0.82 ulp; the float64 formula this replaces: 0.5).
- * With AVX-512 the op takes pow_f32_avx512() below instead (a table-driven
- * formula, 0.67 ulp, in 0.8 of the time).
+ * (powf of glibc: 0.82 ulp; a float64 formula: 0.5).  With AVX-512 the
+ * op takes pow_f32_avx512() below instead (a table-driven formula, 0.67
+ * ulp, and faster).
  */
 #define POW_K_HI 0x1.715476p+1f /* 2 / ln 2 = K_HI + K_LO */
 #define POW_K_LO 0x1.4ae0cp-25f
@@ -677,8 +676,8 @@ npow_16(__m512 x, __m512 y, const __m512 *t, uint32_t m_bits,
  * At most 0.68 ulp of the exact power, measured on 2^25 arguments (x
  * in every binade with |p| up to 150, x near 1 with |y| up to 10^7, x
  * from 0.5 to 2, any bit patterns), 99.7% correctly rounded, against
- * 1.001 ulp for vmath_f32_pow()'s formula, in 0.8 of its time.  x not
- * positive normal, y infinite or NaN, |p| >= 125: powf.
+ * 1.001 ulp for vmath_f32_pow()'s formula, and faster.  x not positive normal,
+ * y infinite or NaN, |p| >= 125: powf.
  */
 #define NPOW_K_HI 0x1.715476p+0f /* 1 / ln 2 = K_HI + K_LO */
 #define NPOW_K_LO 0x1.4ae0cp-26f
@@ -784,7 +783,7 @@ pow_f32_avx512(size_t n, const float *a, bool sa, const float *b, bool sb,
     __m512 t[12];
     npow_load(t);
     /* whole vectors with plain loads and stores, then the tail masked
-     * (4096 elements, one thread: 2.78 us against 2.94 all masked) */
+     * (faster than masking every step: simd_tail.h) */
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 x = sa ? _mm512_set1_ps(a[0]) : _mm512_loadu_ps(a + i);
@@ -835,9 +834,8 @@ npow_run(size_t n, const float *a, bool sa, const float *b, bool sb, float *o,
  * (Fast2Sum: |H| >= |r| for every interval, or H = 0); everything else is
  * below 2^-6 of the result and rounds there.  At most 0.661 ulp of the
  * exact value on every float32 above -1, 99.83% correctly rounded
- * (log1p_f32(): 1.24 ulp, 99.63%), in 0.64 of log1p_f32()'s time (no
- * division; 4096 elements, one thread: 1.41 us against 2.20); -1 and
- * below, infinities and NaN take kmath_log1p().  c: the integer
+ * (log1p_f32(): 1.24 ulp, 99.63%), and faster than log1p_f32() (no division);
+ * -1 and below, infinities and NaN take kmath_log1p().  c: the integer
  * constants, which the loop holds in registers (see log1p_f32_avx512).
  */
 static struct {
@@ -923,8 +921,7 @@ log1p_f32_avx512(size_t n, const float *a, float *o)
     }
     /* The integer constants, opaque to GCC: built once rather than
      * broadcast from a general register in every iteration, which GCC
-     * does for want of registers (the tables hold six): 1.41 us for 4096
-     * elements against 1.65. */
+     * does for want of registers (the tables hold six), at a cost in time. */
     __m512i c[5] = {
         _mm512_set1_epi32((int)NPOW_OFF), _mm512_set1_epi32((int)0xff800000u),
         _mm512_set1_epi32(0x00800000), _mm512_set1_epi32(0x7f000000),
@@ -957,8 +954,8 @@ log1p_f32_avx512(size_t n, const float *a, float *o)
  * bits, checked on every float32), without what GCC adds around them
  * there: F32_CBRT_OK on masks rather than a flag per lane, g a max rather
  * than a select that GCC pushes through the formula, plain loads and
- * stores for whole vectors (4096 elements, one thread: 1.23 us against
- * 1.40).  *ok gets the lanes of F32_CBRT_OK.
+ * stores for whole vectors, and so faster.  *ok gets the lanes of
+ * F32_CBRT_OK.
  */
 NPOW_TARGET static inline __attribute__((always_inline)) __m512
 cbrt16_f32(__m512 x, __mmask16 *ok)
@@ -1030,10 +1027,8 @@ npow_f16(size_t n, const float *a, bool sa, const float *b, bool sb, float *o)
 /*
  * npow_run over two arrays of float16 (`half`) or bfloat16 codes, results
  * as codes: the conversions in registers (kernel_codes16.h), where the
- * driver's float32 blocks on either side added to the power's time
- * (2048 x 2048 a ** b, one thread: float16 0.99 ns an element, bfloat16
- * 0.91, against 0.70 and 0.59 here, two steps a branch included).  The
- * same lanes take pow16_f32_store, so the same bits.
+ * driver's float32 blocks on either side add passes over memory to the
+ * power's time.  The same lanes take pow16_f32_store, so the same bits.
  */
 /* The codes of one step of npow_codes: r where no lane is bad, the
  * float32 op on the bad lanes. */
@@ -1172,8 +1167,8 @@ divmod_f32_ok32(float x, float y)
  * y's side of zero: either r already is NumPy's result, fmod's + y
  * (exact, hence what f32_mod's rounded sum gives), or it takes + y, which
  * gives fmod's result back exactly.  So no correction is needed, and
- * the float64 division of rem_f64_of_f32() goes (Zen 4, one thread: 1.7
- * ns an element for mod against 0.6 for add; 0.7 this way).  The sign
+ * the float64 division of rem_f64_of_f32() goes, which makes mod several
+ * times slower than add: this way mod costs about what add does.  The sign
  * tests are on the bits and the selects on integers: GCC 12 vectorises
  * no loop that mixes float and integer conditions.  Same bits as the
  * float64 formula on 1.6e8 random, near-integer-quotient and
@@ -1724,7 +1719,7 @@ vmath_f64_sincos(size_t n, const double *a, double *o, uint32_t shift)
  * NumPy computes these ops on int32 in float64.  Here the conversion of
  * each chunk is part of the vector loop, instead of a pass of the
  * kernel's driver over a block of scratch, and a whole run is one call
- * (streamed when the driver asks), where the driver's calls took
+ * (streamed when the driver asks), where the driver's calls take
  * KSTREAM_BLOCK bytes, 128 results, each: the calls cost as much as the
  * math.  The caller makes sure o does not overlap a.  That every operand
  * is an integer of at most 2^31 in magnitude drops checks:
@@ -2167,12 +2162,11 @@ i32_pow(size_t n, const int32_t *a, bool sa, const int32_t *b, bool sb,
 /*
  * i32_pow with AVX-512, 64 elements at a time in registers.  GCC
  * vectorises i32_pow's loops, but each pass over the bits loads and
- * stores the chunk's three arrays: 2.3 ms for 2048 x 2048 int32
- * exponents below 100 on two threads, three times an int32 add's 0.7.
- * Here the bits of the four vectors' largest exponent are walked with
- * base and result in registers, four independent products in flight.
- * The same x^y mod 2^32 for every lane (a product of the same factors),
- * and the same results for negative exponents.
+ * stores the chunk's three arrays, which makes it several times slower than an
+ * int32 add.  Here the bits of the four vectors' largest exponent are walked
+ * with base and result in registers, four independent products in flight.
+ * The same x^y mod 2^32 for every lane (a product of the same factors), and
+ * the same results for negative exponents.
  */
 #define I32_POW_VECS 4
 

@@ -45,11 +45,11 @@
 /* Products under this many multiply-adds run on the calling thread. */
 #define THREAD_MIN_WORK ((uint64_t)1 << 22)
 
-/* Blocking in elements, measured on Zen 4 (32 KiB L1, 1 MiB L2 per core):
- * an MR x KC sliver of A and the tile's lines of B stream through L1, the
- * MC x KC block of A (216 KiB) stays in L2, the KC x NC panel of B in L3.
- * KC 384 to 512 run alike; 256 lost 3-8% on 1024^3 and 2048^3 to the
- * extra passes over C. */
+/* Blocking in elements, for cores of 32 KiB L1 and 1 MiB L2: an MR x KC
+ * sliver of A and the tile's lines of B stream through L1, the MC x KC
+ * block of A (216 KiB) stays in L2, the KC x NC panel of B in L3.  KC
+ * 384 to 512 run alike; 256 is slower on large products for the extra
+ * passes over C. */
 #define KC 384
 #define MC 144
 #define NC 3072
@@ -559,10 +559,9 @@ gemm_is_small(const struct gemm_args *g, size_t esize)
                         /* B is packed a sliver at a time, as the first       \
                          * block of A meets it, and the tiles of that block   \
                          * share the prefetching of the next sliver's rows    \
-                         * from memory: a product of few rows (64 x 4096 x    \
-                         * 11008) would otherwise wait for all of B, one      \
-                         * sliver after the other, and compute only between   \
-                         * (12% of its time). */                              \
+                         * from memory: a product of few rows would           \
+                         * otherwise wait for all of B, one sliver after the  \
+                         * other, and compute only in between. */             \
                         const char *pf = B;                                   \
                         size_t share = 0, nn = 0;                             \
                         if (ic == 0) {                                        \
@@ -789,10 +788,10 @@ DEFINE_GEMV(sh, float, uint16_t, f16_f, 16, NRTEMU_MULTIVERSION)
 #if NRTEMU_X86_CLONES
 /*
  * float16 operands decoded by vcvtph2ps, 16 at a time: the plain-vector
- * decode (DEFINE_F16_DECODE, about eight operations a vector) bounded the
- * float16 GEMV by its instructions, 1 x 4096 x 4096 taking 1.55 ms
- * against 1.4 for float32's twice the bytes.  The same float32 values
- * (NaNs quiet with their payload), so the same results bit for bit.
+ * decode (DEFINE_F16_DECODE, about eight operations a vector) made the
+ * float16 GEMV instruction-bound rather than memory-bound, slower than
+ * float32's with twice the bytes.  The same float32 values (NaNs quiet with
+ * their payload), so the same results bit for bit.
  */
 #define GV_F16C_TARGET __attribute__((target("avx512f,f16c")))
 
@@ -924,8 +923,7 @@ struct task {
  * The sizes in locals and the pointers restrict: otherwise the compiler
  * must assume that a store to C changes g->N or B (C, B and the sizes
  * are all 64-bit integers) and reloads them for every element, with no
- * vectors (64 x 64 x 64: 115 us against 8, one thread, Zen 4).
- * Multiversioned for AVX-512's 64-bit multiply (vpmullq). */
+ * vectors.  Multiversioned for AVX-512's 64-bit multiply (vpmullq). */
 NRTEMU_MULTIVERSION static void
 int_gemm(const struct gemm_args *g)
 {
@@ -982,10 +980,9 @@ task_run(void *arg, uint32_t index)
  * A large vector x matrix product (M == 1, one of a batch) split by depth
  * into two halves, each split by columns between threads: each thread
  * then streams whole rows of B, contiguous memory, where a split by
- * columns alone has every thread read part of each row (half the memory
- * bandwidth on 1 x 4096 x 4096 float32, two threads on Zen 4).  The
- * halves' sums are added once both are done, so the result depends on
- * the shape only, not on the threads.
+ * columns alone has every thread read part of each row, and reach only part of
+ * the memory's bandwidth.  The halves' sums are added once both are done, so
+ * the result depends on the shape only, not on the threads.
  */
 #define SPLIT_MIN_K 512
 #define SPLIT_MIN_N 64

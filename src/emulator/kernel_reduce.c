@@ -470,9 +470,8 @@ DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
 /*
  * The int64 sum or product of a row of int32, widened as it is read:
  * what i64_row gives once the row is widened into a window (wrapping sums
- * and products do not depend on the order), in one pass.  2048 x 2048
- * int32 summed over axis 1 on one thread, in a loop: 195 us, against 495
- * through the window and float32's 237 in place.
+ * and products do not depend on the order), in one pass: faster than
+ * through the window, and no slower than a float32 sum in place.
  */
 NRTEMU_MULTIVERSION
 static int64_t
@@ -673,10 +672,8 @@ widen_fp8(float *restrict d, const uint8_t *restrict s, size_t n,
  * 2^(15 - bias) widen it exactly, with no float32 subnormal on the way
  * (and vcvtph2ps ignores denormals-are-zero); the infinity and NaN codes
  * become float16's (0x7c00, and 0x7e00: the quiet NaN of narrow_widen).
- * 16 codes a step, about 17 instructions, where GCC's v3 clone of
- * widen_fp8 takes about 40 for 8 and spills (measured on the Zen 3 here,
- * np.sum(a, axis=1) of 2048 x 2048 e4m3 on two cores: 1622 -> 863 us).
- * Returns the count done (whole steps).
+ * 16 codes a step, about 17 instructions, where GCC's v3 clone of widen_fp8
+ * takes about 40 for 8 and spills.  Returns the count done (whole steps).
  */
 __attribute__((target("avx2,f16c"))) static size_t
 widen_fp8_f16c(float *restrict d, const uint8_t *restrict s, size_t n,
@@ -733,9 +730,8 @@ cpu_has_f16c(void)
  * and the low byte of that bfloat16 for 64 codes at a time, from tables
  * of narrow_widen's results over the 128 magnitudes; a two-source byte
  * permute (vpermt2b, zeroing the two low bytes) per 16 results puts them
- * together as float32: 6 permutes for 64 codes (measured: 223 us against
- * 235 us with the 9 of a vpermb and six unpacks, for the sum of 2048 x
- * 2048 e4m3 over axis 0 on one thread).
+ * together as float32: 6 permutes for 64 codes, measured faster than the
+ * 9 of a vpermb and six unpacks.
  */
 #if NRTEMU_X86_CLONES
 #define WIDE __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
@@ -912,12 +908,8 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
  * time, in the order of memory, each prefetching the run PREFETCH_ROWS
  * rows ahead whatever its length: the input streams from memory faster
  * so than as 8 runs of a few KiB apart, which the hardware prefetchers
- * follow poorly, and the accumulators are in L1 either way.  Measured on
- * the Zen 5 VM here, 2048 x 2048 over axis 0 after a 64 MiB copy, two
- * threads: float16 sums 300-430 us by 8 rows against 170-240 by one
- * (a standalone loop); through nrtpy, median of 4 interleaved runs, sums
- * of float16 499 -> 401 us, bfloat16 486 -> 424, max of bfloat16 567 ->
- * 431, fp8 243 -> 204; float32 by one row was no faster (683 -> 719).
+ * follow poorly, and the accumulators are in L1 either way.  float32 rows
+ * gain nothing by going one at a time, and keep WIDE_SWEEP.
  */
 #define WIDE_SWEEP 8
 #define WIDE_SWEEP_OF(ES) ((ES) > 2 ? WIDE_SWEEP : 1)
@@ -965,8 +957,8 @@ wide_load_fp8(const void *x, uint64_t i, __mmask64 m, const struct wide_tab *c,
 
 /* NAME##_op is inlined once per op, so that the op, and the mask of the
  * whole steps, are constants in its loops: with both tested in the loop
- * (a switch, and each quarter's mask) a float32 product of 2048 x 2048
- * over axis 0 took 1.5 times as long as the sum, out of cache. */
+ * (a switch, and each quarter's mask) a float32 product over axis 0 is
+ * much slower than the sum, out of cache. */
 #define WIDE_FOLD_SWEEP(NAME, LOAD, ES)                                   \
     WIDE static inline __attribute__((always_inline)) void NAME##_op(     \
         const enum nrtemu_op op, uint64_t n, uint64_t g, uint64_t stride, \
@@ -1253,10 +1245,9 @@ wide_row_leaves_fp8(int K, uint64_t n, const uint8_t *x,
     }
     /* Each step prefetches K lines of the K leaves that follow (the next
      * row's, in a sum of rows), in the order of memory: the K streams of
-     * the loads, n bytes apart, read out of memory slower than one
-     * (2048-byte rows on one thread, input out of cache: 555 us a call
-     * without a prefetch, 255-265 with the next row's lines prefetched at
-     * once, 244-254 spread so, against 294 one leaf at a time).  (A
+     * the loads, n bytes apart, read out of memory slower than one, and
+     * much slower without a prefetch; prefetches spread over the steps
+     * beat the next row's lines all at once, and one leaf at a time.  (A
      * prefetch past the input's end faults nowhere.) */
     for (uint64_t i = 0; i < n; i += 64) {
         for (int k = 0; k < K; k++) {
@@ -1423,8 +1414,8 @@ fp8_nan_above(enum nrtemu_dtype dt)
  * into unsure[] (one mask per 64 columns).  BYTES_ROWS rows at a time go
  * across all the columns, their accumulators in st (in L1) between: the
  * input is read in the order of memory, which the hardware prefetchers
- * follow (measured, 2048 x 2048 e4m3 over axis 0, an input out of L2:
- * runs of 256 columns down all the rows at a time took 3-5 times longer).
+ * follow (runs of 256 columns down all the rows at a time, with an input
+ * out of L2, are several times slower).
  */
 #define BYTES_ROWS 16
 #define BYTES_CHUNK 2048
@@ -1606,8 +1597,7 @@ bytes_arg_row(bool ismax, uint64_t n, const uint8_t *x, uint8_t nan_above)
  * of the extreme key is the first NaN, else the first extreme: the
  * widened row's SFX##_arg_row result.  One pass for the extreme key and
  * one, stopping at it, for its index, with no float32 copy of the row (the
- * copy and the float32 pass took 80% of a float16 argmax over the rows of
- * 2048 x 2048).
+ * copy and the float32 pass would be most of a float16 argmax's time).
  */
 /*
  * The order of fp8 codes for argmax/argmin as signed bytes (bytes_key),
@@ -1731,12 +1721,11 @@ bytes_at_flush(uint32_t *at, uint64_t n, const uint8_t *a8, uint64_t *taken,
  * across the columns, in the order of memory, the keys, the rows' offsets
  * within blocks of BYTES_BLOCK rows (bytes) and which columns took one in
  * the block held in L1 between; the offsets go to `at` at the end of each
- * block.  (Measured on 2048 x 2048 e4m3 over axis 0, one thread, the input
- * out of the caches: 260-300 us against 350-470 with bytes_columns_ext's
- * 16 rows at a time, whose 16 streams 2 KiB apart the hardware prefetchers
- * follow poorly; with the input in cache, 143 against 131 us.  A column
- * takes a row's key seldom after its first rows, so the stores of the
- * keys and offsets are skipped for runs of 64 columns that take none.)
+ * block.  (Faster, with the input out of the caches, than bytes_columns_ext's
+ * 16 rows at a time, whose 16 streams a row apart the hardware prefetchers
+ * follow poorly; a little slower with the input in cache.  A column takes a
+ * row's key seldom after its first rows, so the stores of the keys and offsets
+ * are skipped for runs of 64 columns that take none.)
  */
 #define BYTES_BLOCK 256
 
@@ -2227,11 +2216,10 @@ task_count(uint32_t threads, uint64_t units)
  * at least, one task a thread at least.  Each task sets its own partial
  * results to the identity, reads its first rows unprefetched, and its
  * partials are folded into the out at the end; for small inputs that
- * outweighed the balance that more tasks give.  Measured on 2048 x 2048
- * fp8 over axis 0 (4 MiB), 8 tasks against 2, one process taking turns,
- * medians of 40: argmin 293 -> 222 us and argmax 267 -> 210 right after
- * a busy gap of 20 ms, 153 -> 104 and 139 -> 98 us on the next call;
- * 2-byte inputs (then 4 tasks) within noise; 4-byte ones keep 8.
+ * outweighs the balance that more tasks give.  An fp8 argmax or argmin
+ * over the rows of a few MiB runs faster as 2 tasks than as 8, right
+ * after a busy gap and on the next call alike; 2-byte inputs (then 4
+ * tasks) run alike either way; 4-byte ones keep 8.
  */
 #define SPLIT_TASK_BYTES ((uint64_t)2 << 20)
 
@@ -2433,9 +2421,8 @@ reduce_block(enum nrtemu_op op, enum nrtemu_dtype compute,
     }
     j.split_a = B == 1 || A >= threads;
     /* A split by columns gives each thread one task, the widest runs of
-     * each row: measured on the sum of 2048 x 2048 float32 over axis 0,
-     * 8 tasks of 256 columns took twice the CPU time of 2 of 1024 (runs
-     * of 1 KiB, 8 KiB apart, stream poorly). */
+     * each row: more, narrower tasks take more CPU time, their short runs
+     * a row apart streaming poorly. */
     j.tasks = task_count(threads, j.split_a ? A : (B + 15) / 16);
     if (!j.split_a && j.tasks > threads) {
         j.tasks = threads;
@@ -2662,14 +2649,12 @@ nrtemu__kernel_reduce(enum nrtemu_op op, enum nrtemu_dtype compute,
  * back to the two passes of SFX##_arg_row2, whose rule is the first NaN.
  * IT, the index type, has the width of T so that the loop is one vector
  * type; *_arg_row falls back for rows too long for it.  Integers only
- * (ONE_PASS): measured at 2048 x 2048, int32 rows take 0.86 ms in one
- * pass against 1.1-1.2 ms in two, but float32 rows 2.1 ms against 1.0 ms
- * (the two passes of floats vectorise better: maxps, then a compare).
- * Rows of at most SHORT_ROW elements take the two passes whatever their
- * type, the second one branch-free (a minimum of candidate indices):
- * measured on 64 x 64 int32, 1.1 us against 8 us in one pass with its
- * lane set-up and merge, and float32 1.4 us against 3-7 us with the
- * branches of FIND_FIRST.
+ * (ONE_PASS): int32 rows are faster in one pass than in two, but float32
+ * rows slower (the two passes of floats vectorise better: maxps, then a
+ * compare).  Rows of at most SHORT_ROW elements take the two passes
+ * whatever their type, the second one branch-free (a minimum of candidate
+ * indices): several times faster than one pass with its lane set-up and
+ * merge, or than the branches of FIND_FIRST.
  */
 #define ARG_LANES 32
 #define SHORT_ROW 256
@@ -2695,10 +2680,8 @@ struct arg_job {
  * (the widenings of the column folds: F16C's for float16), or int32.
  * ARG_SWEEP rows at a time sweep the columns: one, in the order of
  * memory, each row's running extremes and indices loaded and stored from
- * L1 (by 8 rows, 8 streams a few KiB apart, the input came from memory
- * slower: 2048 x 2048 over axis 0 after a 64 MiB copy, median of 4
- * interleaved runs, float32 842 -> 525 us, bfloat16 578 -> 442, float16
- * 550 -> 385); within a sweep each column takes a row's value when it is
+ * L1 (by 8 rows, 8 streams a few KiB apart, the input comes from memory
+ * slower); within a sweep each column takes a row's value when it is
  * better by ARG_BETTER_FLOAT's rule (a greater, or smaller, value, or the
  * first NaN, which then stays): _CMP_NLE_UQ (or NGE_UQ) is "greater (smaller)
  * or unordered", and the best so far must be ordered.  The same results
@@ -3107,10 +3090,9 @@ split_axis(const struct nrtemu_array *in, uint32_t axis, uint64_t *A,
  * past ref's.  A load and an older store to the same offset within a page
  * stall each other (4 KiB aliasing): with the running extremes in
  * scratch at the page offset of the input's rows, and rows of a multiple
- * of 4 KiB, every row would (measured: argmax over the columns of 2048 x
- * 2048 float32, 1.7 ms of CPU time against 0.5 ms).  So the rows, the
- * window, and the extremes and their indices sit 1 KiB or more apart
- * within a page.
+ * of 4 KiB, every row would (an argmax over the columns measured several times
+ * slower).  So the rows, the window, and the extremes and their indices sit
+ * 1 KiB or more apart within a page.
  */
 static char *
 page_offset_after(char *p, const void *ref, uintptr_t off)
@@ -3312,8 +3294,8 @@ nrtemu__kernel_argreduce(enum nrtemu_op op, const struct nrtemu_array *out,
 /* p[i] = e^(p[i] - M(i)) over n elements, M(i) the maximum to take off:
  * float32 by kmath_exp in the same loop (vectorised in each clone),
  * float64 by kernel_math_vec.c's loop once M is taken off (libm's exp,
- * one element at a time, had been nearly all of an int32 softmax: 2048 x
- * 2048 in 18.6 ms). */
+ * one element at a time, would be nearly all of an int32 softmax's
+ * time). */
 #define SOFTMAX_EXP_f32(p, n, M)                \
     for (uint64_t i_ = 0; i_ < (n); i_++) {     \
         (p)[i_] = kmath_exp((p)[i_] - (M(i_))); \

@@ -16,9 +16,9 @@
  * default rounding mode, f32_round_away; test_kernel_round16.c checks
  * every code against the float32 kernel), and the loop is integer selects
  * that GCC vectorises for each clone (32-bit lanes): it runs at copy
- * speed, where a table lookup per element (kernel_table16.c) measured
- * 0.32-0.39 ns an element on float16 with signs (a working set of table
- * lines past L1) and the float32 round trip more.
+ * speed, where a table lookup per element (kernel_table16.c) is slower on
+ * float16 with signs (a working set of table lines past L1), and the
+ * float32 round trip slower still.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -103,7 +103,7 @@ cpu_has_avx512bw(void)
  * variable 16-bit shift and the compares into masks), where the compiler
  * widens the scalar form to 32-bit lanes and packs back: about 20
  * instructions for 32 codes instead of 75, and so below the memory's
- * time again (0.30 ns an element measured for that loop, 2.6 GHz Zen 4).
+ * time again (the compiler's loop is bound by its instructions).
  */
 R16_WIDE static inline __attribute__((always_inline)) __m512i
 round16_wide32(__m512i x, uint32_t mbits, uint32_t bias,

@@ -7,11 +7,10 @@
  * reads it.  Stored the ordinary way, every cache line of the result is
  * first read from memory (write-allocate): a third more traffic for a
  * binary op, half more for a unary one.  Non-temporal stores skip that
- * read.  Measured on 2048 x 2048 float32 a + b (48 MB, one thread):
- * 1.0-1.2 ms against 1.55-1.7 ms with plain stores, when each block of
- * results (1 KiB: larger blocks measured slower) is computed into cache
- * and then copied out with them.  Below the threshold the result stays in
- * cache for whatever reads it next, and plain stores win.
+ * read.  A large binary op runs markedly faster so than with plain stores,
+ * when each block of results (1 KiB: larger blocks measured slower) is
+ * computed into cache and then copied out with them.  Below the threshold the
+ * result stays in cache for whatever reads it next, and plain stores win.
  */
 #ifndef NRTEMU_KERNEL_STREAM_H
 #define NRTEMU_KERNEL_STREAM_H
@@ -47,9 +46,9 @@ kstream_wanted(uint64_t bytes, uint64_t out_bytes)
 
 /*
  * memcpy with non-temporal stores for the aligned part of dst, as wide as
- * the CPU has (16-byte ones measured 10% slower than 64-byte ones on
- * AVX-512 parts); kstream_fence() must follow before other threads read
- * dst.  kernel_layout.c.
+ * the CPU has (16-byte ones measured slower than 64-byte ones on AVX-512
+ * parts); kstream_fence() must follow before other threads read dst.
+ * kernel_layout.c.
  */
 void nrtemu__kstream_copy(void *dst, const void *src, size_t n);
 #define kstream_copy nrtemu__kstream_copy

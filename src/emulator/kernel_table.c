@@ -220,9 +220,8 @@ lookup32_rows(__m256i *row, const uint8_t *t)
 }
 
 /* o[i] = t[a[i]] (with c: t[c[i] ? a[i] : b[i]]) without VBMI, 32 codes
- * per step (lookup32); returns the count done (whole steps).  Measured on
- * the Zen 3 here, np.exp of 2048 x 2048 e4m3 on two cores: 555 us, against
- * 1750 for the byte loads of lookup1's loop. */
+ * per step (lookup32); returns the count done (whole steps).  Several
+ * times faster than the byte loads of lookup1's loop. */
 __attribute__((target("avx2"))) static size_t
 lookup1_avx2(const uint8_t *t, const uint8_t *c, const uint8_t *a,
              const uint8_t *b, uint8_t *o, size_t n)
@@ -247,9 +246,8 @@ lookup1_avx2(const uint8_t *t, const uint8_t *c, const uint8_t *a,
 
 /* o[i] = t[a[i] << 8 | b[i]], 8 per gather (4-byte reads: the table has
  * a tail), 32 a step: the unpacks of a and b make the indices, the packs
- * undo their order.  Measured 12% faster than 16-lane AVX-512 gathers,
- * and 7% faster than widening 8 codes at a time (0.335 against 0.36 ns a
- * result on one core of the Zen 4 here). */
+ * undo their order.  Measured faster than 16-lane AVX-512 gathers, and
+ * than widening 8 codes at a time. */
 __attribute__((target("avx2"))) static size_t
 lookup2_avx2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
              size_t n)
@@ -423,9 +421,8 @@ lookup2(const uint8_t *t, const uint8_t *a, const uint8_t *b, uint8_t *o,
  * fp8 arithmetic computed rather than looked up.  The gathers from a
  * table of pairs cost about a cycle a result, short of the memory's pace;
  * add, sub, mul, div, rem, mod and floor_divide of two operands of one
- * fp8 format compute 64 results a step with AVX-512 VBMI instead (0.165
- * to 0.196 ns a result on one core of the Zen 4 here, against 0.36 for
- * the gathers):
+ * fp8 format compute 64 results a step with AVX-512 VBMI instead, in well
+ * under the gathers' time:
  * - decode: every fp8 value is exact in bfloat16, so a magnitude's float32
  *   is two bytes, each looked up for 64 codes at once by vpermi2b over a
  *   128-byte table (the sign bit is the code's own top bit);
@@ -1029,8 +1026,8 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
 
 /* keyed_vbmi without VBMI, 32 a step (lookup32); returns the count done
  * (whole steps).  Bytes compare signed in AVX2, so the unsigned keys
- * compare through their minimum and maximum.  (Measured as lookup1_avx2:
- * a > b 1.09 ms against 16.7 for keyed_run's loop.) */
+ * compare through their minimum and maximum.  (Like lookup1_avx2, many
+ * times faster than keyed_run's loop.) */
 __attribute__((target("avx2"))) static size_t
 keyed_avx2(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
            const uint8_t *a, const uint8_t *b, uint8_t *o, size_t n)
@@ -1194,7 +1191,7 @@ nrtemu__kernel_table_run(enum nrtemu_op op, enum nrtemu_dtype compute,
         return true;
     }
     /* Logical ops of two operands compute faster than a gather: truth
-     * bytes and byte logic, vectorised (0.4 against 1.5 ms at 2048^2). */
+     * bytes and byte logic, vectorised. */
     if (n_in == 2 &&
         (count < TABLE_MIN_BINARY || op == NRTEMU_OP_LOGICAL_AND ||
          op == NRTEMU_OP_LOGICAL_OR || op == NRTEMU_OP_LOGICAL_XOR)) {

@@ -36,9 +36,9 @@
 #endif
 
 /* Elements of the out, at least, for a lookup: building the table runs
- * the kernel over 65536 codes once (0.17-0.27 ms measured), which the
- * calls of this size pay back when a model runs repeatedly (a float16 exp
- * of 64 x 64: 1.2 us by table, 1.55 us computed; log 1.0 and 1.66). */
+ * the kernel over 65536 codes once, which the calls of this size pay back
+ * when a model runs repeatedly (at this size a lookup already beats the
+ * kernel's exp and log). */
 #define TABLE16_MIN ((uint64_t)1 << 12)
 
 #define TABLE16_SLOTS 128
@@ -143,22 +143,18 @@ table16_get(enum nrtemu_op op, enum nrtemu_dtype compute,
 
 /*
  * o[i] = t[a[i]], with plain loads, four results stored as one 8-byte
- * word, two words a step.  On Zen 4 one word a step measured 0.25 ns an
- * element (4M elements, one thread, best of 10) against 0.30 with a
- * 2-byte store each, 0.35 with AVX2 gathers of 8 and 0.38 with AVX-512
- * gathers of 16 (vpgatherdd at 2 a[i], narrowed): so it stays scalar,
- * and out of the CPU dispatch (simd.h).  On Zen 5 one word a step
- * measured 0.26 ns and two 0.19 (float16 and bfloat16 codes of [0.5, 2)
- * and [-2, 2), 2M elements, best of 20; four words: the same): two loads
- * an element, near the four a cycle that the core issues, where one
- * word a step waited on its chain of shifts and ors.  A float16 cbrt
- * table that stays in L1 (cbrt(2^(3q+r) m) = 2^q cbrt(2^r m): 20 KiB of
+ * word, two words a step.  Words of four results beat a 2-byte store
+ * each, AVX2 gathers of 8 and AVX-512 gathers of 16 (vpgatherdd at 2
+ * a[i], narrowed): so it stays scalar, and out of the CPU dispatch
+ * (simd.h).  Two words a step beat one (four are no better): two loads
+ * an element, near the pace of loads that the core issues, where one
+ * word a step waits on its chain of shifts and ors.  A float16 cbrt table
+ * that stays in L1 (cbrt(2^(3q+r) m) = 2^q cbrt(2^r m): 20 KiB of
  * results and a 64-entry step by sign and exponent, the same results
- * for every code) measured slower: 0.95 ns scalar, 0.47-0.55 with
- * AVX-512 (vpermi2w for the step, then gathers or plain loads from a
- * buffer of indices).  So did the transcendentals computed in registers
- * between conversions (float16 exp by hand in AVX-512, the kernel's
- * formula: 0.21-0.22 ns).
+ * for every code) measured slower, scalar or with AVX-512 (vpermi2w for
+ * the step, then gathers or plain loads from a buffer of indices).  So
+ * did the transcendentals computed in registers between conversions
+ * (float16 exp by hand in AVX-512, the kernel's formula).
  */
 static void
 lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
@@ -189,8 +185,8 @@ lookup16(const void *table, const uint16_t *a, uint16_t *o, size_t n)
  * test_kernel_table16 checks every code.  The transcendentals keep the
  * table: their float32 loops (kernel_math.h, vectorised by the compiler)
  * between such conversions measured slower than lookup16 for most (tanh,
- * sigmoid, gelu 0.46-0.63 ns an element against 0.38 on float16; exp,
- * sin, cos, log within 5% of it; 0.48-2 ns against 0.25 on bfloat16).
+ * sigmoid and gelu on float16, every one on bfloat16) and no faster for
+ * the rest (exp, sin, cos and log on float16).
  */
 #if NRTEMU_X86_CLONES
 /* op of 16 float32 lanes, as the kernel's float32 loop computes it. */
@@ -312,16 +308,12 @@ COMPUTE16_BITS_FNS(SIGN, sign)
 
 /*
  * The loop computing op on codes of dt where this CPU and build have one,
- * else NULL (the table).  Measured against lookup16 on 2048 x 2048
- * (Zen 4, one thread, best of 21 alternating, operands uniform in [-3,
- * 3]; lookup16 0.25 ns an element on bfloat16, 0.33-0.38 on float16,
- * whose codes spread over more of the table; 1.05-1.1 and 1.55-1.6 ms
- * with operand and out evicted first): relu and sign 0.08-0.09 ns (cold
- * 0.54 ms), square and reciprocal 0.07-0.12 on float16, 0.16-0.18 on
- * bfloat16 (cold 0.53-0.56, 0.68-0.75 ms), sqrt 0.17 and 0.19 (0.73,
- * 0.80 ms).  rsqrt (a division and a square root a step) keeps the
- * table: 0.27 ns on float16, 0.25-0.30 on bfloat16, and on two threads
- * (the VM's two vCPUs) no faster than lookup16 at 1.15-1.19 ms.
+ * else NULL (the table).  relu and sign, square and reciprocal, and sqrt
+ * each measured faster than lookup16 on both dtypes, warm and with
+ * operand and out evicted first (lookup16 is slower on float16, whose
+ * codes spread over more of the table).  rsqrt (a division and a square
+ * root a step) keeps the table: it is no faster than lookup16, on one
+ * thread or two.
  */
 static kstream_map16_fn *
 compute16_find(enum nrtemu_op op, enum nrtemu_dtype dt)

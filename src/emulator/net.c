@@ -2010,9 +2010,9 @@ nrtemu__net_direct(const char *func, struct nrtemu_net *net,
 }
 
 /* Waiting for the other ranks on the board: yield the core this long
- * (the rank waited for may share it: measured here, a spin before the
- * first yield only delays it, and a futex wake-up costs ~50-70 us on a
- * virtual machine, more than the ranks' usual skew in a loop), then
+ * (the rank waited for may share it: a spin before the first yield only
+ * delays it, and a futex wake-up costs tens of microseconds on a virtual
+ * machine, more than the ranks' usual skew in a loop), then
  * sleep on the bell. */
 #define BOARD_YIELD_NS 200000u
 /* Sleep at most this long at a time: then look for dead ranks. */

@@ -14,11 +14,10 @@
  * its tasks itself rather than wait, so that a job posted from inside a
  * task (or by two cores at once) cannot deadlock.
  *
- * Waking a thread parked on a futex takes 15-25 us on this project's
- * machine (a 2-vCPU VM, measured with timestamps around each job),
- * either way: a worker starting a 40 us job started 21 us late, and the
- * caller, done with its share, noticed the worker's end 14-18 us late.
- * So a worker polls `generation` for POOL_SPIN_NS after each job before
+ * Waking a thread parked on a futex takes tens of microseconds, on a
+ * virtual machine notably, and either way: a worker starts a short job
+ * late, and the caller, done with its share, notices the worker's end
+ * late.  So a worker polls `generation` for POOL_SPIN_NS after each job before
  * it parks (kernels of one execution, and executions called back to
  * back, post their jobs within microseconds of each other), and a caller
  * polls `busy` for the workers that joined, up to POOL_SPIN_NS, before
@@ -156,11 +155,11 @@ job_work(struct job *j)
  * parked worker on the CPU of the thread that woke it, with another one
  * idle, and there (since Linux 6.6's EEVDF scheduler lets the running
  * caller finish its slice) it waits for the caller to finish its share:
- * a 512^3 float32 product then runs its two halves one after the other,
- * 2.7 ms instead of 1.3, on an idle 2-vCPU machine (per-thread run and
- * wait times from /proc/<pid>/task/<tid>/schedstat around each call:
- * the worker runnable for 1.9-2.2 ms of the caller's 2.7).  A worker
- * that moved itself once it ran was too late.  So the caller, when its
+ * a job of two halves then runs them one after the other, even on an
+ * idle machine (the per-thread run and wait times of
+ * /proc/<pid>/task/<tid>/schedstat show the worker runnable for most of
+ * the caller's time).  A worker that moves itself once it runs is too
+ * late.  So the caller, when its
  * CPU is not the one the workers were last kept off, narrows every
  * worker's affinity to the others before it wakes them, and the wakeup
  * places them there.  With `lock` held.

@@ -855,13 +855,10 @@ run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
  * A chain's blocks shared out among the pool's threads: each task, with
  * slots and kernel scratch of its own (blocks write disjoint parts of
  * every buffer the chain writes), claims runs of `run` consecutive blocks
- * from `next` until none is left.  A worker that joins late (80-130 us
- * after the wakeup on this project's machine, when it was parked) so
- * leaves the runs it does not reach to the caller, which had waited for
- * it with a fixed half of the blocks each: where(c, a, b) of 2048 x 2048
- * with c of the same dtype (a cast and a where), one process taking turns,
- * medians of 30: bfloat16 1302 -> 1075 us and fp8 854 -> 747 after a busy
- * gap of 20 ms; float16 897 -> 645 us in a loop.
+ * from `next` until none is left.  A worker that joins late (a parked
+ * one can take a good part of a chain's time to wake) so leaves the runs
+ * it does not reach to the caller, which would wait for it with a fixed
+ * half of the blocks each.
  */
 struct chain_job {
     const struct op_call *c;

@@ -84,9 +84,9 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
  * claim as they come (a thread that the machine's other work delays
  * takes fewer); each piece runs through the same kernel with scratch of
  * its own, so results are those of one call.  Smaller outs stay on the
- * calling thread: a float32 add of 2^18 elements takes about 35 us on one
- * thread (measured, 512 x 512), of the order of waking a parked worker
- * on a loaded machine, and smaller ones gain nothing.
+ * calling thread: a float32 add of 2^18 elements takes about as long on
+ * one thread as waking a parked worker on a loaded machine, and smaller
+ * ones gain nothing.
  */
 #ifndef SPLIT_MIN
 #define SPLIT_MIN ((uint64_t)1 << 18)

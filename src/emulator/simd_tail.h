@@ -6,11 +6,10 @@
  * A loop over n elements takes whole vectors, and a last step with a
  * mask of the lanes that remain.  Writing every step with the masked
  * instruction is shorter, and costs nothing while the data is in cache;
- * from memory it is slow: on the Zen 5 VM this project runs on, a byte
- * lookup over 4 MiB that memory had to supply (a 64 MiB copy before each
- * call) took 190 us with plain loads and stores, 455 us with masked
- * loads and 278 us with masked stores, whatever the mask (all lanes
- * set).  The hardware seems not to prefetch for, or not to combine, the
+ * from memory it is slow on some CPUs: a byte lookup that memory has to
+ * supply runs much slower with masked loads, and slower with masked
+ * stores, than with plain ones, whatever the mask (all lanes set too).
+ * The hardware seems not to prefetch for, or not to combine, the
  * masked accesses.  So each helper tests its mask: all lanes set, the
  * plain instruction; otherwise the masked one.  The results are the
  * masked instruction's in every case (maskz: the lanes left out read as
