@@ -270,7 +270,7 @@ meminfo_bytes(const char *key)
 
 /*
  * A tensor the host could back, but only by using MemAvailable to its
- * last 64 MiB, is refused: the margin (README.md: the larger of 256 MiB
+ * last 64 MiB, is refused: the margin (docs/device.md: the larger of 256 MiB
  * and 1/32 of RAM) stays for the rest of the machine, and the message
  * says so with the sizes.  Nothing is touched, so nothing is really
  * allocated, granted or not.

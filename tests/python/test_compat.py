@@ -262,7 +262,7 @@ def test_target_install_with_pythonpath(tmp_path):
 
 @pytest.mark.usefixtures("fresh_runtime")
 def test_readme_example(tmp_path):
-    """examples/spike_compat.py, the README's example: JAX's module through
+    """examples/spike_compat.py, docs/compat.md's example: JAX's module through
     neuronx-cc and SpikeModel, against JAX's result."""
     target = tmp_path / "t"
     assert compat(sys.executable, "install", "--target", str(target)).returncode == 0
