@@ -40,7 +40,7 @@
  * 1/NRTEMU_HOST_MARGIN_DIVISOR of the host's RAM.  A fixed floor covers
  * small hosts, where other processes still need their few hundred MiB; the
  * share covers large ones, whose other processes and caches grow with the
- * RAM.  (docs: README.md, "The emulated device".)
+ * RAM.  (docs/device.md.)
  */
 #define NRTEMU_HOST_MARGIN_MIN ((uint64_t)256 << 20)
 #define NRTEMU_HOST_MARGIN_DIVISOR 32
