@@ -506,7 +506,16 @@ nrtemu__fabric_poll(struct nrtemu_fabric *f, void **ctxs, int max,
                 why, why_size, "libfabric: %s (provider: %.120s)",
                 lib.strerror(err.err),
                 fi_cq_strerror(f->cq, err.prov_errno, err.err_data, NULL, 0));
-            return -1;
+            switch (err.err) {
+            case FI_ENOTCONN:
+            case FI_ECONNRESET:
+            case FI_ECONNABORTED:
+            case EPIPE:
+            case FI_ESHUTDOWN:
+                return NRTEMU_FABRIC_PEER_GONE;
+            default:
+                return -1;
+            }
         }
         return fail(why, why_size, "fi_cq_readerr", -FI_EOTHER);
     }

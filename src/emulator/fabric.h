@@ -67,8 +67,11 @@ int nrtemu__fabric_post(struct nrtemu_fabric *f, bool recv, uint32_t peer,
 /*
  * Progress the endpoint and take up to `max` completions into ctxs.
  * @return their number, or -1 with the reason (the context of the failed
- * operation, when known, in *failed).
+ * operation, when known, in *failed); NRTEMU_FABRIC_PEER_GONE instead of
+ * -1 when the provider says the peer's connection is gone (not connected,
+ * reset, broken pipe): the peer ended, as a closed socket says over TCP.
  */
+#define NRTEMU_FABRIC_PEER_GONE (-2)
 int nrtemu__fabric_poll(struct nrtemu_fabric *f, void **ctxs, int max,
                         void **failed, char *why, size_t why_size);
 

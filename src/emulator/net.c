@@ -1714,6 +1714,13 @@ fabric_exchange(const char *func, struct nrtemu_net *net,
         if (got < 0) {
             uint32_t peer =
                 failed != NULL ? xs[((struct fab_op *)failed)->xfer].peer : 0;
+            if (got == NRTEMU_FABRIC_PEER_GONE && failed != NULL) {
+                /* As a closed socket: the peer's own reason if it left one,
+                 * else that it is gone (whichever of the send and the
+                 * receive noticed first). */
+                st = peer_gone(func, net, peer, what, detail);
+                goto done;
+            }
             snprintf(why, sizeof why, "%.120s with rank %u: %.200s", what,
                      peer, detail);
             st = net_fail(func, net, NRT_EXEC_HW_ERR_COLLECTIVES, why);
