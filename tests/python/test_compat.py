@@ -313,6 +313,34 @@ def test_refuses_to_shadow_a_real_package_elsewhere_on_the_path(tmp_path, name):
     assert not target.exists()
 
 
+def test_keep_real_installs_the_other_parts_beside_a_real_spike(tmp_path):
+    # A real Spike (built against nrtpy's libnrt) keeps its name; nrtpy's
+    # neuronxcc, neuronx-cc metadata and script go in beside it, and
+    # uninstall removes only those.
+    target = tmp_path / "t"
+    real = fake_package(target, "spike")
+    done = compat(sys.executable, "install", "--target", str(target), "--keep-real")
+    assert done.returncode == 0, done.stderr
+    assert f"keeping the real one: a 'spike' that is not nrtpy's is installed " \
+           f"at {real}" in done.stdout
+    assert "installed neuronxcc, the neuronx-cc 2.0.0+nrtpy metadata" in done.stdout
+    assert (real / "__init__.py").read_text() == "REAL = True\n"
+    assert (target / "neuronxcc").is_dir() and (target / "bin" / "neuronx-cc").is_file()
+    probe = run([sys.executable, "-c", "import spike, neuronxcc.driver; "
+                 "import importlib.metadata as m; "
+                 "print(spike.REAL, m.version('neuronx-cc'))"],
+                env=child_env(PYTHONPATH=str(target)))
+    assert probe.stdout.split() == ["True", "2.0.0+nrtpy"], probe.stderr
+    assert compat(sys.executable, "uninstall", "--target", str(target)).returncode == 0
+    assert sorted(p.name for p in target.iterdir()) == ["spike"]
+    assert (real / "__init__.py").read_text() == "REAL = True\n"
+    # without it, the refusal says how to get the rest
+    done = compat(sys.executable, "install", "--target", str(target))
+    assert done.returncode == 1 and "--keep-real" in done.stderr
+    bad = compat(sys.executable, "status", "--target", str(target), "--keep-real")
+    assert bad.returncode == 2 and "--keep-real is an option of install" in bad.stderr
+
+
 def fake_distribution(root: Path, name: str, version: str) -> Path:
     info = root / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)

@@ -18,8 +18,11 @@ Never over someone else's: ``install`` refuses, and changes nothing, when a
 ``spike`` or ``neuronxcc`` package or a ``neuronx-cc`` distribution that is
 not nrtpy's is in the destination or on the interpreter's ``sys.path`` (the
 current directory excepted), or a ``neuronx-cc`` script that is not nrtpy's
-is in the scripts folder or on ``PATH``.  A file is nrtpy's when a RECORD of ours lists it with the
-same hash; ``uninstall`` leaves any file that changed since.
+is in the scripts folder or on ``PATH``; with ``--keep-real`` it leaves
+those parts out and installs the others beside them (a real Spike built
+against nrtpy's libnrt, with nrtpy's ``neuronx-cc``).  A file is nrtpy's
+when a RECORD of ours lists it with the same hash; ``uninstall`` leaves any
+file that changed since.
 """
 
 from __future__ import annotations
@@ -154,15 +157,22 @@ def _required_dist_files(site: Path) -> dict[Path, tuple[bytes, int]]:
     return files
 
 
-def _files(loc: Location) -> dict[Path, tuple[bytes, int]]:
-    """Every file of the layer but our RECORD: path -> (contents, mode)."""
-    files = {loc.site / _module_path(m): (_module_text(m).encode(), 0o644) for m in SHIMS}
-    files[loc.scripts / SCRIPT] = (_script_text().encode(), 0o755)
-    files.update(_required_dist_files(loc.site))
+def _files(loc: Location, keep: frozenset[str] = frozenset()
+           ) -> dict[Path, tuple[bytes, int]]:
+    """Every file of the layer but our RECORD: path -> (contents, mode),
+    without the parts in ``keep`` (package names, REQUIRED_DIST, SCRIPT:
+    someone else's, left as they are)."""
+    files = {loc.site / _module_path(m): (_module_text(m).encode(), 0o644)
+             for m in SHIMS if m.split(".")[0] not in keep}
+    if SCRIPT not in keep:
+        files[loc.scripts / SCRIPT] = (_script_text().encode(), 0o755)
+    if REQUIRED_DIST not in keep:
+        files.update(_required_dist_files(loc.site))
     info = loc.site / _dist_info()
     files[info / "METADATA"] = (_metadata().encode(), 0o644)
     files[info / "INSTALLER"] = (b"nrtpy\n", 0o644)
-    files[info / "top_level.txt"] = ("".join(f"{p}\n" for p in PACKAGES).encode(), 0o644)
+    files[info / "top_level.txt"] = ("".join(f"{p}\n" for p in PACKAGES
+                                             if p not in keep).encode(), 0o644)
     return files
 
 
@@ -295,22 +305,32 @@ def _script_is_ours(path: Path, loc: Location) -> bool:
         return False
 
 
-def conflicts(loc: Location) -> list[str]:
-    """One line per package or script that is not nrtpy's and that the
-    layer would shadow or overwrite."""
-    lines = []
+def conflicts_by_part(loc: Location) -> dict[str, list[str]]:
+    """Per part of the layer (a package name, REQUIRED_DIST, SCRIPT), one
+    line per package, distribution or script that is not nrtpy's and that
+    the part would shadow or overwrite; parts without any are absent."""
+    found: dict[str, list[str]] = {}
     for name in PACKAGES:
         for place in found_packages(loc, name):
             if not _is_ours(place, place.parent):
-                lines.append(f"a {name!r} that is not nrtpy's is installed at {place}")
+                found.setdefault(name, []).append(
+                    f"a {name!r} that is not nrtpy's is installed at {place}")
     for place in found_distributions(loc):
         if not _distribution_is_ours(place):
-            lines.append(f"a {REQUIRED_DIST!r} distribution that is not nrtpy's is "
-                         f"installed at {place}")
+            found.setdefault(REQUIRED_DIST, []).append(
+                f"a {REQUIRED_DIST!r} distribution that is not nrtpy's is "
+                f"installed at {place}")
     for place in found_scripts(loc):
         if not _script_is_ours(place, loc):
-            lines.append(f"a {SCRIPT!r} that is not nrtpy's is at {place}")
-    return lines
+            found.setdefault(SCRIPT, []).append(
+                f"a {SCRIPT!r} that is not nrtpy's is at {place}")
+    return found
+
+
+def conflicts(loc: Location) -> list[str]:
+    """One line per package or script that is not nrtpy's and that the
+    layer would shadow or overwrite."""
+    return [line for lines in conflicts_by_part(loc).values() for line in lines]
 
 
 # -- the commands ----------------------------------------------------------
@@ -351,21 +371,26 @@ def _remove_files(loc: Location, record: dict[Path, str]) -> list[Path]:
     return kept
 
 
-def install(loc: Location) -> int:
+def install(loc: Location, keep_real: bool = False) -> int:
     """Write the layer into ``loc``; 0, or 1 after a refusal or a failed
-    write (nothing is left changed in either case)."""
-    found = conflicts(loc)
-    if found:
-        for line in found:
+    write (nothing is left changed in either case).  With ``keep_real``,
+    a part that someone else's package, distribution or script would be
+    shadowed by is left out, and the rest installed (a real Spike built
+    against nrtpy's libnrt, with nrtpy's neuronx-cc beside it)."""
+    found = conflicts_by_part(loc)
+    if found and not keep_real:
+        for line in (line for lines in found.values() for line in lines):
             print(f"nrtpy compat: refusing to install: {line}", file=sys.stderr)
         print("nrtpy compat: nothing was changed; the real package is used as it is "
-              "(uninstall it, or use another environment, to use nrtpy's layer)",
-              file=sys.stderr)
+              "(uninstall it, use another environment, or --keep-real to install "
+              "the other parts beside it)", file=sys.stderr)
         return 1
+    for line in (line for lines in found.values() for line in lines):
+        print(f"nrtpy compat: keeping the real one: {line}")
     previous = _read_record(loc.site)
     if previous is not None:  # ours: a reinstall replaces it
         _remove_files(loc, previous)
-    files = _files(loc)
+    files = _files(loc, frozenset(found))
     written: dict[Path, str] = {}
     try:
         for path, (data, mode) in files.items():
@@ -390,8 +415,12 @@ def install(loc: Location) -> int:
             "the layer installed before was removed"
         print(f"nrtpy compat: cannot install into {loc.site}: {e}; {left}", file=sys.stderr)
         return 1
-    print(f"nrtpy compat: installed spike, neuronxcc and the {REQUIRED_DIST} "
-          f"{NEURONX_CC_VERSION} metadata into {loc.site} and {SCRIPT} into {loc.scripts}")
+    parts = [p for p in PACKAGES if p not in found]
+    if REQUIRED_DIST not in found:
+        parts.append(f"the {REQUIRED_DIST} {NEURONX_CC_VERSION} metadata")
+    script = f" and {SCRIPT} into {loc.scripts}" if SCRIPT not in found else ""
+    print(f"nrtpy compat: installed {', '.join(parts) or 'nothing'} into "
+          f"{loc.site}{script}")
     if str(loc.site) not in map(os.path.abspath, filter(None, sys.path)):
         print(f"nrtpy compat: {loc.site} is not on this Python's path: add it to PYTHONPATH")
     if str(loc.scripts) not in map(os.path.abspath, os.environ.get("PATH", "").split(os.pathsep)):
@@ -453,9 +482,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--prefix", help="the install scheme under this prefix")
     where.add_argument("--target", help="this folder (scripts in its bin/)")
+    parser.add_argument("--keep-real", action="store_true",
+                        help="install: leave out the parts a package, "
+                             "distribution or script that is not nrtpy's already "
+                             "provides, and install the rest beside it")
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.keep_real and args.command != "install":
+        parser.error("--keep-real is an option of install")
     try:
-        return COMMANDS[args.command](location(args.prefix, args.target))
+        loc = location(args.prefix, args.target)
+        if args.command == "install":
+            return install(loc, keep_real=args.keep_real)
+        return COMMANDS[args.command](loc)
     except (OSError, UnicodeError, csv.Error) as e:  # an unreadable RECORD or folder
         print(f"nrtpy compat: {args.command} failed: {e}", file=sys.stderr)
         return 1
