@@ -26,13 +26,14 @@ import argparse
 import os
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from nrtpy import _files
 
 
 def add_parser(sub: Any) -> None:
@@ -271,42 +272,16 @@ def _inputs(model: Any, spec: str | None, rank: int) -> dict[str, Any]:
     return out
 
 
-_FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-               (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _not_regular(path: Path, mode: int) -> ValueError:
-    kind = next((name for test, name in _FILE_KINDS if test(mode)),
-                "a special file")
-    return ValueError(f"{path} is not a regular file (it is {kind})")
-
-
 def _open_regular(path: Path) -> Any:
     """The file at `path`, open for binary reading, or ValueError when it
-    is not a regular file.  Opened without blocking, then checked on the
-    open descriptor: a plain open of a FIFO would wait for a writer, and a
-    check before the open could be of another file than the one opened."""
+    is not a regular file (nrtpy._files: never blocking on a FIFO)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        # (a socket cannot be opened at all: say what it is)
-        try:
-            mode = os.stat(path).st_mode
-        except OSError:
-            mode = stat.S_IFREG
-        if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode) from None
-        raise
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+        return _files.open_regular(path)
+    except OSError as e:
+        kind = getattr(e, "kind", None)
+        if kind is None:
+            raise
+        raise ValueError(f"{path} is not a regular file (it is {kind})") from None
 
 
 _NPY_MAGIC = b"\x93NUMPY"
