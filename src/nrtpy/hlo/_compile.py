@@ -257,28 +257,24 @@ def _rematerialize_casts(program) -> None:
     and read back; with a cast of its own in each chain, the emulator's
     fusion keeps every copy an intermediate that never reaches memory.
     Only casts of the top-level op list, of a buffer that nothing writes
-    after the cast, and whose result nested lists do not read.
+    after the cast and nested lists do not touch, and whose result nested
+    lists do not read.
     """
     from nrtpy import _dtypes
     from nrtpy.neff import _walk_ops
 
     ops = program.ops
-    nested: set[str] = set()
+    top = {id(op) for op in ops}
+    # Names a top-level op refers to other than through "in" (a while's
+    # "pred"), and every name of the nested lists' ops.
+    nested = {v for op in ops for k, v in op.items()
+              if k not in ("in", "out") and isinstance(v, str)}
+    nested.update(n for op in _walk_ops(ops) if id(op) not in top
+                  for n in (*op.get("in", ()), op.get("out"), op.get("pred")))
     writes: dict[str, list[int]] = {}
     for i, op in enumerate(ops):
         if "out" in op:
             writes.setdefault(op["out"], []).append(i)
-        for key, value in op.items():
-            if key not in ("in", "out") and isinstance(value, (list, str)):
-                if isinstance(value, str):
-                    nested.add(value)
-                elif value and isinstance(value[0], dict):
-                    nested.update(n for o in _walk_ops(value) for n in
-                                  (*o.get("in", ()), o.get("out", ""), o.get("pred", "")))
-                elif value and isinstance(value[0], list):
-                    nested.update(n for v in value if v and isinstance(v[0], dict)
-                                  for o in _walk_ops(v) for n in
-                                  (*o.get("in", ()), o.get("out", ""), o.get("pred", "")))
     # reader index -> [(the cast's out, its own copy's name, the source)]
     copies: dict[int, list[tuple[str, str, str]]] = {}
     for i, op in enumerate(ops):
@@ -286,8 +282,11 @@ def _rematerialize_casts(program) -> None:
             continue
         out, src = op["out"], op["in"][0]
         info = program.buffers.get(out)
+        # (the source must hold the same value at every reader: written
+        # by no op after the cast, nor by a nested list's, as a while's
+        # body writes its loop-carried buffers)
         if info is None or info["kind"] != "temp" or out in nested or \
-                writes.get(out) != [i] or \
+                src in nested or writes.get(out) != [i] or \
                 any(w > i for w in writes.get(src, ())):
             continue
         readers = [j for j in range(i + 1, len(ops)) if out in ops[j].get("in", ())]

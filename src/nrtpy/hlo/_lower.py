@@ -131,6 +131,9 @@ class Lowering:
         # The op lists being written: the program's, then nested ones.
         self._lists: list[list[dict[str, Any]]] = [self.program.ops]
         self._const_cache: dict[tuple, Buf] = {}
+        # Per computation id: its common subexpressions (a computation is
+        # inlined at every call, its merges are the same each time).
+        self._same: dict[int, dict[int, int]] = {}
         self.instruction: Instruction | None = None  # the one being lowered
 
     # -- errors ------------------------------------------------------------
@@ -389,7 +392,9 @@ class Lowering:
         self._args.append(list(args))
         self._comps.append(comp)
         saved = self.instruction
-        same = _common_subexpressions(comp)
+        same = self._same.get(comp.id)
+        if same is None:
+            same = self._same[comp.id] = _common_subexpressions(comp)
         try:
             for ins in _live(comp):
                 self.instruction = ins

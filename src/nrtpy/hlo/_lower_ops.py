@@ -570,22 +570,13 @@ def _reduce_one(ctx: Lowering, ins: Instruction, x: Buf, init: Buf,
 
 # A scalar evaluator of small HLO computations (reducers), used to recognise
 # what a variadic to_apply computes; only the opcodes such reducers use.
-# The operand counts of the opcodes _evaluate computes (a module may give
-# others: then it is not a form _evaluate recognises).
-_EVAL_ARITY = {"parameter": 0, "constant": 0, "compare": 2, "select": 3,
-               "and": 2, "or": 2, "xor": 2, "not": 1, "maximum": 2,
-               "minimum": 2, "copy": 1}
-
-
 def _evaluate(comp: Computation, args: list) -> list | None:
     vals: dict[int, object] = {}
     with np.errstate(all="ignore"):
         for i in comp.instructions:
-            ops = [vals[o] for o in i.operand_ids if o in vals]
+            # (parse_module checked the operand counts of these opcodes)
+            ops = [vals[o] for o in i.operand_ids]
             op = i.opcode
-            if len(ops) != len(i.operand_ids) or \
-                    len(ops) != _EVAL_ARITY.get(op, len(ops)):
-                return None  # not a form this evaluator knows
             if op == "parameter":
                 if not 0 <= i.parameter_number < len(args):
                     return None
