@@ -6,7 +6,8 @@
  * loop families; the CPython extension into _nrtpy.OPS (src/ext/ops.c),
  * which the tracer, the HLO compiler, the benchmarks and the fuzz
  * dictionary read.  This header therefore includes nothing and defines
- * nothing but the lists and the flag bits, so that both can include it.
+ * nothing but the lists, the enum and bits they give, so that both can
+ * include it.
  */
 #ifndef NRTEMU_OP_LIST_H
 #define NRTEMU_OP_LIST_H
@@ -143,9 +144,30 @@ X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,  
     X(CONCAT_AXIS, "concat_axis")       \
     X(PAIRS, "pairs")
 
+enum nrtemu_attr {
+#define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,
+    NRTEMU_ATTR_LIST(NRTEMU_ATTR_ENUM)
+#undef NRTEMU_ATTR_ENUM
+        NRTEMU_ATTR_COUNT
+};
+
 /* Flags of an op (the flags column of NRTEMU_OP_LIST). */
 #define NRTEMU_OPF_STREAMS 1u
 #define NRTEMU_OPF_FLOAT_ONLY 2u
 #define NRTEMU_OPF_CONTROL 4u
+
+/*
+ * The names the attrs and flags columns of the rows use (AXES | KEEPDIMS,
+ * STREAMS | FLOAT_ONLY), as bits: written once, at file scope, by each
+ * file that expands the rows into a table of its own.
+ */
+#define NRTEMU_OP_ATTR_BIT_(suffix, key) suffix = 1u << NRTEMU_ATTR_##suffix,
+#define NRTEMU_OP_COLUMN_NAMES                      \
+    enum { NRTEMU_ATTR_LIST(NRTEMU_OP_ATTR_BIT_) }; \
+    enum {                                          \
+        STREAMS = NRTEMU_OPF_STREAMS,               \
+        FLOAT_ONLY = NRTEMU_OPF_FLOAT_ONLY,         \
+        CONTROL = NRTEMU_OPF_CONTROL,               \
+    }
 
 #endif /* NRTEMU_OP_LIST_H */

@@ -146,16 +146,10 @@ struct op_ctx {
 
 /*
  * The attributes of ops (keys of an op object besides "op", "in", "out"
- * and "dtype", which every op has), from NRTEMU_ATTR_LIST (op_list.h).
- * An op reads only those its row of NRTEMU_OP_LIST names; others are
- * ignored.
+ * and "dtype", which every op has) are enum nrtemu_attr, from
+ * NRTEMU_ATTR_LIST (op_list.h).  An op reads only those its row of
+ * NRTEMU_OP_LIST names; others are ignored.
  */
-enum nrtemu_attr {
-#define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,
-    NRTEMU_ATTR_LIST(NRTEMU_ATTR_ENUM)
-#undef NRTEMU_ATTR_ENUM
-        NRTEMU_ATTR_COUNT
-};
 
 /*
  * Check the shapes, dtypes and attributes of `op` (operands resolved,

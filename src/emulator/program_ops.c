@@ -9,17 +9,7 @@
 #include "hash.h"
 #include "program_internal.h"
 
-/* The attribute and flag names the rows of NRTEMU_OP_LIST use. */
-enum {
-#define ATTR_BIT(suffix, key) suffix = 1u << NRTEMU_ATTR_##suffix,
-    NRTEMU_ATTR_LIST(ATTR_BIT)
-#undef ATTR_BIT
-};
-enum {
-    STREAMS = NRTEMU_OPF_STREAMS,
-    FLOAT_ONLY = NRTEMU_OPF_FLOAT_ONLY,
-    CONTROL = NRTEMU_OPF_CONTROL,
-};
+NRTEMU_OP_COLUMN_NAMES;
 
 const struct nrtemu_op_def nrtemu__op_defs[NRTEMU_OP_COUNT] = {
 #define OP_ROW(suffix, name, arity, cls, check, run, cost, attrs, flags) \

@@ -2,7 +2,7 @@
  * ops.c - the operations of emulator programs, as Python sees them.
  *
  * Generated from NRTEMU_OP_LIST and NRTEMU_ATTR_LIST (the emulator's
- * op_list.h, a header of nothing but those lists), the rows its own op
+ * op_list.h, which depends on nothing), the rows its own op
  * table comes from, so that the ops nrtpy's tracer and HLO compiler
  * write, and what they know of each (_nrtpy.OPS), cannot disagree with the
  * emulator.  Compiled in, as the dtype table is (dtypes.c): compiling a
@@ -12,33 +12,17 @@
 
 #include "../emulator/op_list.h"
 
-/* The attribute and flag names the rows use, as bits. */
-enum {
-#define ATTR_INDEX(suffix, key) ATTR_INDEX_##suffix,
-    NRTEMU_ATTR_LIST(ATTR_INDEX)
-#undef ATTR_INDEX
-        ATTR_COUNT
-};
-enum {
-#define ATTR_BIT(suffix, key) suffix = 1u << ATTR_INDEX_##suffix,
-    NRTEMU_ATTR_LIST(ATTR_BIT)
-#undef ATTR_BIT
-};
-enum {
-    STREAMS = NRTEMU_OPF_STREAMS,
-    FLOAT_ONLY = NRTEMU_OPF_FLOAT_ONLY,
-    CONTROL = NRTEMU_OPF_CONTROL,
-};
+NRTEMU_OP_COLUMN_NAMES;
 
-static const char *const attr_keys[ATTR_COUNT] = {
-#define ATTR_KEY(suffix, key) [ATTR_INDEX_##suffix] = key,
+static const char *const attr_keys[NRTEMU_ATTR_COUNT] = {
+#define ATTR_KEY(suffix, key) [NRTEMU_ATTR_##suffix] = key,
     NRTEMU_ATTR_LIST(ATTR_KEY)
 #undef ATTR_KEY
 };
 
 static const struct {
     const char *name;
-    const char *family; /* the loop family, NULL for an op of its own */
+    const char *family; /* the loop family; "NONE": a kernel of its own */
     int arity;
     unsigned attrs, flags;
 } op_rows[] = {
@@ -69,7 +53,7 @@ static PyObject *
 attrs_of(unsigned attrs)
 {
     PyObject *keys = PyList_New(0);
-    for (int i = 0; keys != NULL && i < ATTR_COUNT; i++) {
+    for (int i = 0; keys != NULL && i < NRTEMU_ATTR_COUNT; i++) {
         if ((attrs & (1u << i)) != 0) {
             PyObject *k = PyUnicode_FromString(attr_keys[i]);
             if (k == NULL || PyList_Append(keys, k) < 0) {
