@@ -33,6 +33,7 @@ import numpy as np
 
 import nrtpy
 import nrtpy.neff
+from nrtpy.hlo._wire import read_varint
 
 SEED = 0x5EED
 PER_INPUT_SECONDS = 10
@@ -42,19 +43,6 @@ INTERESTING = [0, 1, 2, 3, 7, 8, 63, 64, 127, 255, 1 << 31, (1 << 32) - 1,
 
 
 # -- the protobuf wire format, enough to rewrite nested messages ----------
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("bad varint")
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, pos
-
-
 def _enc_varint(v: int) -> bytes:
     v &= (1 << 64) - 1
     out = bytearray()
@@ -73,19 +61,19 @@ def decode(data: bytes) -> list[list] | None:
     fields, pos = [], 0
     try:
         while pos < len(data):
-            k, pos = _varint(data, pos)
+            k, pos = read_varint(data, pos, len(data))
             num, wire = k >> 3, k & 7
             if num == 0:
                 return None
             if wire == 0:
-                v, pos = _varint(data, pos)
+                v, pos = read_varint(data, pos, len(data))
             elif wire == 1 or wire == 5:
                 n = 8 if wire == 1 else 4
                 if pos + n > len(data):
                     return None
                 v, pos = data[pos:pos + n], pos + n
             elif wire == 2:
-                n, pos = _varint(data, pos)
+                n, pos = read_varint(data, pos, len(data))
                 if pos + n > len(data):
                     return None
                 raw, pos = data[pos:pos + n], pos + n

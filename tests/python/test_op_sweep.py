@@ -56,6 +56,11 @@ ELSEWHERE = {
 }
 
 
+def _erf(x):
+    from math import erf
+    return np.vectorize(erf, otypes=[np.float64])(x)
+
+
 # The NumPy meaning of each elementwise row, in the compute type.
 UNARY = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log,
@@ -68,7 +73,7 @@ UNARY = {
     # XLA's sign, as the format documents: a zero keeps its sign
     "sign": lambda x: np.where(x == 0, x, np.sign(x)),
     "logical_not": np.logical_not, "expm1": np.expm1, "log1p": np.log1p,
-    "cbrt": np.cbrt, "erf": None, "round_even": np.rint,
+    "cbrt": np.cbrt, "erf": _erf, "round_even": np.rint,
     "round_away": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)
     if x.dtype.kind == "f" else x,
     "is_finite": np.isfinite, "bitwise_not": np.invert, "cast": None, "copy": None,
@@ -102,12 +107,6 @@ def _trunc_div(a, b):
     return np.where((a < 0) != (b < 0), -q, q)
 
 
-def _erf(x):
-    from math import erf
-    return np.vectorize(erf, otypes=[np.float64])(x)
-
-
-UNARY["erf"] = _erf
 
 
 def compute_type(dt: np.dtype) -> np.dtype:
