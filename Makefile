@@ -118,7 +118,7 @@ bench: install
 # move a few dozen lines, so one version for everyone.  make test checks
 # it (test-format); make format rewrites the files.
 CLANG_FORMAT_VERSION := 16.0.6
-C_SOURCES = include/nrt/*.h src/emulator/*.[ch] src/ext/*.[ch] tests/c/*.[ch] \
+C_SOURCES = include/nrt/*.h src/emulator/*/*.[ch] src/ext/*.[ch] tests/c/*.[ch] \
 	tests/stub/*.c tests/fuzz/*.[ch]
 $(VENV)/.format-deps: $(VENV)/.deps
 	$(PY) -m pip install -q "clang-format==$(CLANG_FORMAT_VERSION)"

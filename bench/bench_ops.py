@@ -1,7 +1,7 @@
 """Every operation of the emulator's operation table against NumPy.
 
 For each op of the emulator's op table (nrtpy._nrtpy.OPS, generated from
-NRTEMU_OP_LIST in src/emulator/op_list.h), each dtype (float32,
+NRTEMU_OP_LIST in src/emulator/kernels/op_list.h), each dtype (float32,
 bfloat16, float16, int32, float8_e4m3) and two sizes (64x64, cache-resident;
 2048x2048, memory-bound), the NumPy expression of the op's case is compiled
 with nrtpy.neff.compile, loaded, and executed with preallocated inputs and

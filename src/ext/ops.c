@@ -10,7 +10,7 @@
  */
 #include "ext.h"
 
-#include "../emulator/op_list.h"
+#include "../emulator/kernels/op_list.h"
 
 NRTEMU_OP_COLUMN_NAMES;
 

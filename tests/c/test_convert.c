@@ -9,7 +9,7 @@
 
 #include "test.h"
 
-#include "convert.h"
+#include "kernels/convert.h"
 
 struct vectors {
     unsigned char *data;

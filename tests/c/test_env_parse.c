@@ -3,8 +3,8 @@
  */
 #include "test.h"
 
-#include "env_parse.h"
-#include "error.h"
+#include "util/env_parse.h"
+#include "util/error.h"
 
 static char err[256];
 

@@ -5,7 +5,7 @@
  */
 #include "test.h"
 
-#include "host_memory.h"
+#include "device/host_memory.h"
 
 #define MIB ((uint64_t)1 << 20)
 #define GIB ((uint64_t)1 << 30)

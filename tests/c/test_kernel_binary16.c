@@ -10,7 +10,7 @@
  */
 #include "test.h"
 
-#include "kernel.h"
+#include "kernels/kernel.h"
 
 enum { CODES = 65536, SAMPLE = 48 };
 

@@ -6,7 +6,7 @@
  */
 #include "test.h"
 
-#include "kernel.h"
+#include "kernels/kernel.h"
 
 enum { CODES = 65536, DIVISORS = 160 };
 

@@ -4,10 +4,10 @@
  */
 #include "test.h"
 
-#include "cpu.h"
+#include "kernels/cpu.h"
 
-#include "kernel.h"
-#include "kernel_table.h"
+#include "kernels/kernel.h"
+#include "kernels/kernel_table.h"
 
 enum { CODES = 65536, PIECE = 1024 };
 

@@ -13,7 +13,7 @@
  */
 #include "test.h"
 
-#include "kernel.h"
+#include "kernels/kernel.h"
 
 enum { CODES = 65536 };
 

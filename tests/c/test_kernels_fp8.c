@@ -10,11 +10,11 @@
 
 #include <math.h>
 
-#include "convert.h"
-#include "cpu.h"
-#include "kernel.h"
-#include "kernel_table.h"
-#include "simd.h"
+#include "kernels/convert.h"
+#include "kernels/cpu.h"
+#include "kernels/kernel.h"
+#include "kernels/kernel_table.h"
+#include "kernels/simd.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <xmmintrin.h>

@@ -6,10 +6,10 @@
  */
 #include "test.h"
 
-#include "kernel.h"
-#include "kernel_split.h"
-#include "kernel_stream.h"
-#include "kernel_table.h"
+#include "kernels/kernel.h"
+#include "kernels/kernel_split.h"
+#include "kernels/kernel_stream.h"
+#include "kernels/kernel_table.h"
 
 /*
  * For many shapes and piece counts: the boxes of all pieces cover every

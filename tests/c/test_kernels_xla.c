@@ -9,8 +9,8 @@
 
 #include "test.h"
 
-#include "convert.h"
-#include "kernel.h"
+#include "kernels/convert.h"
+#include "kernels/kernel.h"
 
 static struct nrtemu_scratch scratch;
 

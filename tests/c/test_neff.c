@@ -9,11 +9,11 @@
 
 #include <zlib.h>
 
-#include "json.h"
-#include "md5.h"
-#include "neff.h"
-#include "sha256.h"
-#include "tar.h"
+#include "util/json.h"
+#include "neff/md5.h"
+#include "neff/neff.h"
+#include "neff/sha256.h"
+#include "neff/tar.h"
 
 #define FUNC "nrt_load"
 

@@ -12,7 +12,7 @@
 
 #include "test.h"
 
-#include "program_internal.h"
+#include "program/program_internal.h"
 
 /* The kernel class of each op, from the same list. */
 static const enum nrtemu_op_class op_class[NRTEMU_OP_COUNT] = {

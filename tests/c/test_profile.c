@@ -3,7 +3,7 @@
  */
 #include <sys/stat.h>
 
-#include "json.h"
+#include "util/json.h"
 #include "neff_image.h"
 #include "test.h"
 

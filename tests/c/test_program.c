@@ -12,9 +12,9 @@
 
 #include "test.h"
 
-#include "neff.h"
-#include "program.h"
-#include "strbuf.h"
+#include "neff/neff.h"
+#include "program/program.h"
+#include "util/strbuf.h"
 
 #define FUNC "nrt_load"
 

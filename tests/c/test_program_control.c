@@ -12,10 +12,10 @@
 
 #include "test.h"
 
-#include "neff.h"
+#include "neff/neff.h"
 #include "neff_image.h"
-#include "program.h"
-#include "strbuf.h"
+#include "program/program.h"
+#include "util/strbuf.h"
 
 #define FUNC "nrt_load"
 

@@ -13,9 +13,9 @@
 
 #include "test.h"
 
-#include "neff.h"
+#include "neff/neff.h"
 #include "neff_image.h"
-#include "program.h"
+#include "program/program.h"
 
 #define FUNC "nrt_load"
 #define ROWS 3

@@ -28,9 +28,9 @@
 
 #include "test.h"
 
-#include "convert.h"
-#include "kernel.h"
-#include "pool.h"
+#include "kernels/convert.h"
+#include "kernels/kernel.h"
+#include "kernels/pool.h"
 
 static struct nrtemu_scratch scratch;
 

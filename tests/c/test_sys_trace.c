@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 
-#include "json.h"
+#include "util/json.h"
 #include "neff_image.h"
 #include "test.h"
 

@@ -23,10 +23,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "json.h"
-#include "neff.h"
+#include "util/json.h"
+#include "neff/neff.h"
 #include "neff_mutate.h"
-#include "program.h"
+#include "program/program.h"
 
 #define FUZZ_MAX_RUN_BYTES ((uint64_t)16 << 20)
 #define FUZZ_MAX_OP_WORK ((uint64_t)1 << 24)

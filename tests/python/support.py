@@ -36,7 +36,7 @@ _neff_counter = itertools.count()
 
 def has_avx512() -> bool:
     """Whether the kernels' AVX-512 paths run here: the CPU has x86-64-v4's
-    AVX-512 and NRTPY_EMU_CPU (src/emulator/cpu.h) does not cap them."""
+    AVX-512 and NRTPY_EMU_CPU (src/emulator/kernels/cpu.h) does not cap them."""
     if os.environ.get("NRTPY_EMU_CPU", "") in ("x86-64-v3", "baseline"):
         return False
     try:
@@ -90,7 +90,7 @@ def namespace(tag: str) -> str:
 
 def lock_root() -> str:
     """The folder of the emulator's namespace folders, chosen as the
-    emulator chooses it (src/emulator/core_lock.h)."""
+    emulator chooses it (src/emulator/device/core_lock.h)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and xdg.startswith("/") and os.path.isdir(xdg) and \
             os.stat(xdg).st_uid == os.geteuid() and \

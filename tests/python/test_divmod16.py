@@ -2,7 +2,7 @@
 dividend, against NumPy (float16) and ml_dtypes (bfloat16), bit for bit.
 
 The emulator takes float32 quotients for these dtypes where their short
-significands make them exact (src/emulator/kernel_elementwise.c,
+significands make them exact (src/emulator/kernels/kernel_elementwise.c,
 narrow_divmod), and the float32 kernel elsewhere.
 """
 

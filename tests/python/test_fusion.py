@@ -1,4 +1,4 @@
-"""Elementwise fusion (src/emulator/program_fuse.c): a model loaded with
+"""Elementwise fusion (src/emulator/program/program_fuse.c): a model loaded with
 fusion (the default) gives bit for bit the results of the same model
 loaded with NRTPY_EMU_FUSION=0, which runs its ops one by one, across
 dtypes, broadcasts and shapes that cut into blocks in every way.  Each test

@@ -2,7 +2,7 @@
 
 A unary op whose operand is bfloat16 or float16 and whose result has 2
 bytes is, from 4096 elements on, a lookup in a table of the kernel's
-results over all 65536 codes (src/emulator/kernel_table16.c).  So every
+results over all 65536 codes (src/emulator/kernels/kernel_table16.c).  So every
 code through a big op (the table; on the worker pool from 2**18 elements)
 must be, bit for bit, what the same op computes on pieces of 2048 (below
 the threshold: the kernel itself), NaN payloads included.
@@ -76,7 +76,7 @@ ROUNDING = {"floor": np.floor, "ceil": np.ceil, "rint": np.rint}
                          ids=lambda d: np.dtype(d).name)
 def test_rounding_every_code_is_numpys(tmp_path, dtype, op):
     """floor, ceil and rint of float16 and bfloat16 work on the bits
-    (src/emulator/kernel_round16.c): every code, in a small op, a big one
+    (src/emulator/kernels/kernel_round16.c): every code, in a small op, a big one
     and one on the worker pool with streamed results, is NumPy's (float16)
     or ml_dtypes' (bfloat16) value, the sign of zeros included; NaN stays
     NaN."""

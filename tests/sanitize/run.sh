@@ -8,7 +8,7 @@
 #      would let every later step pass).
 #   2. Every C test under ThreadSanitizer ($BUILD/tsan).  The emulator is
 #      built with -Dcpu_dispatch=false: TSan crashes at start-up on the
-#      ifunc resolvers of the target_clones dispatch (src/emulator/simd.h).
+#      ifunc resolvers of the target_clones dispatch (src/emulator/kernels/simd.h).
 #   3. Every C test under AddressSanitizer + UndefinedBehaviorSanitizer,
 #      leak checking on ($BUILD/asan).
 #   4. The Python thread tests (pytest -k thread: tests/python/test_threads.py
