@@ -233,6 +233,7 @@ CASES: list[Case] = [
     Case("shift_right_logical", "", why="nrtpy.neff.compile emits it for "
          "unsigned >>; the dtypes here have none"),
     binary("rem", "np.fmod(a, b)", np.fmod),
+    binary("atan2", "np.arctan2(a, b)", np.arctan2),
     Case("trunc_divide", "", why="nrtpy.neff.compile never emits it"),
     unary("expm1", "np.expm1(a)", np.expm1, make=signed),
     unary("log1p", "np.log1p(a)", np.log1p),

@@ -141,6 +141,18 @@ def test_atan2_and_inverse_trig(tmp_path):
               t, tmp_path=tmp_path, name="inv", rtol=2e-6, atol=1e-6)
 
 
+
+def test_atan2_float64(tmp_path):
+    # Hand-built (JAX without x64 has no f64): the emulator's atan2 row.
+    v = np.array([0.0, -0.0, 1.0, -1.0, 0.3, -2.5, 1e-300, 1e300, np.inf,
+                  -np.inf, np.nan])
+    y, x = (a.ravel() for a in np.meshgrid(v, v))
+    path = nrtpy.neff.compile_hlo(binary_module("atan2", 12, 12, len(y)),
+                                  tmp_path / "a.neff")
+    got = run_neff(path, {"x": y, "y": x})["output0"]
+    np.testing.assert_array_equal(got, np.arctan2(y, x))
+
+
 def test_popcnt_clz(tmp_path):
     a = np.array([0, 1, -1, 2**31 - 1, -2**31, 12345, 255, 256], np.int32)
     fns = lambda a: (lax.population_count(a), lax.clz(a),

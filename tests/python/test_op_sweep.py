@@ -90,6 +90,7 @@ BINARY = {
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
     "shift_left": np.left_shift, "shift_right_logical": None,
     "shift_right_arithmetic": np.right_shift, "rem": np.fmod,
+    "atan2": np.arctan2,
     "trunc_divide": lambda a, b: a / b if a.dtype.kind == "f" else _trunc_div(a, b),
 }
 TERNARY = {"where": np.where}
@@ -98,7 +99,7 @@ POSITIVE = {"log", "sqrt", "rsqrt", "log1p"}
 NONZERO_DIVISOR = {"div", "mod", "floor_divide", "rem", "trunc_divide"}
 NONZERO = {"reciprocal"}
 TRANSCENDENTAL = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu",
-                  "sin", "cos", "expm1", "log1p", "cbrt", "erf", "pow",
+                  "sin", "cos", "expm1", "log1p", "cbrt", "erf", "pow", "atan2",
                   "reciprocal", "div", "trunc_divide"}
 
 

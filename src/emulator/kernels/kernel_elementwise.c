@@ -372,6 +372,8 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
 #define f64_log1p(x) log1p(x)
 #define f64_cbrt(x) cbrt(x)
 #define f64_erf(x) erf(x)
+#define f32_atan2(y, x) kmath_atan2(y, x)
+#define f64_atan2(y, x) kmath_atan2_f64(y, x)
 
 #define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, POW, \
                              FABS)                                           \
@@ -499,6 +501,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             break;                                                           \
         case NRTEMU_OP_TRUNC_DIVIDE:                                         \
             BIN_LOOP(T, x / y);                                              \
+            break;                                                           \
+        case NRTEMU_OP_ATAN2:                                                \
+            BIN_LOOP(T, SFX##_atan2(x, y));                                  \
             break;                                                           \
         default:                                                             \
             break;                                                           \

@@ -11,6 +11,7 @@
 #ifndef NRTEMU_KERNEL_MATH_H
 #define NRTEMU_KERNEL_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -173,6 +174,39 @@ kmath_tanh(float x)
     return x != x ? x : t;
 }
 
+/*
+ * atan2(y, x) of float32: the angle of the smaller of |x|, |y| over the
+ * larger, q in [0, 1], reduced to |u| <= tan(pi/8) (u = (q - 1) / (q + 1)
+ * above it, plus pi/4), atan u = u + u z P(z), z = u^2, with Cephes'
+ * single-precision minimax polynomial; then the octant and the quadrant
+ * from the comparisons and the sign bits, so signed zeros and infinities
+ * come out as C's atan2 gives them (atan2(+-0, -0) = +-pi, both infinite:
+ * +-pi/4 or +-3pi/4).  Within a few ulp; branch-free, so loops over it
+ * vectorise.  NaN in either operand gives NaN.
+ */
+static inline float
+kmath_atan2(float y, float x)
+{
+    float ax = kmath_abs(x), ay = kmath_abs(y);
+    float mx = ax > ay ? ax : ay, mn = ax > ay ? ay : ax;
+    float q = mn / mx;
+    int big = q > 0.41421356237309503f; /* tan(pi/8) */
+    float u = big ? (q - 1.0f) / (q + 1.0f) : q;
+    float z = u * u;
+    float p = 8.05374449538e-2f;
+    p = p * z - 1.38776856032e-1f;
+    p = p * z + 1.99777106478e-1f;
+    p = p * z - 3.33329491539e-1f;
+    float r = p * z * u + u;
+    r = big ? r + 0.78539816339744831f : r;
+    r = ay > ax ? 1.57079632679489662f - r : r;
+    r = mx == 0.0f ? 0.0f : r;                     /* both zero */
+    r = mn == INFINITY ? 0.78539816339744831f : r; /* both infinite */
+    r = (kmath_bits(x) >> 31) != 0 ? 3.14159265358979324f - r : r;
+    r = kmath_float(kmath_bits(r) | (kmath_bits(y) & 0x80000000u));
+    return (x != x || y != y) ? x + y : r;
+}
+
 /* GELU's tanh approximation, 0.5 x (1 + tanh u), u = KMATH_GELU_C (x +
  * KMATH_GELU_A x^3): sqrt(2 / pi) and the cubic's factor. */
 #define KMATH_GELU_C 0.7978845608028654
@@ -249,6 +283,50 @@ kmath_double(uint64_t u)
     double d;
     memcpy(&d, &u, sizeof d);
     return d;
+}
+
+/*
+ * atan2(y, x) of float64, as kmath_atan2: q in [0, 1] reduced to |u| <=
+ * 0.66 (u = (q - 1) / (q + 1) above it), atan u = u + u z P(z) / Q(z)
+ * with Cephes' double-precision rational approximation.  The result is
+ * m pi/4 +- atan u, m = 0..4 from the octant and quadrant; m pi/4 is added
+ * as a head and the tail the head misses, so the sum rounds once. Branch-free,
+ * so loops over it vectorise.
+ */
+static inline double
+kmath_atan2_f64(double y, double x)
+{
+    double ax = x < 0 ? -x : x, ay = y < 0 ? -y : y;
+    double mx = ax > ay ? ax : ay, mn = ax > ay ? ay : ax;
+    double q = mn / mx;
+    int both_inf = mn == INFINITY;
+    /* m as a double: selects of one width vectorise */
+    double m = (q > 0.66) | both_inf ? 1.0 : 0.0;
+    double u = q > 0.66 ? (q - 1.0) / (q + 1.0) : q;
+    double z = u * u;
+    double p = -8.750608600031904122785e-1;
+    p = p * z - 1.615753718733365076637e1;
+    p = p * z - 7.500855792314704667340e1;
+    p = p * z - 1.228866684490136173410e2;
+    p = p * z - 6.485021904942025371773e1;
+    double d = z + 2.485846490142306297962e1;
+    d = d * z + 1.650270098316988542046e2;
+    d = d * z + 4.328810604912902668951e2;
+    d = d * z + 4.853903996359136964868e2;
+    d = d * z + 1.945506571482613964425e2;
+    double r = u + u * (z * p / d);
+    r = (mx == 0.0) | both_inf ? 0.0 : r; /* both zero, both infinite */
+    double s = 1.0;
+    m = ay > ax ? 2.0 - m : m;
+    s = ay > ax ? -s : s;
+    m = (kmath_bits64(x) >> 63) != 0 ? 4.0 - m : m;
+    s = (kmath_bits64(x) >> 63) != 0 ? -s : s;
+    /* m pi/4 as the nearest double (m times pi/4's, exact for m <= 4:
+     * its last two bits are zero) and what that misses. */
+    double hi = m * 0.7853981633974483, lo = m * 3.061616997868383e-17;
+    r = hi + (lo + s * r);
+    r = kmath_double(kmath_bits64(r) | (kmath_bits64(y) & (1ull << 63)));
+    return (x != x || y != y) ? x + y : r;
 }
 
 /*

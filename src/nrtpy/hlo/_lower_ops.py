@@ -242,7 +242,7 @@ def _not(ctx: Lowering, ins: Instruction) -> Value:
 
 _BINARY = {"add": "add", "subtract": "sub", "multiply": "mul", "power": "pow",
            "remainder": "rem", "maximum": "maximum", "minimum": "minimum",
-           "shift-left": "shift_left",
+           "atan2": "atan2", "shift-left": "shift_left",
            "shift-right-logical": "shift_right_logical",
            "shift-right-arithmetic": "shift_right_arithmetic"}
 _BOOL_BINARY = {"and": "logical_and", "or": "logical_or", "xor": "logical_xor",
@@ -732,57 +732,6 @@ def _tan(ctx: Lowering, ins: Instruction) -> Value:
     s = ctx.elementwise("sin", [xw], x.shape, wide)
     c = ctx.elementwise("cos", [xw], x.shape, wide)
     return ctx.cast(ctx.elementwise("div", [s, c], x.shape, wide), dt)
-
-
-def _signbit(ctx: Lowering, x: Buf) -> Buf:
-    """x's sign bit (true for -0.0 and negative NaNs too)."""
-    it = np.dtype(_SIGNED_OF[x.dtype.itemsize])
-    k = ctx.emit("bitcast", [ctx.materialize(x)], x.shape, it)
-    return ctx.elementwise("less", [k, ctx.const(np.zeros((), it))], x.shape,
-                           np.bool_, compute=it)
-
-
-# atan on [0, 1] after reducing to |u| <= tan(pi/8): u + u z P(z), z = u^2
-# (Cephes' single-precision minimax coefficients, relative error ~1e-7).
-_ATAN_P = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1,
-           -3.33329491539e-1)
-
-
-@lowers("atan2")
-def _atan2(ctx: Lowering, ins: Instruction) -> Value:
-    y, x = ctx.operand(ins, 0, lazy=True), ctx.operand(ins, 1, lazy=True)
-    _same_shape(ctx, ins, y, x)
-    dt = ins.shape.dtype
-    if not _is_float(dt) or dt.itemsize > 4:
-        raise ctx.unsupported(ins, f"on {dt.name} (float32 and narrower)")
-    w = np.dtype(np.float32)
-    sh = tuple(ins.shape.dims)
-
-    def ew(op, *a, out=w, compute=None):
-        a = [ctx.const(np.array(v, w)) if isinstance(v, float) else v for v in a]
-        return ctx.elementwise(op, a, sh, out, compute=compute)
-
-    y, x = ctx.cast(y, w), ctx.cast(x, w)
-    ax, ay = ew("abs", x), ew("abs", y)
-    mx, mn = ew("maximum", ax, ay), ew("minimum", ax, ay)
-    q = ew("div", mn, mx)
-    big = ew("greater", q, float(np.tan(np.pi / 8)), out=np.bool_, compute=w)
-    u = ew("where", big, ew("div", ew("sub", q, 1.0), ew("add", q, 1.0)), q)
-    z = ew("mul", u, u)
-    p = ew("mul", z, _ATAN_P[0])
-    for c in _ATAN_P[1:]:
-        p = ew("mul", ew("add", p, c), z)
-    r = ew("add", ew("mul", p, u), u)
-    r = ew("where", big, ew("add", r, float(np.pi / 4)), r)
-    r = ew("where", ew("greater", ay, ax, out=np.bool_, compute=w),
-           ew("sub", float(np.pi / 2), r), r)
-    # 0/0 and inf/inf: the angle is 0 or pi/4 before the quadrants.
-    r = ew("where", ew("equal", mx, 0.0, out=np.bool_, compute=w), 0.0, r)
-    r = ew("where", ew("equal", mn, float("inf"), out=np.bool_, compute=w),
-           float(np.pi / 4), r)
-    r = ew("where", _signbit(ctx, x), ew("sub", float(np.pi), r), r)
-    r = ew("where", _signbit(ctx, y), ew("neg", r), r)
-    return ctx.cast(r, dt)
 
 
 # -- bit counting -------------------------------------------------------------------

@@ -38,7 +38,7 @@ _BINARY = {
     np.less_equal: "less_equal", np.greater: "greater",
     np.greater_equal: "greater_equal", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_xor: "logical_xor",
-    np.fmod: "rem", np.left_shift: "shift_left",
+    np.fmod: "rem", np.left_shift: "shift_left", np.arctan2: "atan2",
 }
 # Bitwise ufuncs: on booleans the logical ops, on integers the bitwise ops.
 _BOOL_BITWISE = {
