@@ -50,6 +50,44 @@ enum nrtemu_op {
 };
 
 /*
+ * NRTEMU_OP_CASES_OUTSIDE(CLASS): `case NRTEMU_OP_<suffix>:` for every row
+ * of NRTEMU_OP_LIST whose class is not CLASS (and NRTEMU_OP_COUNT).  A
+ * switch that holds the rules of one loop family lists its class's rows
+ * by hand, each with its rule, and the others through this, with no
+ * default: compiled with -Wswitch-enum as an error (the rule files turn it
+ * on around those switches), a row added to the family without its rule
+ * does not build.  Defined for the classes whose rules are switches.
+ */
+#define NRTEMU_PP_CAT(a, b) NRTEMU_PP_CAT_(a, b)
+#define NRTEMU_PP_CAT_(a, b) a##b
+#define NRTEMU_PP_SECOND(a, b, ...) b
+#define NRTEMU_PP_TEST(...) NRTEMU_PP_SECOND(__VA_ARGS__, 0, ~)
+#define NRTEMU_PP_IF_1(yes, no) yes
+#define NRTEMU_PP_IF_0(yes, no) no
+/* NRTEMU_SAME_<A>_<B> is "~, 1" exactly when A and B are one class. */
+#define NRTEMU_SAME_UNARY_UNARY ~, 1
+#define NRTEMU_SAME_BINARY_BINARY ~, 1
+#define NRTEMU_SAME_COMPARE_COMPARE ~, 1
+#define NRTEMU_SAME_LOGICAL_LOGICAL ~, 1
+#define NRTEMU_SAME_BITWISE_BITWISE ~, 1
+#define NRTEMU_OP_CASE_OUTSIDE(CLASS, suffix, cls)                            \
+    NRTEMU_PP_CAT(NRTEMU_PP_IF_, NRTEMU_PP_TEST(NRTEMU_SAME_##cls##_##CLASS)) \
+    (, case NRTEMU_OP_##suffix:)
+#define NRTEMU_OP_CASE_OUTSIDE_UNARY(suffix, name, arity, cls, ...) \
+    NRTEMU_OP_CASE_OUTSIDE(UNARY, suffix, cls)
+#define NRTEMU_OP_CASE_OUTSIDE_BINARY(suffix, name, arity, cls, ...) \
+    NRTEMU_OP_CASE_OUTSIDE(BINARY, suffix, cls)
+#define NRTEMU_OP_CASE_OUTSIDE_COMPARE(suffix, name, arity, cls, ...) \
+    NRTEMU_OP_CASE_OUTSIDE(COMPARE, suffix, cls)
+#define NRTEMU_OP_CASE_OUTSIDE_LOGICAL(suffix, name, arity, cls, ...) \
+    NRTEMU_OP_CASE_OUTSIDE(LOGICAL, suffix, cls)
+#define NRTEMU_OP_CASE_OUTSIDE_BITWISE(suffix, name, arity, cls, ...) \
+    NRTEMU_OP_CASE_OUTSIDE(BITWISE, suffix, cls)
+#define NRTEMU_OP_CASES_OUTSIDE(CLASS)             \
+    NRTEMU_OP_LIST(NRTEMU_OP_CASE_OUTSIDE_##CLASS) \
+    case NRTEMU_OP_COUNT:
+
+/*
  * np.maximum / np.minimum: the one rule of every kernel that takes a
  * larger or smaller value (elementwise, reductions, scatter, collectives).
  * Of floats, NaN in either operand wins (the first when both are), and of

@@ -398,7 +398,7 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
         case NRTEMU_OP_ROUND_AWAY:                                           \
             UN_LOOP(T, SFX##_round_away(x));                                 \
             break;                                                           \
-        default:                                                             \
+            NRTEMU_OP_CASES_OUTSIDE(UNARY)                                   \
             break;                                                           \
         }                                                                    \
     }                                                                        \
@@ -450,7 +450,7 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
         case NRTEMU_OP_ATAN2:                                                \
             BIN_LOOP(T, SFX##_atan2(x, y));                                  \
             break;                                                           \
-        default:                                                             \
+            NRTEMU_OP_CASES_OUTSIDE(BINARY)                                  \
             break;                                                           \
         }                                                                    \
     }
@@ -486,10 +486,12 @@ f64_binary_vec(enum nrtemu_op op, size_t n, const double *a, bool sa,
 #define F32_SQRT(x) __builtin_sqrtf(x)
 #define F64_SQRT(x) __builtin_sqrt(x)
 
+NRTEMU_RULES_BEGIN
 DEFINE_FLOAT_KERNELS(f32, float, kmath_exp, kmath_log, kmath_tanh, F32_SQRT,
                      floorf, ceilf, powf, fabsf)
 DEFINE_FLOAT_KERNELS(f64, double, exp, log, tanh, F64_SQRT, floor, ceil, pow,
                      fabs)
+NRTEMU_RULES_END
 
 /*
  * mod, floor_divide and rem of float16 or bfloat16 values (widened to
@@ -652,8 +654,10 @@ nrtemu__ew_bf16_divmod_run(enum nrtemu_op op, enum nrtemu_dtype compute,
                          stream);
 }
 
+NRTEMU_RULES_BEGIN
 DEFINE_COMPARE(f32, float)
 DEFINE_COMPARE(f64, double)
+NRTEMU_RULES_END
 
 /* pow of float16 or bfloat16 operands with an exponent per element (a
  * scalar one takes f32_pow_scalar() first): float32 results that round to

@@ -146,9 +146,28 @@ i64_rem(int64_t a, int64_t b)
         case NRTEMU_OP_SIGN:                                               \
             UN_LOOP(T, (x > 0) - (x < 0));                                 \
             break;                                                         \
-        default:                                                           \
-            /* floor, ceil: integers are their own floor (NumPy 2). */     \
+        case NRTEMU_OP_FLOOR:                                              \
+        case NRTEMU_OP_CEIL:                                               \
+        case NRTEMU_OP_ROUND_EVEN:                                         \
+        case NRTEMU_OP_ROUND_AWAY:                                         \
+            /* integers are their own floor and rounding (NumPy 2) */      \
             UN_LOOP(T, x);                                                 \
+            break;                                                         \
+        case NRTEMU_OP_EXP:                                                \
+        case NRTEMU_OP_LOG:                                                \
+        case NRTEMU_OP_SQRT:                                               \
+        case NRTEMU_OP_RSQRT:                                              \
+        case NRTEMU_OP_TANH:                                               \
+        case NRTEMU_OP_SIGMOID:                                            \
+        case NRTEMU_OP_GELU:                                               \
+        case NRTEMU_OP_SIN:                                                \
+        case NRTEMU_OP_COS:                                                \
+        case NRTEMU_OP_EXPM1:                                              \
+        case NRTEMU_OP_LOG1P:                                              \
+        case NRTEMU_OP_CBRT:                                               \
+        case NRTEMU_OP_ERF:                                                \
+            /* float only: the validator refuses them on integers */       \
+            NRTEMU_OP_CASES_OUTSIDE(UNARY)                                 \
             break;                                                         \
         }                                                                  \
     }
@@ -170,6 +189,7 @@ i64_rem(int64_t a, int64_t b)
         BIN_LOOP(T, x < y ? x : y);     \
         break;
 
+NRTEMU_RULES_BEGIN
 DEFINE_INT_UNARY(i64, int64_t, uint64_t)
 
 NRTEMU_MULTIVERSION
@@ -189,9 +209,29 @@ u64_unary(enum nrtemu_op op, size_t n, const uint64_t *a, uint64_t *o)
     case NRTEMU_OP_SIGN:
         UN_LOOP(uint64_t, x != 0);
         break;
-    default:
-        /* abs, relu, floor, ceil */
+    case NRTEMU_OP_ABS:
+    case NRTEMU_OP_RELU:
+    case NRTEMU_OP_FLOOR:
+    case NRTEMU_OP_CEIL:
+    case NRTEMU_OP_ROUND_EVEN:
+    case NRTEMU_OP_ROUND_AWAY:
         UN_LOOP(uint64_t, x);
+        break;
+    case NRTEMU_OP_EXP:
+    case NRTEMU_OP_LOG:
+    case NRTEMU_OP_SQRT:
+    case NRTEMU_OP_RSQRT:
+    case NRTEMU_OP_TANH:
+    case NRTEMU_OP_SIGMOID:
+    case NRTEMU_OP_GELU:
+    case NRTEMU_OP_SIN:
+    case NRTEMU_OP_COS:
+    case NRTEMU_OP_EXPM1:
+    case NRTEMU_OP_LOG1P:
+    case NRTEMU_OP_CBRT:
+    case NRTEMU_OP_ERF:
+        /* float only: the validator refuses them on integers */
+        NRTEMU_OP_CASES_OUTSIDE(UNARY)
         break;
     }
 }
@@ -219,7 +259,8 @@ i64_binary(enum nrtemu_op op, size_t n, const int64_t *a, bool sa,
     case NRTEMU_OP_TRUNC_DIVIDE:
         BIN_LOOP(int64_t, i64_trunc_divide(x, y));
         break;
-    default:
+    case NRTEMU_OP_ATAN2: /* float only */
+        NRTEMU_OP_CASES_OUTSIDE(BINARY)
         break;
     }
 }
@@ -261,10 +302,13 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
     case NRTEMU_OP_TRUNC_DIVIDE:
         BIN_LOOP(uint64_t, y != 0 ? x / y : UINT64_MAX);
         break;
-    default:
+    case NRTEMU_OP_ATAN2: /* float only */
+        NRTEMU_OP_CASES_OUTSIDE(BINARY)
         break;
     }
 }
+
+NRTEMU_RULES_END
 
 /*
  * int32 ops whose int64 result wrapped to int32 equals the int32 result
@@ -320,7 +364,9 @@ nrtemu__ew_i32_native(enum nrtemu_op op)
     }
 }
 
+NRTEMU_RULES_BEGIN
 DEFINE_INT_UNARY(i32, int32_t, uint32_t)
+NRTEMU_RULES_END
 
 NRTEMU_MULTIVERSION
 static void
@@ -335,6 +381,7 @@ i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
     }
 }
 
+NRTEMU_RULES_BEGIN
 DEFINE_COMPARE(i64, int64_t)
 DEFINE_COMPARE(i32, int32_t)
 DEFINE_COMPARE(u64, uint64_t)
@@ -358,10 +405,12 @@ logical(enum nrtemu_op op, size_t n, const uint8_t *a, bool sa,
     case NRTEMU_OP_LOGICAL_XOR:
         BIN_LOOP(uint8_t, (x != 0) ^ (y != 0));
         break;
-    default:
+        NRTEMU_OP_CASES_OUTSIDE(LOGICAL)
         break;
     }
 }
+
+NRTEMU_RULES_END
 
 /*
  * A logical op on two operands of one 4- or 8-byte dtype, or one for
@@ -397,11 +446,12 @@ logical(enum nrtemu_op op, size_t n, const uint8_t *a, bool sa,
                 o[i] = (uint8_t)(((x_[i] & m_) != 0) ^ ((y_[i] & m_) != 0)); \
             }                                                                \
             break;                                                           \
-        default:                                                             \
+            NRTEMU_OP_CASES_OUTSIDE(LOGICAL)                                 \
             break;                                                           \
         }                                                                    \
     } while (0)
 
+NRTEMU_RULES_BEGIN
 NRTEMU_MULTIVERSION
 static void
 logical_truth(enum nrtemu_op op, enum nrtemu_dtype dtype, size_t n,
@@ -416,6 +466,8 @@ logical_truth(enum nrtemu_op op, enum nrtemu_dtype dtype, size_t n,
     }
 }
 
+NRTEMU_RULES_END
+
 /* Not multiversioned itself: an ifunc would be exported from the library
  * whatever its visibility. */
 void
@@ -425,6 +477,7 @@ nrtemu__ew_logical_truth(enum nrtemu_op op, enum nrtemu_dtype dtype, size_t n,
     logical_truth(op, dtype, n, a, b, o);
 }
 
+NRTEMU_RULES_BEGIN
 /*
  * Bitwise ops and shifts on the 64-bit load type of a compute dtype of
  * `width` bits (1 for bool).  Signed values arrive sign-extended and
@@ -470,7 +523,7 @@ bitwise(enum nrtemu_op op, uint32_t width, size_t n, const uint64_t *a,
         BIN_LOOP(uint64_t, (uint64_t)(((int64_t)(x << up) >> up) >>
                                       (y < width ? y : width - 1)));
         break;
-    default:
+        NRTEMU_OP_CASES_OUTSIDE(BITWISE)
         break;
     }
 }
@@ -503,10 +556,12 @@ bitwise32(enum nrtemu_op op, size_t n, const uint32_t *a, bool sa,
     case NRTEMU_OP_SHR_ARITH:
         BIN_LOOP(uint32_t, (uint32_t)((int32_t)x >> (y < 32 ? y : 31)));
         break;
-    default:
+        NRTEMU_OP_CASES_OUTSIDE(BITWISE)
         break;
     }
 }
+
+NRTEMU_RULES_END
 
 /* where(c, x, y) on 4- or 8-byte elements; no operand is a scalar.
  * Both are read whatever c says: `c[i] ? x[i] : y[i]` reads one, which
