@@ -1,8 +1,8 @@
 /*
- * collective.c - the communicators of this process, and the collective
- * operations of emulator programs: validation, binding to a world, and
- * the exchange (design in collective.h; the host-level API of libnrt
- * §1.8 is in collective_host.c).
+ * collective.c - the communicators of this process and the exchanges of
+ * collective ops on them (design in collective.h; the ops of emulator
+ * programs are checked and bound in program_collective.c, the host-level
+ * API of libnrt §1.8 is in collective_host.c).
  *
  * Between threads, the rendezvous: every rank has a progress counter,
  * seq * PHASES + phase + 1 (0 before its first collective), that only
@@ -34,7 +34,6 @@
 #include "util/error.h"
 #include "util/fork.h"
 #include "collective/net.h"
-#include "program/program_internal.h"
 #include "neff/sha256.h"
 
 /* --------------------------------------------------------- communicator */
@@ -627,444 +626,6 @@ comm_sync(const char *func, struct member *m, const uint32_t *members,
     return st;
 }
 
-/* ----------------------------------------------------------- validation */
-
-static const struct nrtemu_json *
-attr(const struct op_ctx *ctx, enum nrtemu_attr a)
-{
-    const struct nrtemu_json *v;
-
-    if ((nrtemu__op_defs[ctx->op->op].attrs & (1u << a)) == 0) {
-        return NULL;
-    }
-    v = nrtemu__json_get(ctx->json, nrtemu__attr_key(a));
-    return v != NULL && v->type != NRTEMU_JSON_NULL ? v : NULL;
-}
-
-/* A required axis of `ndim` dimensions (negative counts from the end). */
-static NRT_STATUS
-axis_attr(const struct op_ctx *ctx, enum nrtemu_attr a, uint32_t ndim,
-          uint32_t *out)
-{
-    const struct nrtemu_json *v = attr(ctx, a);
-    const char *key = nrtemu__attr_key(a);
-    int64_t x;
-
-    if (v == NULL || v->type != NRTEMU_JSON_NUMBER || !v->u.number.is_int) {
-        return nrtemu__op_invalid(ctx, "\"%s\" must be an integer", key);
-    }
-    x = v->u.number.ivalue;
-    if (x < -(int64_t)ndim || x >= (int64_t)ndim) {
-        return nrtemu__op_invalid(ctx,
-                                  "\"%s\" %lld is out of range for %u "
-                                  "dimension%s",
-                                  key, (long long)x, ndim,
-                                  ndim == 1 ? "" : "s");
-    }
-    *out = (uint32_t)(x < 0 ? x + (int64_t)ndim : x);
-    return NRT_SUCCESS;
-}
-
-static bool
-is_rank(const struct nrtemu_json *v)
-{
-    return v->type == NRTEMU_JSON_NUMBER && v->u.number.is_int &&
-           v->u.number.ivalue >= 0 && v->u.number.ivalue < NRTEMU_MAX_RANKS;
-}
-
-/* Sizes of the replica groups and pairs, for the one allocation. */
-static NRT_STATUS
-count_lists(const struct op_ctx *ctx, const struct nrtemu_json *groups,
-            const struct nrtemu_json *pairs, size_t *n_ranks)
-{
-    *n_ranks = 0;
-    if (groups != NULL) {
-        if (groups->type != NRTEMU_JSON_ARRAY || groups->u.array.count == 0) {
-            return nrtemu__op_invalid(ctx, "\"replica_groups\" must be a "
-                                           "non-empty list of lists of "
-                                           "ranks, or null");
-        }
-        for (size_t i = 0; i < groups->u.array.count; i++) {
-            const struct nrtemu_json *grp = groups->u.array.items[i];
-            if (grp->type != NRTEMU_JSON_ARRAY || grp->u.array.count == 0) {
-                return nrtemu__op_invalid(ctx,
-                                          "replica_groups[%zu] must be a "
-                                          "non-empty list of ranks",
-                                          i);
-            }
-            *n_ranks += grp->u.array.count;
-        }
-        if (*n_ranks > NRTEMU_MAX_RANKS) {
-            return nrtemu__op_invalid(ctx,
-                                      "\"replica_groups\" name %zu ranks, "
-                                      "over the %u of a world",
-                                      *n_ranks, NRTEMU_MAX_RANKS);
-        }
-    }
-    if (pairs != NULL) {
-        if (pairs->type != NRTEMU_JSON_ARRAY ||
-            pairs->u.array.count > NRTEMU_MAX_RANKS) {
-            return nrtemu__op_invalid(ctx, "\"pairs\" must be a list of "
-                                           "[source, target] ranks");
-        }
-    }
-    return NRT_SUCCESS;
-}
-
-static NRT_STATUS
-read_groups(const struct op_ctx *ctx, const struct nrtemu_json *groups,
-            struct nrtemu_coll_attrs *a, unsigned char *seen)
-{
-    uint32_t n = 0;
-
-    a->n_groups = (uint32_t)groups->u.array.count;
-    for (uint32_t i = 0; i < a->n_groups; i++) {
-        const struct nrtemu_json *grp = groups->u.array.items[i];
-        a->group_start[i] = n;
-        for (size_t k = 0; k < grp->u.array.count; k++) {
-            const struct nrtemu_json *v = grp->u.array.items[k];
-            uint32_t rank;
-            if (!is_rank(v)) {
-                return nrtemu__op_invalid(ctx,
-                                          "replica_groups[%u][%zu] must be a "
-                                          "rank from 0 to %u",
-                                          i, k, NRTEMU_MAX_RANKS - 1);
-            }
-            rank = (uint32_t)v->u.number.ivalue;
-            if (seen[rank]) {
-                return nrtemu__op_invalid(ctx,
-                                          "rank %u is in \"replica_groups\" "
-                                          "twice",
-                                          rank);
-            }
-            seen[rank] = 1;
-            a->ranks[n++] = rank;
-            a->rank_bound =
-                rank + 1 > a->rank_bound ? rank + 1 : a->rank_bound;
-        }
-    }
-    a->group_start[a->n_groups] = n;
-    return NRT_SUCCESS;
-}
-
-static NRT_STATUS
-read_pairs(const struct op_ctx *ctx, const struct nrtemu_json *pairs,
-           struct nrtemu_coll_attrs *a, unsigned char *seen)
-{
-    a->n_pairs = (uint32_t)pairs->u.array.count;
-    for (uint32_t i = 0; i < a->n_pairs; i++) {
-        const struct nrtemu_json *p = pairs->u.array.items[i];
-        if (p->type != NRTEMU_JSON_ARRAY || p->u.array.count != 2 ||
-            !is_rank(p->u.array.items[0]) || !is_rank(p->u.array.items[1])) {
-            return nrtemu__op_invalid(ctx,
-                                      "pairs[%u] must be [source, target], "
-                                      "ranks from 0 to %u",
-                                      i, NRTEMU_MAX_RANKS - 1);
-        }
-        for (int k = 0; k < 2; k++) {
-            uint32_t rank = (uint32_t)p->u.array.items[k]->u.number.ivalue;
-            /* seen: bit 1 a source, bit 2 a target */
-            if (seen[rank] & (1u << k)) {
-                return nrtemu__op_invalid(ctx,
-                                          "rank %u is the %s of two pairs",
-                                          rank, k == 0 ? "source" : "target");
-            }
-            seen[rank] |= (unsigned char)(1u << k);
-            a->pairs[2 * i + (uint32_t)k] = rank;
-            a->rank_bound =
-                rank + 1 > a->rank_bound ? rank + 1 : a->rank_bound;
-        }
-    }
-    return NRT_SUCCESS;
-}
-
-static const char *const reduce_names[] = {
-    [NRTEMU_REDUCE_SUM] = "sum",
-    [NRTEMU_REDUCE_PROD] = "prod",
-    [NRTEMU_REDUCE_MAX] = "max",
-    [NRTEMU_REDUCE_MIN] = "min",
-};
-
-static NRT_STATUS
-read_reduce(const struct op_ctx *ctx, struct nrtemu_coll_attrs *a)
-{
-    const struct nrtemu_json *v = attr(ctx, NRTEMU_ATTR_REDUCE);
-
-    a->reduce = NRTEMU_REDUCE_SUM;
-    if (v == NULL) {
-        return NRT_SUCCESS;
-    }
-    for (size_t i = 0; v->type == NRTEMU_JSON_STRING &&
-                       i < sizeof reduce_names / sizeof reduce_names[0];
-         i++) {
-        if (strcmp(v->u.string.chars, reduce_names[i]) == 0) {
-            a->reduce = (enum nrtemu_reduce)i;
-            return NRT_SUCCESS;
-        }
-    }
-    return nrtemu__op_invalid(ctx, "\"reduce\" must be \"sum\", \"prod\", "
-                                   "\"max\" or \"min\"");
-}
-
-/* The group size of every group, 0 when the groups differ or are absent. */
-static uint32_t
-even_group_size(const struct nrtemu_coll_attrs *a)
-{
-    uint32_t size;
-
-    if (a->n_groups == 0) {
-        return 0;
-    }
-    size = a->group_start[1] - a->group_start[0];
-    for (uint32_t i = 1; i < a->n_groups; i++) {
-        if (a->group_start[i + 1] - a->group_start[i] != size) {
-            return 0;
-        }
-    }
-    return size;
-}
-
-/* out = in but for `axis`, where out = in * mul / div. */
-static bool
-shape_scaled(const struct buffer *in, const struct buffer *out, uint32_t axis,
-             uint64_t *factor, bool gather)
-{
-    if (in->ndim != out->ndim) {
-        return false;
-    }
-    for (uint32_t d = 0; d < in->ndim; d++) {
-        if (d != axis && in->shape[d] != out->shape[d]) {
-            return false;
-        }
-    }
-    if (gather) {
-        if (in->shape[axis] == 0 || out->shape[axis] % in->shape[axis]) {
-            return false;
-        }
-        *factor = out->shape[axis] / in->shape[axis];
-    } else {
-        if (out->shape[axis] == 0 || in->shape[axis] % out->shape[axis]) {
-            return false;
-        }
-        *factor = in->shape[axis] / out->shape[axis];
-    }
-    return *factor >= 1 && *factor <= NRTEMU_MAX_RANKS;
-}
-
-/* The group size the shapes imply, into a->shape_group. */
-static NRT_STATUS
-check_shapes(const struct op_ctx *ctx, struct op *op,
-             struct nrtemu_coll_attrs *a)
-{
-    const struct buffer *in = &ctx->program->buffers[op->in[0]];
-    const struct buffer *out = &ctx->program->buffers[op->out];
-    uint64_t g = 0, g2 = 0;
-    bool ok = true;
-    NRT_STATUS st = NRT_SUCCESS;
-
-    switch (op->op) {
-    case NRTEMU_OP_ALL_GATHER:
-    case NRTEMU_OP_REDUCE_SCATTER:
-        if (in->ndim == 0) {
-            return nrtemu__op_invalid(ctx,
-                                      "in[0] '%s' is a scalar: %s "
-                                      "needs an axis",
-                                      in->name, nrtemu__op_name(op->op));
-        }
-        st = axis_attr(ctx, NRTEMU_ATTR_AXIS, in->ndim, &op->axis);
-        ok = st == NRT_SUCCESS && shape_scaled(in, out, op->axis, &g,
-                                               op->op == NRTEMU_OP_ALL_GATHER);
-        break;
-    case NRTEMU_OP_ALL_TO_ALL:
-        if (in->ndim == 0) {
-            return nrtemu__op_invalid(ctx,
-                                      "in[0] '%s' is a scalar: "
-                                      "all_to_all needs axes",
-                                      in->name);
-        }
-        st = axis_attr(ctx, NRTEMU_ATTR_SPLIT_AXIS, in->ndim, &a->split_axis);
-        if (st == NRT_SUCCESS) {
-            st = axis_attr(ctx, NRTEMU_ATTR_CONCAT_AXIS, in->ndim,
-                           &a->concat_axis);
-        }
-        if (st == NRT_SUCCESS && a->split_axis == a->concat_axis) {
-            ok = in->ndim == out->ndim &&
-                 memcmp(in->shape, out->shape,
-                        in->ndim * sizeof in->shape[0]) == 0;
-        } else if (st == NRT_SUCCESS) {
-            /* concat grows by g what split shrinks by g */
-            struct buffer mid = *in;
-            mid.shape[a->split_axis] = out->shape[a->split_axis];
-            ok = shape_scaled(in, &mid, a->split_axis, &g2, false) &&
-                 shape_scaled(&mid, out, a->concat_axis, &g, true) && g == g2;
-        }
-        break;
-    default:
-        ok =
-            in->ndim == out->ndim &&
-            memcmp(in->shape, out->shape, in->ndim * sizeof in->shape[0]) == 0;
-        break;
-    }
-    if (st != NRT_SUCCESS) {
-        return st;
-    }
-    if (!ok) {
-        return nrtemu__op_invalid(ctx,
-                                  "the shapes of in[0] '%s' and out '%s' do "
-                                  "not fit %s",
-                                  in->name, out->name,
-                                  nrtemu__op_name(op->op));
-    }
-    a->shape_group = (uint32_t)g;
-    return NRT_SUCCESS;
-}
-
-NRT_STATUS
-nrtemu__op_check_collective(const struct op_ctx *ctx, struct op *op)
-{
-    const struct buffer *in = &ctx->program->buffers[op->in[0]];
-    const struct buffer *out = &ctx->program->buffers[op->out];
-    const struct nrtemu_json *groups = attr(ctx, NRTEMU_ATTR_REPLICA_GROUPS);
-    const struct nrtemu_json *pairs = attr(ctx, NRTEMU_ATTR_PAIRS);
-    struct nrtemu_coll_attrs *a;
-    unsigned char *seen;
-    size_t n_ranks, n_pairs, n_groups;
-    uint32_t even;
-    NRT_STATUS st;
-
-    if (in->dtype != out->dtype) {
-        return nrtemu__op_invalid(ctx,
-                                  "out '%s' is %s but in[0] '%s' is %s: the "
-                                  "op does not convert",
-                                  out->name, nrtemu__dtype_name(out->dtype),
-                                  in->name, nrtemu__dtype_name(in->dtype));
-    }
-    op->compute = out->dtype;
-    if (op->op == NRTEMU_OP_COLLECTIVE_PERMUTE && pairs == NULL) {
-        return nrtemu__op_invalid(ctx, "\"pairs\" must be a list of "
-                                       "[source, target] ranks");
-    }
-    st = count_lists(ctx, groups, pairs, &n_ranks);
-    if (st != NRT_SUCCESS) {
-        return st;
-    }
-    n_groups = groups != NULL ? groups->u.array.count : 0;
-    n_pairs = pairs != NULL ? pairs->u.array.count : 0;
-    a = calloc(1, sizeof *a + (n_groups + 1 + n_ranks + 2 * n_pairs) *
-                                  sizeof(uint32_t));
-    seen = calloc(NRTEMU_MAX_RANKS, 1);
-    if (a == NULL || seen == NULL) {
-        free(a);
-        free(seen);
-        return nrtemu__fail(NRT_RESOURCE, ctx->func, "out of host memory");
-    }
-    op->coll = a; /* freed with the op, also on failure */
-    a->group_start = (uint32_t *)(a + 1);
-    a->ranks = a->group_start + n_groups + 1;
-    a->pairs = a->ranks + n_ranks;
-    st = read_reduce(ctx, a);
-    if (st == NRT_SUCCESS && groups != NULL) {
-        st = read_groups(ctx, groups, a, seen);
-    }
-    if (st == NRT_SUCCESS && pairs != NULL) {
-        st = read_pairs(ctx, pairs, a, seen);
-    }
-    free(seen);
-    if (st == NRT_SUCCESS) {
-        st = check_shapes(ctx, op, a);
-    }
-    if (st != NRT_SUCCESS) {
-        return st;
-    }
-    even = even_group_size(a);
-    if (op->op != NRTEMU_OP_ALL_REDUCE && a->n_groups > 0 && even == 0) {
-        return nrtemu__op_invalid(ctx,
-                                  "the replica groups of %s must all "
-                                  "have the same size",
-                                  nrtemu__op_name(op->op));
-    }
-    if (a->shape_group != 0 && even != 0 && a->shape_group != even) {
-        return nrtemu__op_invalid(ctx,
-                                  "the shapes imply groups of %u ranks, but "
-                                  "the replica groups have %u",
-                                  a->shape_group, even);
-    }
-    return NRT_SUCCESS;
-}
-
-/* Check the collectives of `list` and of the lists nested in its control
- * ops against a world of `world` ranks. */
-static NRT_STATUS
-bind_list(const char *func, const struct nrtemu_program *p,
-          const struct op_list *list, uint32_t world)
-{
-    for (size_t i = 0; i < list->count; i++) {
-        const struct op *op = &list->ops[i];
-        const struct nrtemu_coll_attrs *a = op->coll;
-        const char *name = nrtemu__op_name(op->op);
-        uint32_t g;
-
-        for (size_t k = 0; k < op->n_lists; k++) {
-            NRT_STATUS st = bind_list(func, p, &op->lists[k], world);
-            if (st != NRT_SUCCESS) {
-                return st;
-            }
-        }
-        if (a == NULL) {
-            continue;
-        }
-        if (a->rank_bound > world) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s: op %zu (%s) names rank %u, but the "
-                                  "world has %u rank%s",
-                                  p->path, op->index, name, a->rank_bound - 1,
-                                  world, world == 1 ? "" : "s");
-        }
-        if (a->n_groups != 0 && a->group_start[a->n_groups] != world) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s: op %zu (%s): the replica groups hold "
-                                  "%u of the world's %u ranks; each rank "
-                                  "must be in one",
-                                  p->path, op->index, name,
-                                  a->group_start[a->n_groups], world);
-        }
-        g = a->n_groups != 0 ? even_group_size(a) : world;
-        if (a->shape_group != 0 && a->shape_group != g) {
-            return nrtemu__reject(NRT_INVALID, func,
-                                  "%s: op %zu (%s): the shapes imply groups "
-                                  "of %u ranks, but the group%s %u",
-                                  p->path, op->index, name, a->shape_group,
-                                  a->n_groups != 0 ? "s have"
-                                                   : " of the "
-                                                     "world has",
-                                  g);
-        }
-        if (op->op == NRTEMU_OP_ALL_TO_ALL && a->shape_group == 0 &&
-            p->buffers[op->in[0]].shape[a->split_axis] % g != 0) {
-            return nrtemu__reject(
-                NRT_INVALID, func,
-                "%s: op %zu (all_to_all): split axis of "
-                "size %llu does not split in %u",
-                p->path, op->index,
-                (unsigned long long)p->buffers[op->in[0]].shape[a->split_axis],
-                g);
-        }
-    }
-    return NRT_SUCCESS;
-}
-
-NRT_STATUS
-nrtemu__program_bind_rank(const char *func, struct nrtemu_program *p,
-                          struct nrtemu_rank *r, uint32_t world)
-{
-    NRT_STATUS st = bind_list(func, p, &p->ops, world);
-
-    if (st == NRT_SUCCESS) {
-        p->rank = r;
-    }
-    return st;
-}
-
 /* ------------------------------------------------------------ execution */
 
 /* Copy the box `box` at `soff` of `src` (shape `ss`) to `doff` of `dst`
@@ -1139,7 +700,7 @@ split_at(const struct nrtemu_array *a, uint32_t axis, uint64_t *outer,
 #define SMALL_ALL_REDUCE (256u << 10)
 
 struct exchange {
-    const struct op_call *c;
+    const struct nrtemu_coll_call *c;
     const struct nrtemu_coll_attrs *a;
     uint32_t g, pos;  /* group size, this rank's position in it */
     const void **ins; /* the members' operands, in group order */
@@ -1193,8 +754,8 @@ reduce_scatter(const struct exchange *x)
     const void *src[NRTEMU_MAX_RANKS];
     uint64_t outer, inner, blk;
 
-    split_at(out, x->c->op->axis, &outer, &inner);
-    blk = out->shape[x->c->op->axis] * inner;
+    split_at(out, x->c->axis, &outer, &inner);
+    blk = out->shape[x->c->axis] * inner;
     for (uint64_t o = 0; o < outer; o++) {
         for (uint32_t j = 0; j < x->g; j++) {
             src[j] = (const char *)x->ins[j] +
@@ -1209,11 +770,11 @@ reduce_scatter(const struct exchange *x)
 static void
 all_gather(const struct exchange *x)
 {
-    const struct nrtemu_array *in = &x->c->in[0];
+    const struct nrtemu_array *in = x->c->in;
     uint64_t outer, inner, blk;
 
-    split_at(in, x->c->op->axis, &outer, &inner);
-    blk = in->shape[x->c->op->axis] * inner * x->esize;
+    split_at(in, x->c->axis, &outer, &inner);
+    blk = in->shape[x->c->axis] * inner * x->esize;
     for (uint64_t o = 0; o < outer; o++) {
         for (uint32_t j = 0; j < x->g; j++) {
             memcpy((char *)x->c->out->data + (o * x->g + j) * blk,
@@ -1225,7 +786,7 @@ all_gather(const struct exchange *x)
 static void
 all_to_all(const struct exchange *x)
 {
-    const struct nrtemu_array *in = &x->c->in[0], *out = x->c->out;
+    const struct nrtemu_array *in = x->c->in, *out = x->c->out;
     uint32_t sa = x->a->split_axis, ca = x->a->concat_axis;
     uint64_t box[NRTEMU_MAX_DIMS], soff[NRTEMU_MAX_DIMS] = {0};
     uint64_t doff[NRTEMU_MAX_DIMS] = {0};
@@ -1259,12 +820,12 @@ permute(const struct exchange *x, uint32_t me)
 
 /* The members of the group of `me` (all ranks for collective_permute). */
 static uint32_t
-group_of(const struct op *op, uint32_t me, uint32_t world, uint32_t *members,
-         uint32_t *pos)
+group_of(const struct nrtemu_coll_call *c, uint32_t me, uint32_t world,
+         uint32_t *members, uint32_t *pos)
 {
-    const struct nrtemu_coll_attrs *a = op->coll;
+    const struct nrtemu_coll_attrs *a = c->attrs;
 
-    if (a->n_groups == 0 || op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+    if (a->n_groups == 0 || c->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
         for (uint32_t k = 0; k < world; k++) {
             members[k] = k;
         }
@@ -1328,7 +889,7 @@ net_lists_alloc(const char *func, uint32_t world, struct net_lists *l)
  * the same bits as in one process.
  */
 static NRT_STATUS
-net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
+net_all_reduce(const struct nrtemu_coll_call *c, struct nrtemu_rank *r,
                const struct exchange *x, const uint32_t *members,
                const char *what)
 {
@@ -1346,7 +907,7 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
     }
     part(count, x->pos, x->g, &mlo, &mhi);
     mine = (mhi - mlo) * x->esize;
-    space = nrtemu__scratch_get(&c->program->scratch,
+    space = nrtemu__scratch_get(c->scratch,
                                 x->g > 1 && mine != 0 ? (x->g - 1) * mine : 1);
     if (space == NULL) {
         st = NRT_RESOURCE;
@@ -1356,19 +917,19 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
      * every other member's operand into scratch */
     for (uint32_t j = 0; j < x->g; j++) {
         if (j == x->pos) {
-            src[j] = (const char *)c->in[0].data + mlo * x->esize;
+            src[j] = (const char *)c->in->data + mlo * x->esize;
             continue;
         }
         part(count, j, x->g, &lo, &hi);
         l.to[n] = l.from[n] = members[j];
-        l.sbufs[n] = (const char *)c->in[0].data + lo * x->esize;
+        l.sbufs[n] = (const char *)c->in->data + lo * x->esize;
         l.slens[n] = (hi - lo) * x->esize;
         l.rbufs[n] = space + (size_t)n * mine;
         l.rlens[n] = mine;
         src[j] = l.rbufs[n];
         n++;
     }
-    next_id(r, (uint32_t)c->op->index, &id);
+    next_id(r, (uint32_t)c->index, &id);
     st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n, l.sbufs,
                               l.slens, l.from, n, l.rbufs, l.rlens,
                               c->deadline_ns, what);
@@ -1391,7 +952,7 @@ net_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
         l.rlens[n] = (hi - lo) * x->esize;
         n++;
     }
-    next_id(r, (uint32_t)c->op->index, &id);
+    next_id(r, (uint32_t)c->index, &id);
     st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n, l.sbufs,
                               l.slens, l.from, n, l.rbufs, l.rlens,
                               c->deadline_ns, what);
@@ -1422,7 +983,7 @@ done:
  * Reduced in group order: the same bits as in one process.
  */
 static NRT_STATUS
-direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
+direct_all_reduce(const struct nrtemu_coll_call *c, struct nrtemu_rank *r,
                   const struct exchange *x, const uint32_t *members,
                   bool two_phases, const char *what)
 {
@@ -1433,7 +994,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
     struct nrtemu_cc_id id;
     const void *src[NRTEMU_MAX_RANKS];
     char *out = c->out->data, **areas;
-    const char *in = c->in[0].data;
+    const char *in = c->in->data;
     size_t half;
     uint32_t phase = 0;
     NRT_STATUS st = NRT_SUCCESS;
@@ -1442,7 +1003,7 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
     if (areas == NULL) {
         return nrtemu__fail(NRT_RESOURCE, c->func, "out of host memory");
     }
-    next_id(r, (uint32_t)c->op->index, &id);
+    next_id(r, (uint32_t)c->index, &id);
     seq = id.seq;
     for (uint32_t j = 0; j < x->g; j++) {
         areas[j] = nrtemu__net_area(net, members[j], &half);
@@ -1523,11 +1084,11 @@ direct_all_reduce(const struct op_call *c, struct nrtemu_rank *r,
  * whole operand to every member that reads it: a direct exchange.
  */
 static NRT_STATUS
-net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
-            const uint32_t *members, const char *what)
+net_receive(const struct nrtemu_coll_call *c, struct nrtemu_rank *r,
+            struct exchange *x, const uint32_t *members, const char *what)
 {
-    const struct nrtemu_coll_attrs *a = c->op->coll;
-    size_t bytes = nrtemu__array_count(&c->in[0]) * x->esize;
+    const struct nrtemu_coll_attrs *a = c->attrs;
+    size_t bytes = nrtemu__array_count(c->in) * x->esize;
     uint32_t n_to = 0, n_from = 0;
     struct nrtemu_cc_id id;
     struct net_lists l;
@@ -1538,7 +1099,7 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
     if (st != NRT_SUCCESS) {
         return st;
     }
-    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+    if (c->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
         for (uint32_t i = 0; i < a->n_pairs; i++) {
             if (a->pairs[2 * i] == me && a->pairs[2 * i + 1] != me) {
                 l.to[n_to++] = a->pairs[2 * i + 1];
@@ -1556,20 +1117,20 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
         }
     }
     space = nrtemu__scratch_get(
-        &c->program->scratch, n_from != 0 && bytes != 0 ? n_from * bytes : 1);
+        c->scratch, n_from != 0 && bytes != 0 ? n_from * bytes : 1);
     if (space == NULL) {
         st = NRT_RESOURCE;
         goto done;
     }
     for (uint32_t k = 0; k < n_to; k++) {
-        l.sbufs[k] = c->in[0].data;
+        l.sbufs[k] = c->in->data;
         l.slens[k] = bytes;
     }
     for (uint32_t k = 0; k < n_from; k++) {
         l.rbufs[k] = space + k * bytes;
         l.rlens[k] = bytes;
     }
-    next_id(r, (uint32_t)c->op->index, &id);
+    next_id(r, (uint32_t)c->index, &id);
     st = nrtemu__net_exchange(c->func, r->m->net, &id, l.to, n_to, l.sbufs,
                               l.slens, l.from, n_from, l.rbufs, l.rlens,
                               c->deadline_ns, what);
@@ -1578,9 +1139,9 @@ net_receive(const struct op_call *c, struct nrtemu_rank *r, struct exchange *x,
     }
     /* x->ins is indexed by group position (by rank for permute, whose
      * group is the world). */
-    x->ins[x->pos] = c->in[0].data;
+    x->ins[x->pos] = c->in->data;
     x->outs[x->pos] = c->out->data;
-    if (c->op->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
+    if (c->op == NRTEMU_OP_COLLECTIVE_PERMUTE) {
         if (n_from == 1) {
             x->ins[l.from[0]] = l.rbufs[0];
         }
@@ -1597,29 +1158,26 @@ done:
 }
 
 NRT_STATUS
-nrtemu__op_run_collective(const struct op_call *c)
+nrtemu__coll_run(const struct nrtemu_coll_call *c)
 {
-    struct nrtemu_rank *r = c->program->rank;
+    struct nrtemu_rank *r = c->rank;
     struct member *m = r != NULL ? r->m : NULL;
-    const struct op *op = c->op;
     uint32_t world = m != NULL ? m->world : 1;
     uint32_t me = m != NULL ? m->rank : 0;
     uint32_t members_stack[64], *members = members_stack;
     const void *ins_stack[64], **ins = ins_stack;
     void *outs_stack[64], **outs = outs_stack;
     struct exchange x = {
-        c, op->coll, 0, 0, NULL, NULL, nrtemu__dtype_size(c->out->dtype)};
+        c, c->attrs, 0, 0, NULL, NULL, nrtemu__dtype_size(c->out->dtype)};
     uint64_t count = nrtemu__array_count(c->out);
     struct nrtemu_cc_id id = {0};
     bool two_phases;
-    char what[96];
+    const char *what = c->what;
     NRT_STATUS st = NRT_SUCCESS;
 
     /* (the caller holds m->exec: nrtemu__rank_exec_begin) */
     if (m != NULL && m->ended) {
-        return nrtemu__fail(NRT_CLOSED, c->func,
-                            "%s: op %zu (%s) on rank %u: %s", c->program->path,
-                            op->index, nrtemu__op_name(op->op), me,
+        return nrtemu__fail(NRT_CLOSED, c->func, "%s on rank %u: %s", what, me,
                             m->forked ? "the communicator is the parent "
                                         "process's (fork)"
                                       : "nrt_close ended the communicator");
@@ -1633,19 +1191,17 @@ nrtemu__op_run_collective(const struct op_call *c)
             goto done;
         }
     }
-    x.g = group_of(op, me, world, members, &x.pos);
+    x.g = group_of(c, me, world, members, &x.pos);
     x.ins = ins;
     x.outs = outs;
-    two_phases = op->op == NRTEMU_OP_ALL_REDUCE && x.g > 1 &&
+    two_phases = c->op == NRTEMU_OP_ALL_REDUCE && x.g > 1 &&
                  count * x.esize >= SMALL_ALL_REDUCE;
-    snprintf(what, sizeof what, "%s: op %zu (%s)", c->program->path, op->index,
-             nrtemu__op_name(op->op));
     if (m == NULL) {
-        ins[0] = c->in[0].data;
+        ins[0] = c->in->data;
         outs[0] = c->out->data;
     } else if (m->net != NULL) {
         bool direct = false;
-        if (op->op == NRTEMU_OP_ALL_REDUCE && x.g > 1) {
+        if (c->op == NRTEMU_OP_ALL_REDUCE && x.g > 1) {
             st = nrtemu__net_direct(c->func, m->net, c->deadline_ns, &direct);
             if (st != NRT_SUCCESS) {
                 goto done;
@@ -1664,14 +1220,14 @@ nrtemu__op_run_collective(const struct op_call *c)
             goto done;
         }
     } else {
-        next_id(r, (uint32_t)op->index, &id);
-        st = comm_sync(c->func, m, members, x.g, &id, 0, c->in[0].data,
+        next_id(r, (uint32_t)c->index, &id);
+        st = comm_sync(c->func, m, members, x.g, &id, 0, c->in->data,
                        c->out->data, ins, outs, c->deadline_ns, what);
         if (st != NRT_SUCCESS) {
             goto done;
         }
     }
-    switch (op->op) {
+    switch (c->op) {
     case NRTEMU_OP_ALL_REDUCE:
         if (two_phases) {
             uint64_t lo, hi;

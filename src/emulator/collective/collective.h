@@ -44,8 +44,6 @@
 
 #include "kernels/kernel.h"
 
-struct nrtemu_program;
-
 /*
  * The attributes of one collective op, validated at load (owned by the
  * op: one allocation, freed with free()).
@@ -110,14 +108,36 @@ void nrtemu__rank_exec_end(struct nrtemu_rank *r);
 void nrtemu__communicators_close(void);
 
 /*
- * Check the collective ops of `program` against a world of `world` ranks
- * (rank ranges, groups that cover the world, the group sizes the shapes
- * imply) and make `r` the rank that runs them (NULL for a world of one).
- * @return NRT_SUCCESS or NRT_INVALID naming the op.
+ * One collective op to run on a rank: what program_collective.c gives
+ * from an op of a program.  The attributes were checked against the
+ * rank's world when the program was bound to it.
  */
-NRT_STATUS nrtemu__program_bind_rank(const char *func,
-                                     struct nrtemu_program *program,
-                                     struct nrtemu_rank *r, uint32_t world);
+struct nrtemu_coll_call {
+    const char *func;         /* the API call, for messages */
+    struct nrtemu_rank *rank; /* NULL: a world of one */
+    enum nrtemu_op op;        /* all_reduce, reduce_scatter, all_gather,
+                                 all_to_all or collective_permute */
+    const struct nrtemu_coll_attrs *attrs;
+    uint32_t axis; /* all_gather, reduce_scatter: the axis of the parts */
+    const struct nrtemu_array *in;  /* the operand */
+    const struct nrtemu_array *out; /* the result, in's dtype */
+    /* Working memory: the operands received from other processes. */
+    struct nrtemu_scratch *scratch;
+    uint64_t deadline_ns; /* 0: none */
+    size_t index;         /* the op's, in each exchange's record */
+    const char *what;     /* names the op in messages */
+};
+
+/*
+ * Run the exchange of `c` with the other ranks of its group (the caller
+ * holds the rank's execution: nrtemu__rank_exec_begin()).
+ * @return NRT_SUCCESS; NRT_RESOURCE when memory runs out (as for an
+ *         op's kernel, the caller records it); NRT_TIMEOUT naming the
+ *         missing ranks; NRT_EXEC_HW_ERR_COLLECTIVES for a broken
+ *         communicator, a rank that left, or one at another exchange;
+ *         NRT_CLOSED after nrt_close or in a forked child.
+ */
+NRT_STATUS nrtemu__coll_run(const struct nrtemu_coll_call *c);
 
 /* For collective_host.c: a handle on the rank's membership, for the
  * host-level collectives (all ranks of `world`); as nrtemu__rank_join(). */

@@ -27,6 +27,8 @@
  */
 struct nrtemu_program;
 
+struct nrtemu_rank; /* collective/collective.h */
+
 /*
  * Read and validate the program of subgraph `subgraph` (an index into
  * neff->subgraphs) of `neff`: the file named by "emulator_program" in its
@@ -77,6 +79,16 @@ typedef void (*nrtemu_op_observer)(void *ctx, size_t index, const char *op,
 
 /* Whether the op of that name (as an observer gets it) is a collective. */
 bool nrtemu__op_is_collective(const char *op);
+
+/*
+ * Check the collective ops of `program` against a world of `world` ranks
+ * (rank ranges, groups that cover the world, the group sizes the shapes
+ * imply) and make `r` the rank that runs them (NULL for a world of one).
+ * @return NRT_SUCCESS or NRT_INVALID naming the op.
+ */
+NRT_STATUS nrtemu__program_bind_rank(const char *func,
+                                     struct nrtemu_program *program,
+                                     struct nrtemu_rank *r, uint32_t world);
 
 /*
  * Run once.  `io_data[i]` is the memory of neff->io[i] (inputs read-only,

@@ -1,7 +1,8 @@
 /*
  * program_internal.h - the representation of a loaded program and the op
  * table, shared by program.c (reading), program_ops.c (the op table),
- * program_validate.c (op rules) and program_run.c (internal).
+ * program_validate.c (op rules), program_collective.c (collective ops) and
+ * program_run.c (internal).
  */
 #ifndef NRTEMU_PROGRAM_INTERNAL_H
 #define NRTEMU_PROGRAM_INTERNAL_H
