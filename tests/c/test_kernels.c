@@ -2008,7 +2008,7 @@ test_sin_cos_float64_of_int32(void)
 
 /*
  * gelu, tanh, exp, expm1, sigmoid, log1p and cbrt of int32 operands
- * (computed in float64, converted in kernel_math_vec.c's loop; the first
+ * (computed in float64, converted in kernel_math_exp.c's loop; the first
  * five from tables): bit for bit the float64 op on the converted
  * operands, in every build (the baseline loops with -Dcpu_dispatch=false).
  * Operands of every magnitude, and runs of [-40, 40] and [-800, 800]

@@ -1,4 +1,4 @@
-"""The vectorised math loops of the emulator (kernel_math_vec.c) against
+"""The vectorised math loops of the emulator (kernel_math_vec.h) against
 NumPy and float64 references.
 
 - int32 floor division, remainder, rem (fmod) and power: bit for bit
@@ -357,7 +357,7 @@ INT32_OF_FLOAT64 = {"gelu": nrtpy.neff.gelu, "log1p": np.log1p, "cbrt": np.cbrt,
 
 @pytest.mark.parametrize("name", INT32_OF_FLOAT64)
 def test_int32_operands_are_the_float64_results(tmp_path, name):
-    """Unary float64 ops of int32 (kernel_math_vec.c converts in its loop;
+    """Unary float64 ops of int32 (kernel_math_exp.c converts in its loop;
     gelu, tanh, exp, expm1 and sigmoid from tables of the float64 op,
     log1p without the correction term that 1 + x exact makes 0): bit for
     bit the float64 results of the same values, over 2^22 elements too
@@ -399,7 +399,7 @@ def test_int32_operands_are_the_float64_results(tmp_path, name):
 
 
 def test_int32_sin_cos_small_chunks_need_no_fallback():
-    """kernel_math_vec.c: no integer 0 < |x| <= 2^12 is within 2^-16 of a
+    """sincos_f64(): no integer 0 < |x| <= 2^12 is within 2^-16 of a
     multiple of pi/2 (the small reduction's fallback starts at 2^-22)."""
     from decimal import Decimal, getcontext
     getcontext().prec = 60

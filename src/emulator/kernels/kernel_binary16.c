@@ -13,7 +13,7 @@
  * narrow_divmod's float32 quotients (kernel_elementwise.c, where the
  * argument for their exactness is) on steps whose every pair is
  * NARROW_DIVMOD_OK, and the float32 kernel on the others; pow is
- * kernel_math_vec.c's narrow pow (nrtemu__vmath_pow16).  On CPUs without
+ * kernel_math_pow.c's narrow pow (nrtemu__vmath_pow16).  On CPUs without
  * AVX-512, and in the builds without CPU dispatch, nothing applies and the
  * driver computes as before.
  */

@@ -1,7 +1,7 @@
 /*
  * kernel_codes16.h - 16 float16 or bfloat16 codes to and from the float32
  * lanes of an AVX-512 register (internal, for the loops that convert in
- * registers: kernel_binary16.c, kernel_math_vec.c's pow).
+ * registers: kernel_binary16.c, kernel_math_pow.c, kernel_math_div.c).
  *
  * The same bits as the driver's conversions (convert.c): float16 through
  * vcvtph2ps and vcvtps2ph with round to nearest even (what load_f32 and

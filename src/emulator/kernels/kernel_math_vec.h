@@ -1,6 +1,10 @@
 /*
  * kernel_math_vec.h - block loops of the transcendental and division-like
- * elementwise ops (internal).
+ * elementwise ops (internal).  One file per family: kernel_math_exp.c
+ * (exp, log and the float64 ops of int32 operands), kernel_math_trig.c
+ * (sin, cos), kernel_math_pow.c (pow), kernel_math_div.c (mod,
+ * floor_divide, rem, int32 division and power); what they share is in
+ * kernel_math_vec_internal.h.
  *
  * Each function runs one op over a block of n elements, vectorised for
  * the CPU it runs on (simd.h: AVX-512, AVX2 + FMA, baseline), with the
