@@ -272,7 +272,7 @@ nrtemu__kernel_stream_wanted(const struct nrtemu_array *out,
 }
 
 /*
- * A unary op of kernel_math_vec.c's over int32 operands in float64 (sin,
+ * A unary op of kernel_math_vec.h's over int32 operands in float64 (sin,
  * cos, gelu, log1p, cbrt, exp, log, expm1, tanh, sigmoid) into a float64
  * out: one call per contiguous run, converting in its vector loop (no
  * block of scratch, no block-sized calls).  False, nothing written, where

@@ -194,7 +194,7 @@ f32_pow_scalar(size_t n, const float *a, float e, float *o)
     return true;
 }
 
-/* float32 pow(x, y) for any x and y: kernel_math_vec.c. */
+/* float32 pow(x, y) for any x and y: kernel_math_vec.h. */
 NRTEMU_INLINE void
 f32_pow_block(size_t n, const float *a, bool sa, const float *b, bool sb,
               float *o)
@@ -238,7 +238,7 @@ f64_pow_scalar(size_t n, const double *a, double e, double *o)
     return true;
 }
 
-/* float32 sin and cos: kernel_math_vec.c. */
+/* float32 sin and cos: kernel_math_vec.h. */
 NRTEMU_INLINE void
 f32_sin(size_t n, const float *a, float *o)
 {
@@ -251,7 +251,7 @@ f32_cos(size_t n, const float *a, float *o)
     nrtemu__vmath_f32_sincos(n, a, o, 1);
 }
 
-/* float64 sin and cos: kernel_math_vec.c. */
+/* float64 sin and cos: kernel_math_vec.h. */
 NRTEMU_INLINE void
 f64_sin(size_t n, const double *a, double *o)
 {
@@ -265,7 +265,7 @@ f64_cos(size_t n, const double *a, double *o)
 }
 
 /* The tanh approximation of GELU (kernel_math.h; float64: the vector loop
- * of kernel_math_vec.c, which nrtemu__vmath_f64_unary runs before this
+ * of kernel_math_vec.h, which nrtemu__vmath_f64_unary runs before this
  * formula is reached, as x / (1 + e^m) too). */
 #define f32_gelu(x) kmath_gelu(x)
 
@@ -308,7 +308,7 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
 #define f64_round_even(x) __builtin_rint(x)
 /* float32: kernel_math.h, vectorised; float64: libm.  (expm1 and log1p
  * of float32, and all four of float64 but erf, are taken first by the
- * block loops of kernel_math_vec.c: SFX##_unary_vec.) */
+ * block loops of kernel_math_vec.h: SFX##_unary_vec.) */
 #define f32_expm1(x) kmath_expm1(x)
 #define f32_log1p(x) kmath_log1p(x)
 #define f32_cbrt(x) kmath_cbrt(x)
@@ -455,7 +455,7 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
         }                                                                    \
     }
 
-/* The unary ops whose block loops are in kernel_math_vec.c. */
+/* The unary ops whose block loops are in kernel_math_vec.h. */
 static inline bool
 f32_unary_vec(enum nrtemu_op op, size_t n, const float *a, float *o)
 {
@@ -661,7 +661,7 @@ NRTEMU_RULES_END
 
 /* pow of float16 or bfloat16 operands with an exponent per element (a
  * scalar one takes f32_pow_scalar() first): float32 results that round to
- * the compute dtype as the float32 op's do, cheaper (kernel_math_vec.c).
+ * the compute dtype as the float32 op's do, cheaper (kernel_math_vec.h).
  * False, nothing written, for any other op. */
 static bool
 narrow_pow(enum nrtemu_op op, enum nrtemu_dtype compute, size_t n,

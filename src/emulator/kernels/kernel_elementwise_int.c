@@ -316,7 +316,7 @@ NRTEMU_RULES_END
  * abs, square, the comparisons, max/min and selections.  They run in
  * int32, twice the elements per vector and half the bytes of scratch as
  * int64, with results bit for bit those of the int64 loops.  So do
- * division, remainder and power (kernel_math_vec.c: float64 quotients,
+ * division, remainder and power (kernel_math_vec.h: float64 quotients,
  * INT32_MIN / -1 and friends selected apart).
  */
 bool
