@@ -37,7 +37,7 @@ def run_example(name: str, tmp_path: Path, tmpdir: Path | None = None) -> str:
 def test_all_examples_are_covered():
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(
         ["quickstart.py", "tutorial_debug_oob.py", "tutorial_validate_benchmark.py",
-         "model_page.py",
+         "model_page.py", "nki_debug_oob.py",
          "spike_compat.py"])  # (run by test_compat.py, with the compat layer)
 
 
@@ -50,6 +50,17 @@ def test_quickstart(tmp_path):
     assert "NrtpyError     Nrtpy Error:" in out
     for dt in ("float16", "bfloat16", "float8_e4m3", "int64"):
         assert f"\n{dt:14s} -> {dt:14s}" in out
+
+
+def test_nki_debug_oob(tmp_path):
+    out = run_example("nki_debug_oob.py", tmp_path)
+    lines = out.splitlines()
+    assert lines[0].startswith("Expected error: NrtError: NRT Error "
+                               "NRT_EXEC_OOB(1006): ")
+    assert "  src_tensor: shape=[128, 512], size=262144" in lines
+    assert "  output_0: shape=[128, 512], size=262144" in lines
+    assert "Output sample (first row): [1. 0. 0. 0. 0.]" in lines
+    assert lines[-1] == "nki_debug_oob OK"
 
 
 def test_tutorial_debug_oob(tmp_path):

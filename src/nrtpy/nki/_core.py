@@ -1,0 +1,1096 @@
+"""The tracer under nrtpy.nki: tensors, views, the trace being recorded.
+
+An NKI kernel runs once per argument signature with :class:`NkiTensor`
+objects in place of its arrays.  Every tensor (an HBM argument or output, an
+SBUF or PSUM tile) is one buffer of an emulator program
+(docs/neff-emulator-format.md) recorded with ``nrtpy.neff``'s ``Program``;
+every instruction appends ops to it.  Indexing never computes: a view holds
+the flat element indices it selects, worked out with NumPy at trace time
+(loops unroll, so every index is a constant).  Reading a view becomes a
+``slice`` (with ``reshape``/``transpose``/``broadcast_to``) when its indices
+form a box of the tensor, a ``take`` otherwise; writing one becomes a
+``scatter`` of constant indices into the tensor's buffer (in place), or the
+op's own ``out`` when the view is the whole tensor.
+
+The compiler's checks (partition axis, capacity per partition, matmul
+limits, engines reading HBM) are made here, when the instruction is traced,
+and raise :class:`NkiCompileError` naming the instruction, the kernel's
+source line and the rule.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import sys
+from enum import Enum
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from nrtpy import _dtypes
+from nrtpy.neff._trace import Program, Traced
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_NEFF_DIR = os.path.join(os.path.dirname(_PACKAGE_DIR), "neff")
+
+PMAX = 128  # partitions of SBUF and PSUM
+
+
+class NkiCompileError(ValueError):
+    """A kernel breaks a rule the Neuron compiler checks (partition axis,
+    capacity, matmul limits, an engine reading HBM).
+
+    Raised while tracing, before anything is written, with the instruction,
+    the kernel's source file and line, and the rule in the message and as
+    attributes.
+    """
+
+    def __init__(self, instruction: str, rule: str, filename: str | None,
+                 lineno: int | None) -> None:
+        self.instruction = instruction
+        self.rule = rule
+        self.filename = filename
+        self.lineno = lineno
+        where = f"{filename}:{lineno}: " if filename else ""
+        super().__init__(f"{where}{instruction}: {rule}")
+
+
+def _user_frame() -> tuple[str | None, int | None]:
+    """The innermost frame outside nrtpy.nki and nrtpy.neff: the kernel's
+    line that issued the instruction."""
+    f = sys._getframe(1)
+    while f is not None:
+        name = os.path.dirname(os.path.abspath(f.f_code.co_filename))
+        if not (name.startswith(_PACKAGE_DIR) or name == _NEFF_DIR):
+            return f.f_code.co_filename, f.f_lineno
+        f = f.f_back
+    return None, None
+
+
+def fail(instruction: str, rule: str) -> NkiCompileError:
+    """A compile error for ``instruction`` at the kernel's current line."""
+    filename, lineno = _user_frame()
+    return NkiCompileError(instruction, rule, filename, lineno)
+
+
+# -- targets ------------------------------------------------------------------
+class Target:
+    """What the compiler checks against: a NeuronCore version's SBUF and
+    PSUM bytes per partition."""
+
+    def __init__(self, name: str, version: int, sbuf_bytes: int,
+                 psum_bytes: int) -> None:
+        self.name = name
+        self.version = version
+        self.sbuf_bytes = sbuf_bytes
+        self.psum_bytes = psum_bytes
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r}, NeuronCore-v{self.version})"
+
+
+_V2 = ("trn1", 2, 192 * 1024, 16 * 1024)
+_V3 = ("trn2", 3, 224 * 1024, 16 * 1024)
+TARGETS = {"trn1": _V2, "inf2": _V2, "gen2": _V2, "trn2": _V3, "gen3": _V3}
+
+
+def target(name: str | None = None) -> Target:
+    """The target named (``trn1``, ``inf2``, ``trn2``, ``gen2``, ``gen3``),
+    else ``NEURON_PLATFORM_TARGET_OVERRIDE``, else the emulator's instance
+    profile (``NRTPY_EMU_INSTANCE``, trn1 by default)."""
+    if name is None:
+        name = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE") or None
+    if name is None:
+        instance = os.environ.get("NRTPY_EMU_INSTANCE", "trn1.2xlarge")
+        name = instance.split(".")[0]
+    if not isinstance(name, str):
+        raise TypeError(f"platform target must be a str, got {type(name).__name__}")
+    key = name.lower()
+    if key in ("trn3", "gen4"):
+        raise NotImplementedError(f"nrtpy.nki: platform target {name!r} "
+                                  f"(NeuronCore-v4) is not implemented")
+    if key not in TARGETS:
+        raise ValueError(f"unknown platform target {name!r} (known: "
+                         f"{', '.join(sorted(TARGETS))})")
+    return Target(*TARGETS[key])
+
+
+# -- memories -----------------------------------------------------------------
+class MemoryRegion(Enum):
+    """Where a tensor lives."""
+
+    sbuf = "sbuf"
+    psum = "psum"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+
+    def __repr__(self) -> str:
+        return f"nl.{self.value}"
+
+
+def is_hbm(buffer: Any) -> bool:
+    return buffer in (MemoryRegion.private_hbm, MemoryRegion.shared_hbm)
+
+
+def is_on_chip(buffer: Any) -> bool:
+    return buffer in (MemoryRegion.sbuf, MemoryRegion.psum)
+
+
+# -- the trace ----------------------------------------------------------------
+class Trace:
+    """One kernel being traced: the program, the target, the SPMD position,
+    and the shared HBM tensors that every instance of the grid shares."""
+
+    def __init__(self, tgt: Target, grid: tuple[int, ...]) -> None:
+        self.program = Program()
+        self.target = tgt
+        self.grid = grid
+        self.pid: tuple[int, ...] = (0,) * len(grid)
+        self.shared: list[NkiTensor] = []
+        self.shared_next = 0
+        self.index_consts: dict[tuple, Traced] = {}
+        # The program's indirect gathers: op index -> (elements per row,
+        # elements of the tensor), to say an out-of-bounds row as the
+        # element index the SDK's simulator reports.
+        self.gathers: dict[int, tuple[int, int]] = {}
+
+    def index_const(self, idx: np.ndarray) -> Traced:
+        """A constant holding ``idx`` (flat indices), shared by equal ones."""
+        key = (idx.shape, idx.dtype.str, hash(idx.tobytes()))
+        t = self.index_consts.get(key)
+        if t is None:
+            t = self.program.const(np.ascontiguousarray(idx))
+            self.index_consts[key] = t
+        return t
+
+
+_stack: list[Trace] = []
+
+
+def current() -> Trace:
+    """The trace being recorded; outside a kernel, an error that says so."""
+    if not _stack:
+        raise RuntimeError("nrtpy.nki: NKI language and ISA calls work only "
+                           "inside a kernel called through nki.jit (or "
+                           "nki.simulate / simulate_kernel)")
+    return _stack[-1]
+
+
+def tracing() -> bool:
+    return bool(_stack)
+
+
+# -- dtypes -------------------------------------------------------------------
+def as_dtype(dtype: Any, what: str = "dtype") -> np.dtype:
+    """A NumPy dtype the emulator stores, from a dtype, a type or a name."""
+    if isinstance(dtype, str) and dtype in _dtypes.NAMES:
+        return _dtypes.to_numpy(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{what}: {dtype!r} is not a dtype") from None
+    if _dtypes.name_of(dt) is None:
+        raise TypeError(f"{what}: dtype {dt} is not supported on the emulator")
+    return dt
+
+
+def is_float(dt: np.dtype) -> bool:
+    return dt.kind == "f" or _dtypes.name_of(dt) in ("bfloat16", "float8_e4m3",
+                                                     "float8_e4m3fn", "float8_e5m2",
+                                                     "float8_e3m4")
+
+
+def promote(*dts: np.dtype) -> np.dtype:
+    """NKI's promotion of two tile dtypes: a float wins over an integer;
+    two floats give the wider (fp32 for two different 16- or 8-bit ones);
+    integers promote as NumPy's."""
+    floats = [d for d in dts if is_float(d)]
+    if floats:
+        if len(set(floats)) == 1:
+            return floats[0]
+        return max(floats, key=lambda d: d.itemsize) \
+            if any(d.itemsize == 4 for d in floats) else np.dtype(np.float32)
+    return np.result_type(*dts)
+
+
+# -- tensors ------------------------------------------------------------------
+class NkiTensor:
+    """A tensor of the kernel: an HBM array or an SBUF/PSUM tile.
+
+    It names one buffer of the program; writes change that buffer in place,
+    so every view and alias sees them, as on the device.  Arithmetic
+    operators are the ``nki.language`` functions (``a + b`` is
+    ``nl.add(a, b)``).
+    """
+
+    __array_ufunc__ = None  # NumPy defers to our reflected operators
+
+    def __init__(self, trace: Trace, name: str, shape: tuple[int, ...],
+                 dtype: np.dtype, buffer: MemoryRegion, *, written: bool,
+                 readonly: bool = False, label: str = "") -> None:
+        self.trace = trace
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.buffer = buffer
+        self.written = written
+        self.readonly = readonly
+        self.label = label
+        # Elements a masked instruction did not compute (None: all were).
+        self.valid: np.ndarray | None = None
+
+    # array-like attributes
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return (f"NkiTensor({self.label or self.name}, shape={self.shape}, "
+                f"dtype={_dtypes.name_of(self.dtype)}, buffer={self.buffer.value})")
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        raise TypeError("nrtpy.nki: the value of a tensor is not known while "
+                        "the kernel is traced (use nl.where or masks, not "
+                        "Python if)")
+
+    def __iter__(self):
+        raise TypeError("nrtpy.nki: a tensor cannot be iterated while the "
+                        "kernel is traced; index it")
+
+    def traced(self) -> Traced:
+        """The buffer as the program's value, zero-filled first if nothing
+        wrote it yet (the emulator reads no unwritten buffer)."""
+        if not self.written:
+            p = self.trace.program
+            p.ops.append({"op": "full", "in": [], "out": self.name, "value": 0})
+            self.written = True
+        return Traced(self.trace.program, self.name, self.shape, self.dtype)
+
+    def whole(self) -> View:
+        return View(self, None, self.shape)
+
+    def __getitem__(self, key: Any) -> View:
+        return self.whole()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.whole()[key].assign(value)
+
+    # views (NKI 0.6 NkiTensor methods)
+    def ap(self, pattern: Sequence[Sequence[int]], offset: int | None = None,
+           scalar_offset: Any = None, vector_offset: Any = None,
+           indirect_dim: int = 0, dtype: Any = None) -> View:
+        return self.whole().ap(pattern, offset, scalar_offset, vector_offset,
+                               indirect_dim, dtype)
+
+    def reshape(self, shape: Sequence[int]) -> View:
+        return self.whole().reshape(shape)
+
+    def view(self, dtype: Any) -> View:
+        return self.whole().view(dtype)
+
+    def permute(self, dims: Sequence[int]) -> View:
+        return self.whole().permute(dims)
+
+    def broadcast(self, dim: int, size: int) -> View:
+        return self.whole().broadcast(dim, size)
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> View:
+        return self.whole().slice(dim, start, end, step)
+
+    def select(self, dim: int, index: Any) -> View:
+        return self.whole().select(dim, index)
+
+    def expand_dim(self, dim: int) -> View:
+        return self.whole().expand_dim(dim)
+
+    def squeeze_dim(self, dim: int) -> View:
+        return self.whole().squeeze_dim(dim)
+
+    def vector_select(self, dim: int, vector_offset: Any) -> View:
+        return self.whole().vector_select(dim, vector_offset)
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    def is_indirect(self) -> bool:
+        return False
+
+    @property
+    def offset(self) -> int:
+        return 0
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return _c_strides(self.shape)
+
+    def get_pattern(self) -> list[list[int]]:
+        return [[s, n] for s, n in zip(self.strides, self.shape)]
+
+    # operators: nki.language functions
+    def _op(self, name: str, *args: Any) -> Any:
+        from nrtpy.nki import language
+        return getattr(language, name)(*args)
+
+    def __add__(self, o: Any) -> Any: return self._op("add", self, o)
+    def __radd__(self, o: Any) -> Any: return self._op("add", o, self)
+    def __sub__(self, o: Any) -> Any: return self._op("subtract", self, o)
+    def __rsub__(self, o: Any) -> Any: return self._op("subtract", o, self)
+    def __mul__(self, o: Any) -> Any: return self._op("multiply", self, o)
+    def __rmul__(self, o: Any) -> Any: return self._op("multiply", o, self)
+    def __truediv__(self, o: Any) -> Any: return self._op("divide", self, o)
+    def __rtruediv__(self, o: Any) -> Any: return self._op("divide", o, self)
+    def __pow__(self, o: Any) -> Any: return self._op("power", self, o)
+    def __rpow__(self, o: Any) -> Any: return self._op("power", o, self)
+    def __mod__(self, o: Any) -> Any: return self._op("mod", self, o)
+    def __neg__(self) -> Any: return self._op("negative", self)
+    def __abs__(self) -> Any: return self._op("abs", self)
+    def __invert__(self) -> Any: return self._op("invert", self)
+    def __and__(self, o: Any) -> Any: return self._op("bitwise_and", self, o)
+    def __or__(self, o: Any) -> Any: return self._op("bitwise_or", self, o)
+    def __xor__(self, o: Any) -> Any: return self._op("bitwise_xor", self, o)
+    def __lt__(self, o: Any) -> Any: return self._op("less", self, o)
+    def __le__(self, o: Any) -> Any: return self._op("less_equal", self, o)
+    def __gt__(self, o: Any) -> Any: return self._op("greater", self, o)
+    def __ge__(self, o: Any) -> Any: return self._op("greater_equal", self, o)
+    def __eq__(self, o: Any) -> Any: return self._op("equal", self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Any: return self._op("not_equal", self, o)  # type: ignore[override]
+    __hash__ = object.__hash__
+
+    def _inplace(self, name: str, o: Any) -> NkiTensor:
+        self.whole().assign(self._op(name, self, o))
+        return self
+
+    def __iadd__(self, o: Any) -> NkiTensor: return self._inplace("add", o)
+    def __isub__(self, o: Any) -> NkiTensor: return self._inplace("subtract", o)
+    def __imul__(self, o: Any) -> NkiTensor: return self._inplace("multiply", o)
+    def __itruediv__(self, o: Any) -> NkiTensor: return self._inplace("divide", o)
+
+    def astype(self, dtype: Any) -> NkiTensor:
+        return self.whole().astype(dtype)
+
+
+def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= int(d)
+    return tuple(reversed(strides))
+
+
+class Indirect:
+    """A view's run-time part: the row of its partition ``w`` is
+    ``offsets[w]`` (an SBUF tile), not ``w``: the access is ``base`` row
+    ``offsets[w]``, element ``static[w, ...]`` of that row."""
+
+    def __init__(self, offsets: View, row: int, static: np.ndarray) -> None:
+        self.offsets = offsets
+        self.row = row  # elements per row of the base tensor
+        self.static = static
+
+
+class View:
+    """Elements of a tensor, selected at trace time.
+
+    ``index`` holds the flat index into the tensor of each element of the
+    view (shape ``shape``), or None for the whole tensor in its own order.
+    Reading a view is the ops that gather those elements; assigning to it
+    scatters into the tensor.
+    """
+
+    __array_ufunc__ = None
+
+    def __init__(self, tensor: NkiTensor, index: np.ndarray | None,
+                 shape: tuple[int, ...], dtype: np.dtype | None = None,
+                 indirect: Indirect | None = None) -> None:
+        self.tensor = tensor
+        self.index = index
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = tensor.dtype if dtype is None else np.dtype(dtype)
+        self.indirect = indirect
+        # Elements whose index arrays point outside the tensor (read clipped,
+        # never written): only a mask that leaves them out makes them legal.
+        self.oob: np.ndarray | None = None
+
+    def check_oob(self, instruction: str, mask: np.ndarray | None) -> None:
+        """Fail unless ``mask`` leaves out every element out of bounds."""
+        if self.oob is None:
+            return
+        bad = self.oob if mask is None else (self.oob & np.broadcast_to(mask, self.shape))
+        if bad.any():
+            where = tuple(int(i[0]) for i in np.nonzero(bad))
+            raise fail(instruction, f"the access reaches outside the tensor of "
+                                    f"shape {self.tensor.shape} (at element "
+                                    f"{where} of the access) where no mask "
+                                    f"leaves it out")
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def buffer(self) -> MemoryRegion:
+        return self.tensor.buffer
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"View of {self.tensor!r}, shape={self.shape}"
+
+    def __bool__(self) -> bool:
+        return self.tensor.__bool__()
+
+    def flat(self) -> np.ndarray:
+        """The flat indices of the view (computed for the whole tensor)."""
+        if self.indirect is not None:
+            raise fail("indexing", "an indirect (run-time offset) view cannot "
+                                   "be indexed further")
+        if self.index is None:
+            return np.arange(self.tensor.size, dtype=np.int64).reshape(self.shape)
+        return self.index
+
+    # -- indexing -------------------------------------------------------------
+    def __getitem__(self, key: Any) -> View:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if key and isinstance(key[0], (View, NkiTensor)):
+            return self._indirect(key)
+        if any(isinstance(k, (View, NkiTensor)) for k in key):
+            raise fail("indexing", "a run-time index (a tile) is supported on "
+                                   "the first axis only")
+        key = tuple(_index_part(k) for k in key)
+        if self.dtype != self.tensor.dtype:
+            raise fail("indexing", "a view of another dtype cannot be indexed")
+        if all(k is Ellipsis or (isinstance(k, slice) and k == slice(None))
+               for k in key) and sum(k is Ellipsis for k in key) <= 1:
+            if len([k for k in key if k is not Ellipsis]) <= self.ndim:
+                return self
+        flat = self.flat()
+        key, oob = _clip_arrays(key, self.shape)
+        try:
+            sel = flat[key]
+        except IndexError as e:
+            raise fail("indexing", f"index out of bounds of the tensor of shape "
+                                   f"{self.shape}: {e}") from None
+        sel = np.asarray(sel)
+        if sel.size == 0:
+            raise fail("indexing", f"the access selects no element of the "
+                                   f"tensor of shape {self.shape}")
+        view = View(self.tensor, sel, sel.shape)
+        if oob is not None:
+            view.oob = np.broadcast_to(oob, sel.shape)
+        return view
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self[key].assign(value)
+
+    def _indirect(self, key: tuple) -> View:
+        """``tensor[idx_tile, i_f]``: the rows that a tile of indices names at
+        run time (DMA with a dynamic offset on the first axis)."""
+        if self.index is not None or self.indirect is not None or \
+                self.dtype != self.tensor.dtype:
+            raise fail("indexing", "a run-time index applies to a whole "
+                                   "tensor, not to a view of one")
+        offsets = as_view(key[0])
+        t = self.tensor
+        row = int(np.prod(t.shape[1:], dtype=np.int64))
+        rest = tuple(_index_part(k) for k in key[1:])
+        within = np.arange(row, dtype=np.int64).reshape(t.shape[1:])[rest] \
+            if rest else np.arange(row, dtype=np.int64).reshape(t.shape[1:])
+        within = np.asarray(within)
+        # the index tile's own axes broadcast with the static ones, NumPy's way
+        if rest and any(isinstance(k, np.ndarray) for k in rest):
+            shape = np.broadcast_shapes(offsets.shape, within.shape)
+        else:
+            shape = offsets.shape[:1] + within.shape
+            within = within.reshape((1,) + within.shape)
+        if offsets.size != shape[0]:
+            raise fail("indexing", f"the index tile {offsets.shape} must hold "
+                                   f"one index per partition of the access "
+                                   f"{tuple(shape)}")
+        static = np.broadcast_to(within, shape)
+        return View(t, None, tuple(shape), indirect=Indirect(offsets, row, static))
+
+    def ap(self, pattern: Sequence[Sequence[int]], offset: int | None = None,
+           scalar_offset: Any = None, vector_offset: Any = None,
+           indirect_dim: int = 0, dtype: Any = None) -> View:
+        """The access pattern ``pattern`` ([[step, count], ...] outermost
+        first) from element ``offset`` of the tensor's storage."""
+        t = self.tensor
+        dt = t.dtype if dtype is None else as_dtype(dtype)
+        if dt.itemsize != t.dtype.itemsize:
+            raise NotImplementedError("nrtpy.nki: .ap(dtype=) of another "
+                                      "element size is not implemented")
+        try:
+            steps = [int(p[0]) for p in pattern]
+            counts = [int(p[1]) for p in pattern]
+        except (TypeError, IndexError, ValueError):
+            raise TypeError(f".ap: pattern must be a list of [step, count] "
+                            f"pairs, got {pattern!r}") from None
+        off = 0 if offset is None else int(offset)
+        idx = np.full(counts, off, dtype=np.int64) if counts else np.array(off)
+        for d, (s, n) in enumerate(zip(steps, counts)):
+            shape = [1] * len(counts)
+            shape[d] = n
+            idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+        if scalar_offset is not None and vector_offset is not None:
+            raise ValueError(".ap: give scalar_offset or vector_offset, not both")
+        if scalar_offset is not None:
+            raise NotImplementedError("nrtpy.nki: .ap(scalar_offset=...) is "
+                                      "not implemented")
+        if vector_offset is not None:
+            if indirect_dim != 0:
+                raise NotImplementedError("nrtpy.nki: vector_offset with "
+                                          "indirect_dim other than 0")
+            row = int(np.prod(t.shape[1:], dtype=np.int64))
+            # The step of the indirect dimension is the base tensor's row
+            # (the pattern's own is ignored); the rest is static.
+            static = idx - (np.arange(counts[0], dtype=np.int64) *
+                            steps[0]).reshape([-1] + [1] * (len(counts) - 1))
+            offsets = as_view(vector_offset)
+            if offsets.shape[0] != counts[0]:
+                raise fail("ap", f"vector_offset has {offsets.shape[0]} "
+                                 f"partitions, the pattern {counts[0]}")
+            return View(t, None, tuple(counts), dt,
+                        indirect=Indirect(offsets, row, static))
+        if idx.size and (idx.min() < 0 or idx.max() >= t.size):
+            raise fail("ap", f"access pattern {[list(p) for p in pattern]} at "
+                             f"offset {off} reaches outside the tensor of "
+                             f"{t.size} elements (shape {t.shape})")
+        return View(t, idx, tuple(counts), dt)
+
+    def reshape(self, shape: Sequence[int]) -> View:
+        shape = tuple(int(d) for d in (shape if isinstance(shape, (tuple, list))
+                                       else (shape,)))
+        idx = self.flat().reshape(shape)
+        return View(self.tensor, idx, idx.shape)
+
+    def permute(self, dims: Sequence[int]) -> View:
+        idx = np.transpose(self.flat(), tuple(dims))
+        return View(self.tensor, idx, idx.shape)
+
+    def broadcast(self, dim: int, size: int) -> View:
+        flat = self.flat()
+        shape = list(flat.shape)
+        shape[dim] = size
+        idx = np.broadcast_to(flat, shape)
+        return View(self.tensor, idx, idx.shape)
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> View:
+        key: list[Any] = [slice(None)] * self.ndim
+        key[dim] = slice(start, end, step)
+        return self[tuple(key)]
+
+    def select(self, dim: int, index: Any) -> View:
+        if not isinstance(index, numbers.Integral):
+            raise NotImplementedError("nrtpy.nki: select with a run-time "
+                                      "index is not implemented")
+        key: list[Any] = [slice(None)] * self.ndim
+        key[dim] = int(index)
+        return self[tuple(key)]
+
+    def vector_select(self, dim: int, vector_offset: Any) -> View:
+        if dim != 0:
+            raise ValueError("vector_select: dim must be 0")
+        row = int(np.prod(self.tensor.shape[1:], dtype=np.int64))
+        offsets = as_view(vector_offset)
+        n = offsets.shape[0]
+        static = np.broadcast_to(np.arange(row, dtype=np.int64), (n, row))
+        return View(self.tensor, None, (n,) + self.tensor.shape[1:],
+                    indirect=Indirect(offsets, row,
+                                      static.reshape((n,) + self.tensor.shape[1:])))
+
+    def expand_dim(self, dim: int) -> View:
+        idx = np.expand_dims(self.flat(), dim)
+        return View(self.tensor, idx, idx.shape)
+
+    def squeeze_dim(self, dim: int) -> View:
+        idx = np.squeeze(self.flat(), dim)
+        return View(self.tensor, idx, idx.shape)
+
+    def view(self, dtype: Any) -> View:
+        dt = as_dtype(dtype)
+        if dt.itemsize != self.tensor.dtype.itemsize:
+            raise NotImplementedError("nrtpy.nki: .view() to a dtype of "
+                                      "another size is not implemented")
+        return View(self.tensor, self.index, self.shape, dt, self.indirect)
+
+    def astype(self, dtype: Any) -> NkiTensor:
+        from nrtpy.nki import language
+        return language.copy(self, dtype=dtype)
+
+    # -- reading and writing ----------------------------------------------------
+    def read(self, mask: np.ndarray | None = None) -> Traced:
+        """The view's elements as a program value (those out of bounds, which
+        ``mask`` must leave out, read as the nearest ones in bounds)."""
+        self.check_oob("read", mask)
+        t = self.tensor
+        p = t.trace.program
+        if self.indirect is not None:
+            return self._read_indirect()
+        base = t.traced()
+        if self.dtype != t.dtype:
+            base = p.emit("bitcast", [base], t.shape, self.dtype)
+        if self.index is None:
+            return base if self.shape == t.shape else base.reshape(self.shape)
+        box = _as_box(self.index, t.shape)
+        if box is not None:
+            return _read_box(base, *box, self.shape)
+        flat = base.reshape(t.size) if t.ndim != 1 else base
+        idx = self.index.astype(_index_dtype(t.size))
+        return p.emit("take", [flat, t.trace.index_const(idx)], self.shape,
+                      self.dtype, axis=0)
+
+    def _read_indirect(self, skip: bool = False) -> Traced:
+        """Gather the rows the index tile names (``skip``: rows out of bounds
+        read as row 0, for the caller to leave out; else they fail the
+        execution with NRT_EXEC_OOB)."""
+        ind = self.indirect
+        assert ind is not None
+        t = self.tensor
+        p = t.trace.program
+        base = t.traced()
+        rows = t.size // ind.row if ind.row else 0
+        table = base.reshape(rows, ind.row)
+        offs = self.row_indices()
+        if skip:
+            offs = np.where(self.rows_valid(), offs, 0)
+        t.trace.gathers[len(p.ops)] = (ind.row, t.size)
+        gathered = p.emit("take", [table, offs], (offs.shape[0], ind.row),
+                          t.dtype, axis=0)
+        n = self.shape[0]
+        static = ind.static.reshape(n, -1)
+        if static.size and (static.min() < 0 or static.max() >= ind.row):
+            raise NotImplementedError("nrtpy.nki: an indirect access whose "
+                                      "static part leaves its row")
+        idx = (np.arange(n, dtype=np.int64)[:, None] * ind.row + static)
+        view = View(_wrap(t.trace, gathered, t.buffer), idx.reshape(self.shape),
+                    self.shape)
+        return view.read()
+
+    def row_indices(self) -> Traced:
+        """The index tile of an indirect view, one int per partition."""
+        ind = self.indirect
+        assert ind is not None
+        offs = ind.offsets.read()
+        if offs.dtype.kind not in "iu":
+            raise fail("dma_copy", f"the index tile must hold integers, not "
+                                   f"{offs.dtype}")
+        return offs.reshape(offs.shape[0], -1)[:, 0] if offs.ndim > 1 else offs
+
+    def rows_valid(self) -> Traced:
+        """Per partition of an indirect view: whether its row is in bounds."""
+        ind = self.indirect
+        assert ind is not None
+        rows = self.tensor.size // ind.row
+        offs = self.row_indices()
+        return np.logical_and(np.greater_equal(offs, 0), np.less(offs, rows))
+
+    def read_skipping(self, old: Traced) -> Traced:
+        """An indirect read under ``oob_mode.skip``: partitions whose row is
+        out of bounds keep ``old`` (the destination's values)."""
+        value = self._read_indirect(skip=True)
+        valid = self.rows_valid().reshape((self.shape[0],) + (1,) * (self.ndim - 1))
+        return np.where(valid, value, old)
+
+    def assign(self, value: Any, mask: np.ndarray | None = None,
+               mode: str = "assign", oob_error: bool = False) -> None:
+        """Write ``value`` (a tile, view, scalar or array constant) into the
+        view, where ``mask`` (and the value's own validity) allow."""
+        t = self.tensor
+        if self.dtype != t.dtype:
+            raise NotImplementedError("nrtpy.nki: writes through a view of "
+                                      "another dtype are not implemented")
+        p = t.trace.program
+        if isinstance(value, NkiTensor) and value.valid is not None:
+            valid = np.broadcast_to(value.valid, value.shape)
+            mask = valid if mask is None else (mask & valid)
+        src = value_of(value, like=t.dtype)
+        if src.shape != self.shape:
+            try:
+                shape = np.broadcast_shapes(src.shape, self.shape)
+            except ValueError:
+                shape = None
+            if shape != self.shape:
+                if src.size == self.size:
+                    src = src.reshape(self.shape)
+                else:
+                    raise fail("store", f"a value of shape {src.shape} cannot "
+                                        f"be written to an access of shape "
+                                        f"{self.shape}")
+            else:
+                src = p.emit("broadcast_to", [src], self.shape, src.dtype)
+        if src.dtype != t.dtype:
+            src = p.emit("cast", [src], src.shape, t.dtype)
+        if self.indirect is not None:
+            _assign_indirect(self, src, mask, mode, oob_error)
+            return
+        if mode != "assign":
+            raise NotImplementedError(f"nrtpy.nki: a write of mode {mode!r} "
+                                      f"without a run-time index")
+        if t.readonly:
+            # An input written by the kernel: its own copy from here on.
+            old = t.traced()
+            fresh = p.buffer("temp", t.shape, t.dtype)
+            p.ops.append({"op": "copy", "in": [old.name], "out": fresh.name})
+            t.name, t.readonly = fresh.name, False
+        idx = self.index
+        if mask is not None:
+            mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
+        self.check_oob("store", mask)
+        if mask is not None and mask.all():
+            mask = None
+        if mask is None and (idx is None or (self.size == t.size and
+                                             _is_identity(idx))):
+            out = t.name
+            rec = {"op": "copy", "in": [src.name], "out": out}
+            if src.shape != t.shape:
+                rec = {"op": "reshape", "in": [src.name], "out": out}
+            p.ops.append(rec)
+            t.written = True
+            return
+        flat_idx = self.flat().reshape(-1)
+        upd = src.reshape(self.size) if src.ndim != 1 else src
+        if mask is not None:
+            keep = np.flatnonzero(mask.reshape(-1))
+            if keep.size == 0:
+                return
+            flat_idx = flat_idx[keep]
+            upd = p.emit("take", [upd, t.trace.index_const(
+                keep.astype(_index_dtype(self.size)))], (keep.size,), t.dtype,
+                axis=0)
+        base = t.traced()
+        p.ops.append({"op": "scatter", "in": [base.name, t.trace.index_const(
+            flat_idx.astype(_index_dtype(t.size))).name, upd.name],
+            "out": t.name, "mode": "assign"})
+
+    def _op(self, name: str, *args: Any) -> Any:
+        from nrtpy.nki import language
+        return getattr(language, name)(*args)
+
+    def _inplace(self, name: str, o: Any) -> Any:
+        # x[i] += y: Python reads x[i], adds, then assigns x[i] = the sum.
+        return self._op(name, self, o)
+
+    def __iadd__(self, o: Any) -> Any: return self._inplace("add", o)
+    def __isub__(self, o: Any) -> Any: return self._inplace("subtract", o)
+    def __imul__(self, o: Any) -> Any: return self._inplace("multiply", o)
+    def __itruediv__(self, o: Any) -> Any: return self._inplace("divide", o)
+
+
+# A view's operators are its tensor's (the nki.language functions).
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+              "__rmul__", "__truediv__", "__rtruediv__", "__pow__", "__rpow__",
+              "__mod__", "__neg__", "__abs__", "__invert__", "__and__",
+              "__or__", "__xor__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__eq__", "__ne__"):
+    setattr(View, _name, getattr(NkiTensor, _name))
+View.__hash__ = object.__hash__  # type: ignore[method-assign]
+del _name
+
+
+def _assign_indirect(view: View, src: Traced, mask: np.ndarray | None,
+                     mode: str, oob_error: bool) -> None:
+    """Scatter ``src`` into the rows an index tile names at run time
+    (``mode`` "add": add into them).  The emulator's scatter skips indices
+    out of bounds (``oob_mode.skip``); with ``oob_error`` the rows are
+    first gathered, which fails the execution with NRT_EXEC_OOB when one is
+    out of bounds."""
+    if mask is not None:
+        raise NotImplementedError("nrtpy.nki: a masked write through a "
+                                  "run-time index")
+    ind = view.indirect
+    assert ind is not None
+    t = view.tensor
+    p = t.trace.program
+    n = view.shape[0]
+    offs = view.row_indices()
+    if oob_error:
+        table = t.traced().reshape(t.size // ind.row, ind.row)
+        t.trace.gathers[len(p.ops)] = (ind.row, t.size)
+        p.emit("take", [table, offs], (n, ind.row), t.dtype, axis=0)
+    dt = _index_dtype(t.size)
+    rows = offs.astype(dt).reshape(n, 1)
+    static = p.const(np.ascontiguousarray(ind.static.reshape(n, -1)).astype(dt))
+    flat = (rows * ind.row + static).reshape(-1)
+    if t.readonly:
+        raise NotImplementedError("nrtpy.nki: a write into an argument "
+                                  "through a run-time index")
+    base = t.traced()
+    p.ops.append({"op": "scatter", "in": [base.name, flat.name,
+                                          src.reshape(view.size).name],
+                  "out": t.name, "mode": mode})
+
+
+
+def _clip_arrays(key: tuple, shape: tuple[int, ...]) -> tuple[tuple, np.ndarray | None]:
+    """Index arrays with entries outside their axis, clipped into it, and
+    where they were outside (broadcast as the arrays are), or None when all
+    are inside.  Only for keys of ints and arrays (NKI's index
+    expressions); anything else is left to NumPy's bounds check."""
+    if not any(isinstance(k, np.ndarray) for k in key) or \
+            any(not isinstance(k, (np.ndarray, int)) for k in key) or len(key) > len(shape):
+        return key, None
+    oob: np.ndarray | None = None
+    out = []
+    for k, dim in zip(key, shape):
+        if isinstance(k, np.ndarray):
+            bad = (k < 0) | (k >= dim)
+            if bad.any():
+                oob = bad if oob is None else (oob | bad)
+                k = np.clip(k, 0, dim - 1)
+        out.append(k)
+    return tuple(out), oob
+
+
+def _index_part(k: Any) -> Any:
+    """One component of an index: ints, slices and ``...`` as NumPy's;
+    index expressions (``nl.arange``, ``nl.mgrid``: integer arrays) as
+    integer arrays."""
+    if isinstance(k, (slice, type(Ellipsis))) or k is None:
+        return k
+    if isinstance(k, (bool, np.bool_)):
+        raise TypeError("a bool is not an index")
+    if isinstance(k, numbers.Integral):
+        return int(k)
+    if isinstance(k, np.ndarray):
+        if k.dtype.kind not in "iu":
+            raise TypeError(f"index arrays must be integers, not {k.dtype}")
+        return k
+    if isinstance(k, (list, tuple)):
+        return np.asarray(k, dtype=np.int64)
+    if hasattr(k, "__index_array__"):
+        return k.__index_array__()
+    raise TypeError(f"unsupported index {k!r:.80}")
+
+
+def _index_dtype(n: int) -> np.dtype:
+    return np.dtype(np.int32) if n < 2**31 else np.dtype(np.int64)
+
+
+def _is_identity(idx: np.ndarray) -> bool:
+    flat = idx.reshape(-1)
+    return bool(flat[0] == 0 and (flat.size == 1 or
+                                  np.all(np.diff(flat) == 1)))
+
+
+def _as_box(idx: np.ndarray, shape: tuple[int, ...]):
+    """When ``idx`` (flat indices into a tensor of ``shape``) selects a box
+    of it, the slice that reads it: (start, step, count per tensor dim, the
+    tensor dim of each view axis or None for a size-1 or broadcast axis,
+    the broadcast axes).  None otherwise."""
+    if idx.ndim == 0:
+        idx = idx.reshape(1)
+    base = int(idx.flat[0])
+    strides: list[int] = []
+    for a in range(idx.ndim):
+        if idx.shape[a] > 1:
+            sel = [0] * idx.ndim
+            sel[a] = 1
+            strides.append(int(idx[tuple(sel)]) - base)
+        else:
+            strides.append(0)
+    # affine?
+    expect = np.full(idx.shape, base, dtype=np.int64)
+    for a, s in enumerate(strides):
+        if s:
+            shp = [1] * idx.ndim
+            shp[a] = idx.shape[a]
+            expect = expect + (np.arange(idx.shape[a], dtype=np.int64) * s).reshape(shp)
+    if not np.array_equal(expect, idx):
+        return None
+    tstrides = _c_strides(shape)
+    start = list(np.unravel_index(base, shape)) if shape else []
+    start = [int(s) for s in start]
+    step = [1] * len(shape)
+    count = [1] * len(shape)
+    dims: list[int | None] = []
+    used: set[int] = set()
+    for a, s in enumerate(strides):
+        n = idx.shape[a]
+        if n == 1 or s == 0:
+            dims.append(None)
+            continue
+        found = None
+        for k in range(len(shape)):
+            if k in used or s % tstrides[k]:
+                continue
+            st = s // tstrides[k]
+            # (a stride that is a multiple of a larger dim's stride belongs there)
+            if st and abs(st) * (n - 1) + 0 < shape[k] * 1 and \
+                    0 <= start[k] + st * (n - 1) < shape[k]:
+                found = (k, st)
+                break
+        if found is None:
+            return None
+        k, st = found
+        used.add(k)
+        step[k] = st
+        count[k] = n
+        dims.append(k)
+    broadcast = [a for a, s in enumerate(strides) if s == 0 and idx.shape[a] > 1]
+    return start, step, count, dims, broadcast
+
+
+def _read_box(base: Traced, start: list[int], step: list[int],
+              count: list[int], dims: list[int | None], broadcast: list[int],
+              shape: tuple[int, ...]) -> Traced:
+    p = base.program
+    out = base
+    if any(c != d or st != 1 for c, d, st in zip(count, base.shape, step)):
+        out = p.emit("slice", [base], tuple(count), base.dtype, start=start,
+                     step=step)
+    # the mapped tensor dims, in the order of the view's axes
+    order = [k for k in dims if k is not None]
+    kept = tuple(count[k] for k in sorted(order))
+    if tuple(out.shape) != kept:
+        out = out.reshape(kept) if kept else out.reshape(())
+    ranks = sorted(order)
+    perm = [ranks.index(k) for k in order]
+    if perm != sorted(perm):
+        out = out.transpose(perm)
+    pre = tuple(1 if d is None else shape[a] for a, d in enumerate(dims))
+    if tuple(out.shape) != pre:
+        out = out.reshape(pre)
+    if broadcast:
+        out = p.emit("broadcast_to", [out], shape, out.dtype)
+    return out
+
+
+def _wrap(trace: Trace, value: Traced, buffer: MemoryRegion) -> NkiTensor:
+    return NkiTensor(trace, value.name, value.shape, value.dtype, buffer,
+                     written=True)
+
+
+def new_tile(value: Traced, buffer: MemoryRegion = MemoryRegion.sbuf,
+             instruction: str = "", valid: np.ndarray | None = None) -> NkiTensor:
+    """A new on-chip tile holding ``value`` (checked against the target)."""
+    trace = current()
+    if is_on_chip(buffer):
+        check_tile(instruction, value.shape, value.dtype, buffer)
+    t = _wrap(trace, value, buffer)
+    t.valid = valid
+    return t
+
+
+def check_tile(instruction: str, shape: tuple[int, ...], dtype: np.dtype,
+               buffer: MemoryRegion, partition_axis: int = 0) -> None:
+    """The compiler's rules for an on-chip tile: at most 128 partitions, at
+    most the memory's bytes per partition (axes before ``partition_axis``,
+    the older namespace's blocks, are tiles side by side)."""
+    trace = current()
+    if not shape:
+        return
+    if shape[partition_axis] > PMAX:
+        raise fail(instruction, f"a tile in {buffer.value.upper()} has "
+                                f"{shape[partition_axis]} partitions (axis "
+                                f"{partition_axis}); at most {PMAX} "
+                                f"(nl.tile_size.pmax)")
+    rest = shape[:partition_axis] + shape[partition_axis + 1:]
+    per = int(np.prod(rest, dtype=np.int64)) * np.dtype(dtype).itemsize
+    cap = trace.target.sbuf_bytes if buffer is MemoryRegion.sbuf \
+        else trace.target.psum_bytes
+    if per > cap:
+        raise fail(instruction, f"a tile of shape {tuple(shape)} "
+                                f"({_dtypes.name_of(np.dtype(dtype))}) takes "
+                                f"{per} bytes per partition in "
+                                f"{buffer.value.upper()}; "
+                                f"{trace.target.name} has {cap}")
+
+
+def as_view(x: Any) -> View:
+    if isinstance(x, View):
+        return x
+    if isinstance(x, NkiTensor):
+        return x.whole()
+    raise TypeError(f"expected an NKI tensor or an access of one, got "
+                    f"{type(x).__name__}")
+
+
+def value_of(x: Any, like: np.dtype | None = None,
+             mask: np.ndarray | None = None) -> Traced:
+    """The program value of an operand: a tensor, a view (its elements out
+    of bounds left out by ``mask``), a Python scalar (of ``like``'s dtype),
+    or an array constant (an index expression)."""
+    if isinstance(x, NkiTensor):
+        return x.traced()
+    if isinstance(x, View):
+        return x.read(mask)
+    trace = current()
+    if isinstance(x, Traced) and x.program is trace.program:
+        return x
+    if isinstance(x, np.ndarray):
+        return trace.program.const(x)
+    if isinstance(x, (bool, np.bool_, numbers.Number, np.generic)):
+        dt = like if like is not None else np.asarray(x).dtype
+        return trace.program.full(x if not isinstance(x, np.generic) else x.item(),
+                                  (), dt)
+    raise TypeError(f"expected an NKI tensor, an access of one or a number, "
+                    f"got {type(x).__name__}")
+
+
+def memory_of(x: Any) -> MemoryRegion | None:
+    if isinstance(x, NkiTensor):
+        return x.buffer
+    if isinstance(x, View):
+        return x.tensor.buffer
+    return None
+
+
+def require_on_chip(instruction: str, *operands: Any) -> None:
+    """Compute engines read SBUF and PSUM only."""
+    for x in operands:
+        m = memory_of(x)
+        if m is not None and is_hbm(m):
+            raise fail(instruction, "an operand is in HBM; compute engines "
+                                    "(vector, scalar, gpsimd, tensor) read "
+                                    "only SBUF and PSUM: load it into a tile "
+                                    "first (nl.load / nisa.dma_copy)")
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    if isinstance(x, (NkiTensor, View)):
+        return x.shape
+    return np.shape(x)
+
+
+def dtype_of(x: Any) -> np.dtype | None:
+    if isinstance(x, (NkiTensor, View)):
+        return x.dtype
+    if isinstance(x, np.ndarray):
+        return x.dtype
+    return None
+
+
+def operands_dtype(*xs: Any) -> np.dtype:
+    """The promoted dtype of the operands; Python scalars are weak (an int
+    takes the tile's type, a float makes integers float32)."""
+    dts = [d for d in (dtype_of(x) for x in xs) if d is not None]
+    if not dts:
+        return np.dtype(np.float32) if any(isinstance(x, float) for x in xs) \
+            else np.dtype(np.int32)
+    dt = promote(*dts)
+    if not is_float(dt) and any(isinstance(x, (float, np.floating)) for x in xs):
+        return np.dtype(np.float32)
+    return dt
+
+
+def iter_shared(trace: Trace) -> Iterable[NkiTensor]:
+    return iter(trace.shared)

@@ -1,0 +1,572 @@
+"""``nki.isa`` on the emulated device: one call per engine instruction.
+
+The current namespace (NKI 0.6) writes each result into ``dst=``.  The
+implementations (``_name`` functions) take ``dst`` or None and return the
+tile written, so that the older namespace (:mod:`nrtpy.nki.legacy`), whose
+calls return a new tile, uses the same code.  Engine selection
+(``engine=``), priorities, names and performance modes do not change the
+result and are accepted and ignored.  Names of the SDK's ``nki.isa`` that
+are not implemented raise ``NotImplementedError`` naming them.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Callable
+
+import numpy as np
+
+from nrtpy.neff._trace import Traced
+from nrtpy.nki import _core, _names
+from nrtpy.nki import language as nl
+from nrtpy.nki._core import (MemoryRegion, NkiCompileError, NkiTensor, View,
+                             as_view, current, fail, new_tile,
+                             require_on_chip, value_of)
+
+NkiValidationError = NkiCompileError
+
+
+class engine(Enum):
+    """The engine an instruction runs on (accepted, not needed here)."""
+
+    unknown = 0
+    tensor = 1
+    vector = 2
+    scalar = 3
+    gpsimd = 4
+    activation = 3
+    dma = 5
+    sync = 6
+
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class reduce_cmd(Enum):
+    """What an instruction does with the engine's reduce registers."""
+
+    idle = 0
+    reset = 1
+    reduce = 2
+    reset_reduce = 3
+    load_reduce = 4
+
+
+class oob_mode(Enum):
+    """What an indirect DMA does with an index out of bounds."""
+
+    error = 0
+    skip = 1
+
+
+class dge_mode(Enum):
+    """How DMA descriptors are made (accepted, not needed here)."""
+
+    unknown = 0
+    none = 1
+    swdge = 2
+    hwdge = 3
+
+
+class matmul_perf_mode(Enum):
+    """Tensor engine performance modes (results are the same)."""
+
+    none = "none"
+    double_row = "double_row"
+    double_row_gen3 = "double_row_gen3"
+
+
+class nc_version(Enum):
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+def get_nc_version() -> nc_version:
+    """The NeuronCore version of the kernel's target."""
+    t = current().target if _core.tracing() else _core.target()
+    return nc_version(t.version)
+
+
+# -- the ALU operators ---------------------------------------------------------
+def _alu(op: Any, instruction: str) -> Callable[[Traced, Traced], Traced]:
+    """The program function of a binary operator given as ``nl.add``,
+    ``np.add`` and the like."""
+    table: dict[Any, Callable[[Traced, Traced], Traced]] = {
+        nl.add: np.add, np.add: np.add,
+        nl.subtract: np.subtract, np.subtract: np.subtract,
+        nl.multiply: np.multiply, np.multiply: np.multiply,
+        nl.divide: np.true_divide, np.divide: np.true_divide,
+        nl.maximum: np.maximum, np.maximum: np.maximum,
+        nl.minimum: np.minimum, np.minimum: np.minimum,
+        nl.power: np.power, np.power: np.power,
+        nl.mod: np.remainder, np.mod: np.remainder, nl.fmod: np.fmod,
+        nl.abs_max: lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+        nl.abs_min: lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+        nl.equal: lambda a, b: np.equal(a, b).astype(a.dtype),
+        np.equal: lambda a, b: np.equal(a, b).astype(a.dtype),
+        nl.not_equal: lambda a, b: np.not_equal(a, b).astype(a.dtype),
+        np.not_equal: lambda a, b: np.not_equal(a, b).astype(a.dtype),
+        nl.less: lambda a, b: np.less(a, b).astype(a.dtype),
+        np.less: lambda a, b: np.less(a, b).astype(a.dtype),
+        nl.less_equal: lambda a, b: np.less_equal(a, b).astype(a.dtype),
+        np.less_equal: lambda a, b: np.less_equal(a, b).astype(a.dtype),
+        nl.greater: lambda a, b: np.greater(a, b).astype(a.dtype),
+        np.greater: lambda a, b: np.greater(a, b).astype(a.dtype),
+        nl.greater_equal: lambda a, b: np.greater_equal(a, b).astype(a.dtype),
+        np.greater_equal: lambda a, b: np.greater_equal(a, b).astype(a.dtype),
+        nl.bitwise_and: np.bitwise_and, np.bitwise_and: np.bitwise_and,
+        nl.bitwise_or: np.bitwise_or, np.bitwise_or: np.bitwise_or,
+        nl.bitwise_xor: np.bitwise_xor, np.bitwise_xor: np.bitwise_xor,
+        nl.left_shift: np.left_shift, np.left_shift: np.left_shift,
+        nl.right_shift: np.right_shift, np.right_shift: np.right_shift,
+        nl.logical_and: lambda a, b: np.logical_and(np.not_equal(a, 0), np.not_equal(b, 0)).astype(a.dtype),
+        nl.logical_or: lambda a, b: np.logical_or(np.not_equal(a, 0), np.not_equal(b, 0)).astype(a.dtype),
+    }
+    fn = table.get(op)
+    if fn is None:
+        raise NotImplementedError(f"nrtpy.nki: {instruction}: operator "
+                                  f"{getattr(op, '__name__', op)!r} is not "
+                                  f"implemented")
+    return fn
+
+
+def _is_int_op(op: Any) -> bool:
+    return op in (nl.bitwise_and, nl.bitwise_or, nl.bitwise_xor, nl.left_shift,
+                  nl.right_shift, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+                  np.left_shift, np.right_shift)
+
+
+def _activation_fn(op: Any) -> Callable[[Traced], Traced]:
+    """The program function of an activation ``op`` (``nl.exp``, ``np.exp``,
+    ``nl.copy``, ...)."""
+    if op in (nl.copy, None) or getattr(op, "__name__", "") in ("copy", "bypass"):
+        return lambda x: x
+    traced = getattr(op, "_traced", None)
+    if traced is not None:
+        return traced
+    np_table: dict[Any, Callable[[Traced], Traced]] = {
+        np.exp: np.exp, np.log: np.log, np.tanh: np.tanh, np.sqrt: np.sqrt,
+        np.square: np.square, np.abs: np.abs, np.negative: np.negative,
+        np.sin: np.sin, np.cos: np.cos, np.reciprocal: np.reciprocal,
+        np.sign: np.sign, np.floor: np.floor, np.ceil: np.ceil,
+    }
+    fn = np_table.get(op)
+    if fn is None:
+        raise NotImplementedError(f"nrtpy.nki: activation function "
+                                  f"{getattr(op, '__name__', op)!r} is not "
+                                  f"implemented")
+    return fn
+
+
+# -- results --------------------------------------------------------------------
+def _finish(instruction: str, dst: Any, value: Traced,
+            buffer: MemoryRegion = MemoryRegion.sbuf,
+            dtype: Any = None, mask: Any = None) -> Any:
+    """Write ``value`` into ``dst`` (converted to its dtype), or make it a
+    new tile (of ``dtype`` when given) when there is no ``dst``."""
+    if dst is None:
+        if dtype is not None and value.dtype != _core.as_dtype(dtype):
+            value = value.astype(_core.as_dtype(dtype))
+        m = None if mask is None else np.broadcast_to(np.asarray(mask, bool), value.shape)
+        return new_tile(value, buffer, instruction, m)
+    as_view(dst).assign(value, None if mask is None else np.asarray(mask, bool))
+    return dst
+
+
+def _read(instruction: str, x: Any, dtype: Any = None) -> Traced:
+    v = value_of(x)
+    if dtype is not None and v.dtype != dtype:
+        v = v.astype(dtype)
+    return v
+
+
+F32 = np.dtype(np.float32)
+
+
+def _f32(x: Any, like: np.dtype = F32) -> Traced:
+    v = value_of(x, like=like)
+    return v if v.dtype == like else v.astype(like)
+
+
+# -- data movement -------------------------------------------------------------
+def _dma_copy(dst: Any, src: Any, mask: Any = None, dtype: Any = None,
+              oob_mode: Any = None, rmw_add: bool = False) -> Any:
+    """A DMA: any memory to any.  An index out of bounds in an indirect
+    access fails the execution (``oob_mode.error``, the default) or leaves
+    its partition out (``oob_mode.skip``); ``rmw_add`` adds into ``dst``."""
+    skip = oob_mode is globals()["oob_mode"].skip
+    s_view = src if isinstance(src, View) else None
+    d_view = dst if isinstance(dst, View) else None
+    if d_view is not None and d_view.indirect is not None:
+        d_view.assign(value_of(src), None if mask is None else np.asarray(mask, bool),
+                      mode="add" if rmw_add else "assign", oob_error=not skip)
+        return dst
+    if s_view is not None and s_view.indirect is not None and skip:
+        if dst is None:
+            raise NotImplementedError("nrtpy.nki: dma_copy with oob_mode.skip "
+                                      "needs a dst")
+        value = s_view.read_skipping(value_of(dst, like=s_view.dtype))
+    else:
+        value = value_of(src)
+    if rmw_add:
+        if dst is None:
+            raise ValueError("dma_copy: dst_rmw_op needs a dst")
+        value = np.add(value_of(dst), value.astype(as_view(dst).dtype))
+    return _finish("dma_copy", dst, value, MemoryRegion.sbuf, dtype, mask)
+
+
+def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = None,
+             dge_mode: Any = None, engine: Any = None, name: Any = None,
+             **_: Any) -> Any:
+    """Copy ``src`` into ``dst`` with a DMA engine (any memory to any).
+
+    An indirect source (``.ap(vector_offset=...)``) gathers rows at run
+    time; a row index out of bounds fails the execution with
+    ``NRT_EXEC_OOB``.
+    """
+    return _dma_copy(dst, src, oob_mode=oob_mode)
+
+
+def _tensor_copy(dst: Any, src: Any, dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("tensor_copy", src)
+    return _finish("tensor_copy", dst, value_of(src), MemoryRegion.sbuf, dtype, mask)
+
+
+def tensor_copy(dst: Any, src: Any, engine: Any = None, name: Any = None, **_: Any) -> Any:
+    """Copy an on-chip tile into ``dst`` on a compute engine."""
+    return _tensor_copy(dst, src)
+
+
+def _memset(dst: Any, value: Any, shape: Any = None, dtype: Any = None,
+            mask: Any = None) -> Any:
+    if dst is not None:
+        require_on_chip("memset", dst)
+        t = as_view(dst)
+        as_view(dst).assign(current().program.full(value, (), t.dtype),
+                            None if mask is None else np.asarray(mask, bool))
+        return dst
+    dt = _core.as_dtype(dtype)
+    return nl.full(shape, value, dt)
+
+
+def memset(dst: Any, value: Any, engine: Any = None, name: Any = None, **_: Any) -> Any:
+    """Fill ``dst`` with ``value``."""
+    return _memset(dst, value)
+
+
+# -- tensor engine ---------------------------------------------------------------
+def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
+    """``stationary.T @ moving`` as a new PSUM tile of float32, with the
+    tensor engine's limits checked."""
+    require_on_chip(instruction, stationary, moving)
+    ss, ms = _core.shape_of(stationary), _core.shape_of(moving)
+    if len(ss) < 2 or len(ms) < 2:
+        raise fail(instruction, f"operands must be tiles of 2 or more "
+                                f"dimensions, got {ss} and {ms}")
+    if ss[0] != ms[0]:
+        raise fail(instruction, f"the contraction (partition) axes differ: "
+                                f"stationary {ss}, moving {ms}")
+    # [K, ..., M] x [K, ..., N]: every axis but the last contracts (the
+    # double-row modes' [K, 2, M]).
+    k_total = int(np.prod(ss[:-1]))
+    if ms[:-1] != ss[:-1]:
+        raise fail(instruction, f"stationary {ss} and moving {ms} differ "
+                                f"outside their last axis")
+    if ss[0] > 128:
+        raise fail(instruction, f"the contraction axis K = {ss[0]} is over "
+                                f"128 (the partition axis of both operands)")
+    if ss[-1] > 128:
+        raise fail(instruction, f"the stationary free size {ss[-1]} is over "
+                                f"128 (nl.tile_size.gemm_stationary_fmax)")
+    if ms[-1] > 512:
+        raise fail(instruction, f"the moving free size {ms[-1]} is over 512 "
+                                f"(nl.tile_size.gemm_moving_fmax)")
+    s = _f32(stationary).reshape(k_total, ss[-1])
+    m = _f32(moving).reshape(k_total, ms[-1])
+    r = np.matmul(s.transpose(), m)
+    return new_tile(r, MemoryRegion.psum, instruction)
+
+
+def _nc_matmul(dst: Any, stationary: Any, moving: Any,
+               accumulate: Any = None, mask: Any = None) -> Any:
+    tile = matmul_tile("nc_matmul", stationary, moving)
+    if dst is None:
+        return tile
+    v = as_view(dst)
+    t = v.tensor
+    written = getattr(t, "matmul_written", None)
+    if written is None:
+        written = np.zeros(t.shape, dtype=bool)
+        t.matmul_written = written  # type: ignore[attr-defined]
+    idx = v.flat()
+    if accumulate is None:
+        prior = written.reshape(-1)[idx.reshape(-1)].reshape(v.shape)
+    else:
+        prior = np.full(v.shape, bool(accumulate))
+    if prior.all():
+        value = nl.add(v, tile, dtype=v.dtype)
+    elif prior.any():
+        value = nl.where(prior, nl.add(v, tile, dtype=v.dtype), tile, dtype=v.dtype)
+    else:
+        value = tile
+    written.reshape(-1)[idx.reshape(-1)] = True
+    v.assign(value, None if mask is None else np.asarray(mask, bool))
+    return dst
+
+
+def nc_matmul(dst: Any, stationary: Any, moving: Any,
+              is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
+              is_transpose: bool = False, accumulate: Any = None,
+              tile_position: Any = (), tile_size: Any = (), perf_mode: Any = None,
+              name: Any = None, **_: Any) -> Any:
+    """``dst = stationary.T @ moving`` on the tensor engine (float32 in
+    PSUM); ``accumulate`` None adds onto what an earlier matmul wrote to the
+    same PSUM elements."""
+    if is_transpose:
+        return _nc_transpose(dst, stationary)
+    return _nc_matmul(dst, stationary, moving, accumulate)
+
+
+def _nc_transpose(dst: Any, data: Any, mask: Any = None, engine_: Any = None) -> Any:
+    require_on_chip("nc_transpose", data)
+    shp = _core.shape_of(data)
+    if len(shp) != 2:
+        raise fail("nc_transpose", f"a 2-D tile is needed, not {shp}")
+    on_vector = engine_ is engine.vector or (engine_ in (None, engine.unknown)
+                                             and shp[0] <= 32 and shp[1] <= 32
+                                             and dst is None and False)
+    if shp[1] > 128:
+        raise fail("nc_transpose", f"the free size {shp[1]} becomes the "
+                                   f"partition axis: at most 128")
+    v = value_of(data)
+    buffer = MemoryRegion.sbuf if on_vector else MemoryRegion.psum
+    return _finish("nc_transpose", dst, v.transpose(), buffer, None, mask)
+
+
+def nc_transpose(dst: Any, data: Any, engine: Any = None, name: Any = None,
+                 **_: Any) -> Any:
+    """``dst = data.T`` (tensor engine into PSUM, or vector engine)."""
+    return _nc_transpose(dst, data, engine_=engine)
+
+
+# -- vector and scalar engines ------------------------------------------------------
+def _tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any,
+                   dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("tensor_tensor", data1, data2)
+    fn = _alu(op, "tensor_tensor")
+    out_dt = _core.operands_dtype(data1, data2)
+    cdt = out_dt if _is_int_op(op) else F32
+    r = fn(_f32(data1, cdt), _f32(data2, cdt))
+    if dst is None and dtype is None and r.dtype != out_dt:
+        r = r.astype(out_dt)
+    return _finish("tensor_tensor", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = None,
+                  name: Any = None, **_: Any) -> Any:
+    """``dst = data1 <op> data2`` element-wise."""
+    return _tensor_tensor(dst, data1, data2, op)
+
+
+def _scalar_operand(x: Any, cdt: np.dtype) -> Any:
+    return x if isinstance(x, (NkiTensor, View)) else x
+
+
+def _tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any,
+                   reverse0: bool = False, op1: Any = None, operand1: Any = None,
+                   reverse1: bool = False, dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("tensor_scalar", data, operand0, operand1)
+    int_ops = _is_int_op(op0)
+    in_dt = _core.dtype_of(data)
+    cdt = in_dt if int_ops else F32
+    v = _f32(data, cdt)
+
+    def step(acc: Traced, op: Any, operand: Any, reverse: bool) -> Traced:
+        fn = _alu(op, "tensor_scalar")
+        o = _f32(operand, cdt)
+        return fn(o, acc) if reverse else fn(acc, o)
+
+    r = step(v, op0, operand0, reverse0)
+    if op1 is not None:
+        r = step(r, op1, operand1, reverse1)
+    if dst is None and dtype is None and r.dtype != in_dt:
+        r = r.astype(in_dt)
+    return _finish("tensor_scalar", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any,
+                  reverse0: bool = False, op1: Any = None, operand1: Any = None,
+                  reverse1: bool = False, engine: Any = None, name: Any = None,
+                  **_: Any) -> Any:
+    """``dst = (data <op0> operand0) <op1> operand1`` with scalar or
+    per-partition ([P, 1]) operands."""
+    return _tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1)
+
+
+_REDUCE = {
+    nl.add: "sum", np.add: "sum", nl.maximum: "max", np.maximum: "max",
+    nl.minimum: "min", np.minimum: "min", nl.multiply: "prod", np.multiply: "prod",
+}
+
+
+def _reduce_value(instruction: str, op: Any, v: Traced, axes: tuple[int, ...],
+                  keepdims: bool) -> Traced:
+    kind = _REDUCE.get(op)
+    if kind is None:
+        raise NotImplementedError(f"nrtpy.nki: {instruction}: reduce operator "
+                                  f"{getattr(op, '__name__', op)!r}")
+    return getattr(v, kind)(axis=axes, keepdims=keepdims)
+
+
+def _tensor_reduce(dst: Any, op: Any, data: Any, axis: Any, negate: bool = False,
+                   keepdims: bool = False, dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("tensor_reduce", data)
+    shp = _core.shape_of(data)
+    axes = tuple(int(a) % len(shp) for a in (axis if isinstance(axis, (tuple, list))
+                                              else (axis,)))
+    if 0 in axes:
+        raise fail("tensor_reduce", "the partition axis (axis 0) cannot be "
+                                    "reduced; use nc_transpose first or "
+                                    "tensor_partition_reduce")
+    v = _f32(data)
+    r = _reduce_value("tensor_reduce", op, v, axes, keepdims)
+    if negate:
+        r = -r
+    in_dt = _core.dtype_of(data)
+    if dst is None and dtype is None and r.dtype != in_dt:
+        r = r.astype(in_dt)
+    return _finish("tensor_reduce", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def tensor_reduce(dst: Any, op: Any, data: Any, axis: Any, negate: bool = False,
+                  keepdims: bool = False, name: Any = None, **_: Any) -> Any:
+    """``dst = op-reduce of data`` along free ``axis``."""
+    return _tensor_reduce(dst, op, data, axis, negate, keepdims)
+
+
+def _tensor_partition_reduce(dst: Any, op: Any, data: Any, dtype: Any = None,
+                             mask: Any = None) -> Any:
+    require_on_chip("tensor_partition_reduce", data)
+    v = _f32(data)
+    r = _reduce_value("tensor_partition_reduce", op, v, (0,), True)
+    in_dt = _core.dtype_of(data)
+    if dst is None and dtype is None and r.dtype != in_dt:
+        r = r.astype(in_dt)
+    return _finish("tensor_partition_reduce", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: Any = None, **_: Any) -> Any:
+    """Reduce across partitions: ``dst`` has one partition."""
+    return _tensor_partition_reduce(dst, op, data)
+
+
+def _activation(dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0,
+                reduce_op: Any = None, reduce_res: Any = None,
+                reduce_cmd_: Any = None, dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("activation", data, bias, scale)
+    fn = _activation_fn(op)
+    v = _f32(data)
+    if not (isinstance(scale, (int, float)) and scale == 1.0):
+        v = v * _f32(scale)
+    if bias is not None:
+        v = v + _f32(bias)
+    r = fn(v)
+    if reduce_res is not None:
+        red = _reduce_value("activation", reduce_op or nl.add, r,
+                            tuple(range(1, r.ndim)), True)
+        as_view(reduce_res).assign(red)
+    in_dt = _core.dtype_of(data)
+    if dst is None and dtype is None and r.dtype != in_dt:
+        r = r.astype(in_dt)
+    return _finish("activation", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def activation(dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0,
+               reduce_op: Any = None, reduce_res: Any = None, reduce_cmd: Any = None,
+               name: Any = None, **_: Any) -> Any:
+    """``dst = op(data * scale + bias)`` on the scalar engine; with
+    ``reduce_res``, also the sum (``reduce_op``) along the free axes."""
+    if reduce_cmd not in (None, globals()["reduce_cmd"].idle,
+                          globals()["reduce_cmd"].reset_reduce):
+        raise NotImplementedError("nrtpy.nki: activation reduce_cmd other than "
+                                  "idle and reset_reduce")
+    return _activation(dst, op, data, bias, scale, reduce_op, reduce_res, reduce_cmd)
+
+
+def activation_reduce(dst: Any, op: Any, data: Any, reduce_op: Any, reduce_res: Any,
+                      bias: Any = None, scale: Any = 1.0, name: Any = None,
+                      **_: Any) -> Any:
+    """``activation`` with the reduction along the free axes into ``reduce_res``."""
+    return _activation(dst, op, data, bias, scale, reduce_op, reduce_res)
+
+
+def _reciprocal(dst: Any, data: Any, dtype: Any = None, mask: Any = None) -> Any:
+    require_on_chip("reciprocal", data)
+    r = np.reciprocal(_f32(data))
+    in_dt = _core.dtype_of(data)
+    if dst is None and dtype is None and r.dtype != in_dt:
+        r = r.astype(in_dt)
+    return _finish("reciprocal", dst, r, MemoryRegion.sbuf, dtype, mask)
+
+
+def reciprocal(dst: Any, data: Any, name: Any = None, **_: Any) -> Any:
+    """``dst = 1 / data``."""
+    return _reciprocal(dst, data)
+
+
+def _iota_values(shape: tuple[int, ...], pattern: Any, offset: int,
+                 channel_multiplier: int) -> np.ndarray:
+    steps = [int(p[0]) for p in pattern]
+    counts = [int(p[1]) for p in pattern]
+    free = np.full(counts, 0, dtype=np.int64) if counts else np.zeros((), np.int64)
+    for d, (s, n) in enumerate(zip(steps, counts)):
+        shp = [1] * len(counts)
+        shp[d] = n
+        free = free + (np.arange(n, dtype=np.int64) * s).reshape(shp)
+    per = int(np.prod(shape[1:], dtype=np.int64))
+    if free.size != per:
+        raise fail("iota", f"the pattern gives {free.size} values per "
+                           f"partition, dst holds {per}")
+    ch = np.arange(shape[0], dtype=np.int64)[:, None] * channel_multiplier
+    return (offset + ch + free.reshape(1, -1)).reshape(shape)
+
+
+def iota(dst: Any, pattern: Any, offset: int = 0, channel_multiplier: int = 0,
+         name: Any = None, **_: Any) -> Any:
+    """``dst[c, i...] = offset + c * channel_multiplier + the pattern's
+    index``, computed at trace time."""
+    shape = _core.shape_of(dst)
+    vals = _iota_values(shape, pattern, int(offset), int(channel_multiplier))
+    as_view(dst).assign(current().program.const(vals.astype(np.int32)))
+    return dst
+
+
+def _tensor_copy_predicated(dst: Any, src: Any, predicate: Any,
+                            reverse_pred: bool = False) -> Any:
+    require_on_chip("tensor_copy_predicated", src, predicate)
+    d = value_of(dst)
+    s = value_of(src, like=d.dtype)
+    if s.dtype != d.dtype:
+        s = s.astype(d.dtype)
+    p = value_of(predicate)
+    cond = np.not_equal(p, 0)
+    r = np.where(cond, d, s) if reverse_pred else np.where(cond, s, d)
+    as_view(dst).assign(r)
+    return dst
+
+
+def tensor_copy_predicated(dst: Any, src: Any, predicate: Any,
+                           reverse_pred: bool = False, name: Any = None,
+                           **_: Any) -> Any:
+    """Copy ``src`` into ``dst`` where ``predicate`` is nonzero (zero with
+    ``reverse_pred``)."""
+    return _tensor_copy_predicated(dst, src, predicate, reverse_pred)
+
+
+__getattr__ = _names.missing(__name__, "nki.isa")
+__all__ = [n for n in _names.ISA if n in globals()]

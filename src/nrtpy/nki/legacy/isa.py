@@ -1,0 +1,131 @@
+"""``neuronxcc.nki.isa``: ISA calls that return a new tile.
+
+The older signatures (no ``dst``; ``mask=`` and ``dtype=`` on each call)
+over the same implementations as :mod:`nrtpy.nki.isa`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nrtpy.nki import _core, _names
+from nrtpy.nki import isa as _isa
+from nrtpy.nki import language as nl
+from nrtpy.nki.isa import (dge_mode, engine, get_nc_version, gpsimd_engine,  # noqa: F401
+                           matmul_perf_mode, nc_version, oob_mode, reduce_cmd,
+                           scalar_engine, tensor_engine, unknown_engine,
+                           vector_engine, NkiValidationError)
+
+
+def nc_matmul(stationary: Any, moving: Any, is_stationary_onezero: bool = False,
+              is_moving_onezero: bool = False, is_transpose: bool = False,
+              tile_position: Any = (), tile_size: Any = (), mask: Any = None,
+              perf_mode: Any = None, **_: Any) -> Any:
+    """``stationary.T @ moving`` as a new PSUM tile (float32)."""
+    if is_transpose:
+        return _isa._nc_transpose(None, stationary, mask)
+    return _isa.matmul_tile("nc_matmul", stationary, moving)
+
+
+def nc_transpose(data: Any, mask: Any = None, dtype: Any = None,
+                 engine: Any = None, **_: Any) -> Any:
+    """``data.T``: tensor engine (into PSUM) or vector engine (SBUF)."""
+    return _isa._nc_transpose(None, data, mask, engine)
+
+
+def activation(op: Any, data: Any, bias: Any = None, scale: Any = 1.0,
+               reduce_op: Any = None, reduce_res: Any = None, reduce_cmd: Any = None,
+               mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    """``op(data * scale + bias)``."""
+    return _isa._activation(None, op, data, bias, scale, reduce_op, reduce_res,
+                            reduce_cmd, dtype, mask)
+
+
+def activation_reduce(op: Any, data: Any, reduce_op: Any, reduce_res: Any,
+                      bias: Any = None, scale: Any = 1.0, mask: Any = None,
+                      dtype: Any = None, **_: Any) -> Any:
+    return _isa._activation(None, op, data, bias, scale, reduce_op, reduce_res,
+                            None, dtype, mask)
+
+
+def tensor_tensor(data1: Any, data2: Any, op: Any, mask: Any = None,
+                  dtype: Any = None, engine: Any = None, **_: Any) -> Any:
+    return _isa._tensor_tensor(None, data1, data2, op, dtype, mask)
+
+
+def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False,
+                  op1: Any = None, operand1: Any = None, reverse1: bool = False,
+                  dtype: Any = None, mask: Any = None, engine: Any = None,
+                  **_: Any) -> Any:
+    return _isa._tensor_scalar(None, data, op0, operand0, reverse0, op1,
+                               operand1, reverse1, dtype, mask)
+
+
+def tensor_reduce(op: Any, data: Any, axis: Any, mask: Any = None,
+                  dtype: Any = None, negate: bool = False, keepdims: bool = False,
+                  **_: Any) -> Any:
+    return _isa._tensor_reduce(None, op, data, axis, negate, keepdims, dtype, mask)
+
+
+def tensor_partition_reduce(op: Any, data: Any, mask: Any = None,
+                            dtype: Any = None, **_: Any) -> Any:
+    return _isa._tensor_partition_reduce(None, op, data, dtype, mask)
+
+
+def tensor_copy(src: Any, mask: Any = None, dtype: Any = None,
+                engine: Any = None, **_: Any) -> Any:
+    return _isa._tensor_copy(None, src, dtype, mask)
+
+
+def tensor_copy_predicated(src: Any, dst: Any, predicate: Any,
+                           mask: Any = None, dtype: Any = None,
+                           reverse_pred: bool = False, **_: Any) -> Any:
+    return _isa._tensor_copy_predicated(dst, src, predicate, reverse_pred)
+
+
+def reciprocal(data: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    return _isa._reciprocal(None, data, dtype, mask)
+
+
+def memset(shape: Any, value: Any, dtype: Any, mask: Any = None,
+           engine: Any = None, **_: Any) -> Any:
+    """A new SBUF tile of ``shape`` filled with ``value``."""
+    return _isa._memset(None, value, shape, dtype, mask)
+
+
+def iota(expr: Any, dtype: Any, mask: Any = None, **_: Any) -> Any:
+    """A new SBUF tile holding the values of an index expression
+    (``nl.arange``/``nl.mgrid`` arithmetic), computed at trace time."""
+    values = np.asarray(expr)
+    if values.dtype.kind not in "iub":
+        raise TypeError("iota: expr must be an index expression (nl.arange, "
+                        "nl.mgrid)")
+    if values.ndim < 2:
+        values = values.reshape(values.shape[0] if values.ndim else 1, 1)
+    trace = _core.current()
+    c = trace.program.const(np.ascontiguousarray(values.astype(_core.as_dtype(dtype))))
+    copy = trace.program.emit("copy", [c], c.shape, c.dtype)
+    return _core.new_tile(copy, _core.MemoryRegion.sbuf, "iota")
+
+
+def dma_copy(dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
+             oob_mode: Any = None, dge_mode: Any = None, **_: Any) -> Any:
+    """Copy ``src`` into ``dst`` (``dst_rmw_op=np.add`` adds into it)."""
+    if dst_rmw_op is not None and dst_rmw_op not in (np.add, nl.add):
+        raise NotImplementedError("nrtpy.nki: dma_copy dst_rmw_op other "
+                                  "than np.add")
+    return _isa._dma_copy(dst, src, mask, oob_mode=oob_mode,
+                          rmw_add=dst_rmw_op is not None)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _names.ISA or name in _names.LEGACY_ISA:
+        try:
+            return getattr(_isa, name)
+        except NotImplementedError:
+            raise NotImplementedError(f"nrtpy.nki: neuronxcc.nki.isa.{name} is "
+                                      f"not implemented on the emulated "
+                                      f"device") from None
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
