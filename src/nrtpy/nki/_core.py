@@ -150,10 +150,17 @@ class Trace:
         self.shared: list[NkiTensor] = []
         self.shared_next = 0
         self.index_consts: dict[tuple, Traced] = {}
+        # Buffers that hold a tensor (never handed to a new one).
+        self.owned: set[str] = set()
         # The program's indirect gathers: op index -> (elements per row,
         # elements of the tensor), to say an out-of-bounds row as the
         # element index the SDK's simulator reports.
         self.gathers: dict[int, tuple[int, int]] = {}
+        # The vector engine's reduce registers (one value per partition)
+        # as the last accumulating instruction left them.
+        self.reduce_regs: Traced | None = None
+        # nl.rand's generator: values fixed when the kernel is traced.
+        self.rng = np.random.default_rng(0)
 
     def index_const(self, idx: np.ndarray) -> Traced:
         """A constant holding ``idx`` (flat indices), shared by equal ones."""
@@ -237,6 +244,7 @@ class NkiTensor:
         self.written = written
         self.readonly = readonly
         self.label = label
+        trace.owned.add(name)
         # Elements a masked instruction did not compute (None: all were).
         self.valid: np.ndarray | None = None
 
@@ -261,7 +269,11 @@ class NkiTensor:
         return self.shape[0]
 
     def __bool__(self) -> bool:
-        raise TypeError("nrtpy.nki: the value of a tensor is not known while "
+        # An HBM tensor is a handle (an argument, an output): true, as any
+        # object.  A tile is a value the kernel computes: unknown here.
+        if is_hbm(self.buffer):
+            return True
+        raise TypeError("nrtpy.nki: the value of a tile is not known while "
                         "the kernel is traced (use nl.where or masks, not "
                         "Python if)")
 
@@ -751,6 +763,7 @@ class View:
             fresh = p.buffer("temp", t.shape, t.dtype)
             p.ops.append({"op": "copy", "in": [old.name], "out": fresh.name})
             t.name, t.readonly = fresh.name, False
+            t.trace.owned.add(fresh.name)
         idx = self.index
         if mask is not None:
             mask = np.broadcast_to(np.asarray(mask, dtype=bool), self.shape)
@@ -975,6 +988,10 @@ def _read_box(base: Traced, start: list[int], step: list[int],
 
 
 def _wrap(trace: Trace, value: Traced, buffer: MemoryRegion) -> NkiTensor:
+    """A new tensor holding ``value``: its buffer, unless that is already
+    another tensor's (a whole tensor read), then a copy."""
+    if value.name in trace.owned:
+        value = trace.program.emit("copy", [value], value.shape, value.dtype)
     return NkiTensor(trace, value.name, value.shape, value.dtype, buffer,
                      written=True)
 

@@ -101,8 +101,8 @@ def _alu(op: Any, instruction: str) -> Callable[[Traced, Traced], Traced]:
         nl.subtract: np.subtract, np.subtract: np.subtract,
         nl.multiply: np.multiply, np.multiply: np.multiply,
         nl.divide: np.true_divide, np.divide: np.true_divide,
-        nl.maximum: np.maximum, np.maximum: np.maximum,
-        nl.minimum: np.minimum, np.minimum: np.minimum,
+        nl.maximum: np.maximum, np.maximum: np.maximum, nl.max: np.maximum,
+        nl.minimum: np.minimum, np.minimum: np.minimum, nl.min: np.minimum,
         nl.power: np.power, np.power: np.power,
         nl.mod: np.remainder, np.mod: np.remainder, nl.fmod: np.fmod,
         nl.abs_max: lambda a, b: np.maximum(np.abs(a), np.abs(b)),
@@ -144,7 +144,8 @@ def _is_int_op(op: Any) -> bool:
 def _activation_fn(op: Any) -> Callable[[Traced], Traced]:
     """The program function of an activation ``op`` (``nl.exp``, ``np.exp``,
     ``nl.copy``, ...)."""
-    if op in (nl.copy, None) or getattr(op, "__name__", "") in ("copy", "bypass"):
+    if op in (nl.copy, None) or getattr(op, "__name__", "") in ("copy", "bypass",
+                                                                  "identity"):
         return lambda x: x
     traced = getattr(op, "_traced", None)
     if traced is not None:
@@ -337,9 +338,7 @@ def _nc_transpose(dst: Any, data: Any, mask: Any = None, engine_: Any = None) ->
     shp = _core.shape_of(data)
     if len(shp) != 2:
         raise fail("nc_transpose", f"a 2-D tile is needed, not {shp}")
-    on_vector = engine_ is engine.vector or (engine_ in (None, engine.unknown)
-                                             and shp[0] <= 32 and shp[1] <= 32
-                                             and dst is None and False)
+    on_vector = engine_ is engine.vector
     if shp[1] > 128:
         raise fail("nc_transpose", f"the free size {shp[1]} becomes the "
                                    f"partition axis: at most 128")
@@ -371,10 +370,6 @@ def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = None,
                   name: Any = None, **_: Any) -> Any:
     """``dst = data1 <op> data2`` element-wise."""
     return _tensor_tensor(dst, data1, data2, op)
-
-
-def _scalar_operand(x: Any, cdt: np.dtype) -> Any:
-    return x if isinstance(x, (NkiTensor, View)) else x
 
 
 def _tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any,
@@ -411,6 +406,7 @@ def tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any,
 _REDUCE = {
     nl.add: "sum", np.add: "sum", nl.maximum: "max", np.maximum: "max",
     nl.minimum: "min", np.minimum: "min", nl.multiply: "prod", np.multiply: "prod",
+    nl.max: "max", nl.min: "min", nl.sum: "sum",
 }
 
 
@@ -566,6 +562,246 @@ def tensor_copy_predicated(dst: Any, src: Any, predicate: Any,
     """Copy ``src`` into ``dst`` where ``predicate`` is nonzero (zero with
     ``reverse_pred``)."""
     return _tensor_copy_predicated(dst, src, predicate, reverse_pred)
+
+
+# -- scans ------------------------------------------------------------------
+def _doubling_scan(x: Traced, combine: Callable[[Traced, Traced], Traced]) -> Traced:
+    """Inclusive scan along the last axis with an associative ``combine``
+    (later, earlier): log2(n) steps of shifted combines."""
+    n = x.shape[-1]
+    d = 1
+    while d < n:
+        head = x[..., :d]
+        tail = combine(x[..., d:], x[..., :n - d])
+        x = np.concatenate([head, tail], axis=-1)
+        d *= 2
+    return x
+
+
+_IDENTITY_FREE = {np.add, np.multiply, np.maximum, np.minimum}
+
+
+def _tensor_scalar_cumulative(dst: Any, src: Any, op0: Any, op1: Any, imm0: Any,
+                              imm1: Any = None, reduce_cmd_: Any = None,
+                              reverse0: bool = False, dtype: Any = None) -> Any:
+    require_on_chip("tensor_scalar_cumulative", src, imm0, imm1)
+    fn0, fn1 = _alu(op0, "tensor_scalar_cumulative"), _alu(op1, "tensor_scalar_cumulative")
+    if fn1 not in _IDENTITY_FREE:
+        raise NotImplementedError("nrtpy.nki: tensor_scalar_cumulative with op1 "
+                                  "other than add, multiply, max, min")
+    v = _f32(src)
+    o = _f32(imm0)
+    v = fn0(o, v) if reverse0 else fn0(v, o)
+    out = _doubling_scan(v, lambda later, earlier: fn1(later, earlier))
+    trace = current()
+    cmd = reduce_cmd_ if reduce_cmd_ is not None else reduce_cmd.reset_reduce
+    reg = None
+    if cmd is reduce_cmd.load_reduce:
+        reg = _f32(imm1)
+    elif cmd is reduce_cmd.reduce:
+        reg = trace.reduce_regs
+    elif cmd is not reduce_cmd.reset_reduce:
+        raise NotImplementedError(f"nrtpy.nki: tensor_scalar_cumulative with "
+                                  f"reduce_cmd {cmd}")
+    if reg is not None:
+        out = fn1(out, reg)
+    trace.reduce_regs = out[..., -1:]
+    in_dt = _core.dtype_of(src)
+    if dst is None and dtype is None and out.dtype != in_dt:
+        out = out.astype(in_dt)
+    return _finish("tensor_scalar_cumulative", dst, out, MemoryRegion.sbuf, dtype)
+
+
+def tensor_scalar_cumulative(dst: Any, src: Any, op0: Any, op1: Any, imm0: Any,
+                             imm1: Any = None, reduce_cmd: Any = None,
+                             name: Any = None, **_: Any) -> Any:
+    """``reg = op1(op0(src[i], imm0), reg); dst[i] = reg`` along the free
+    axis; ``reg`` starts at op1's identity (``reset_reduce``), at ``imm1``
+    (``load_reduce``) or where the last such instruction left it
+    (``reduce``)."""
+    return _tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd)
+
+
+def _tensor_tensor_scan(dst: Any, data0: Any, data1: Any, initial: Any, op0: Any,
+                        op1: Any, dtype: Any = None) -> Any:
+    require_on_chip("tensor_tensor_scan", data0, data1, initial)
+    if _alu(op0, "tensor_tensor_scan") is not np.multiply or \
+            _alu(op1, "tensor_tensor_scan") is not np.add:
+        raise NotImplementedError("nrtpy.nki: tensor_tensor_scan other than "
+                                  "op0=multiply, op1=add")
+    a, b = _f32(data0), _f32(data1)
+    n = a.shape[-1]
+    # out[i] = a[i] * out[i-1] + b[i]: compose the affine maps (A, B)
+    d = 1
+    while d < n:
+        a_new = np.concatenate([a[..., :d], a[..., d:] * a[..., :n - d]], axis=-1)
+        b = np.concatenate([b[..., :d], a[..., d:] * b[..., :n - d] + b[..., d:]], axis=-1)
+        a = a_new
+        d *= 2
+    init = _f32(initial)
+    if init.ndim == 1:
+        init = init.reshape(init.shape[0], 1)
+    out = a * init + b
+    in_dt = _core.dtype_of(data0)
+    if dst is None and dtype is None and out.dtype != in_dt:
+        out = out.astype(in_dt)
+    return _finish("tensor_tensor_scan", dst, out, MemoryRegion.sbuf, dtype)
+
+
+def tensor_tensor_scan(dst: Any, data0: Any, data1: Any, initial: Any, op0: Any,
+                       op1: Any, reverse0: bool = False, reverse1: bool = False,
+                       name: Any = None, **_: Any) -> Any:
+    """``dst[i] = (data0[i] * dst[i-1]) + data1[i]`` along the free axis,
+    from ``initial`` (op0 multiply and op1 add only)."""
+    if reverse0 or reverse1:
+        raise NotImplementedError("nrtpy.nki: tensor_tensor_scan reverse0/reverse1")
+    return _tensor_tensor_scan(dst, data0, data1, initial, op0, op1)
+
+
+# -- statistics, top-8 ---------------------------------------------------------------
+def _bn_stats(dst: Any, data: Any, dtype: Any = None) -> Any:
+    require_on_chip("bn_stats", data)
+    v = _f32(data)
+    p = v.shape[0]
+    v = v.reshape(p, -1)
+    if v.shape[1] > 512:
+        raise fail("bn_stats", f"{v.shape[1]} elements per partition; at most "
+                               f"512 (nl.tile_size.bn_stats_fmax)")
+    parts = []
+    for half in (v[:, 0::2], v[:, 1::2]):
+        n = half.shape[1]
+        mean = half.mean(axis=1, keepdims=True)
+        dev = half - mean
+        m2 = (dev * dev).sum(axis=1, keepdims=True)
+        parts += [current().program.full(float(n), (p, 1), F32), mean, m2]
+    out = np.concatenate(parts, axis=1)
+    return _finish("bn_stats", dst, out, MemoryRegion.sbuf,
+                   dtype if dtype is not None else _core.dtype_of(data))
+
+
+def bn_stats(dst: Any, data: Any, name: Any = None, **_: Any) -> Any:
+    """(count, mean, variance * count) of the even and of the odd elements
+    of each partition: 6 values."""
+    return _bn_stats(dst, data)
+
+
+def _bn_aggr(dst: Any, data: Any, dtype: Any = None) -> Any:
+    require_on_chip("bn_aggr", data)
+    v = _f32(data)
+    p = v.shape[0]
+    v = v.reshape(p, -1)
+    if v.shape[1] % 3:
+        raise fail("bn_aggr", "the input must hold (count, mean, variance * "
+                              "count) triples")
+    t = v.reshape(p, v.shape[1] // 3, 3)
+    c, m, m2 = t[:, :, 0], t[:, :, 1], t[:, :, 2]
+    total = c.sum(axis=1, keepdims=True)
+    mean = (c * m).sum(axis=1, keepdims=True) / total
+    dev = m - mean
+    var = (m2 + c * dev * dev).sum(axis=1, keepdims=True) / total
+    out = np.concatenate([mean, var], axis=1)
+    return _finish("bn_aggr", dst, out, MemoryRegion.sbuf,
+                   dtype if dtype is not None else _core.dtype_of(data))
+
+
+def bn_aggr(dst: Any, data: Any, name: Any = None, **_: Any) -> Any:
+    """Mean and variance per partition from ``bn_stats`` outputs."""
+    return _bn_aggr(dst, data)
+
+
+def _rows_flat(v: Traced, cols: Traced) -> Traced:
+    """``v[p, cols[p, k]]`` for a 2-D ``v``: a gather on the flattened tile."""
+    p, f = v.shape
+    rows = current().program.const((np.arange(p, dtype=np.int64) * f).reshape(p, 1))
+    flat = (cols.astype(np.int64) + rows).reshape(-1)
+    return np.take(v.reshape(-1), flat).reshape(cols.shape)
+
+
+def _top8(instruction: str, data: Any, mask: Any = None) -> tuple[Traced, Traced]:
+    """The 8 largest values of each partition, descending, and where each
+    first occurs."""
+    require_on_chip(instruction, data)
+    v = value_of(data, mask=None if mask is None else np.asarray(mask, bool))
+    p = v.shape[0]
+    v = v.reshape(p, -1)
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, bool), _core.shape_of(data)).reshape(p, -1)
+        v = np.where(current().program.const(m), v, -np.inf if _core.is_float(v.dtype)
+                     else np.iinfo(v.dtype).min)
+    if v.shape[1] < 8:
+        raise fail(instruction, f"{v.shape[1]} elements per partition; at least 8")
+    order = v.program.emit("argsort", [v], v.shape, np.dtype(np.int32), axis=1,
+                           descending=True)
+    cols = order[:, :8]
+    return _rows_flat(v, cols), cols
+
+
+def max8(dst: Any, src: Any, name: Any = None, **_: Any) -> Any:
+    """The 8 largest values of each partition, in descending order."""
+    vals, _cols = _top8("max8", src)
+    return _finish("max8", dst, vals)
+
+
+def _find_index8(data: Any, vals: Any, mask: Any = None) -> Traced:
+    require_on_chip("nc_find_index8", data, vals)
+    d = value_of(data, mask=None if mask is None else np.asarray(mask, bool))
+    p = d.shape[0]
+    d = d.reshape(p, -1)
+    w = value_of(vals).reshape(p, -1)
+    hits = np.equal(d.reshape(p, 1, d.shape[1]), w.reshape(p, w.shape[1], 1))
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, bool), _core.shape_of(data)).reshape(p, 1, -1)
+        hits = np.logical_and(hits, current().program.const(m))
+    return np.argmax(hits, axis=2).astype(np.uint32)
+
+
+def nc_find_index8(dst: Any, data: Any, vals: Any, name: Any = None, **_: Any) -> Any:
+    """Per partition, the index of the first element equal to each of the
+    8 values of ``vals``."""
+    return _finish("nc_find_index8", dst, _find_index8(data, vals))
+
+
+def _match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = None,
+                    mask: Any = None, dtype: Any = None) -> Any:
+    idx = _find_index8(data, vals, mask)
+    d = value_of(data, mask=None if mask is None else np.asarray(mask, bool))
+    shape = d.shape
+    p = shape[0]
+    flat = d.reshape(p, -1)
+    f = flat.shape[1]
+    cols = current().program.const(np.arange(f, dtype=np.int64).reshape(1, 1, f))
+    hit = np.equal(idx.astype(np.int64).reshape(p, idx.shape[1], 1), cols)
+    hit = np.not_equal(hit.astype(np.int32).max(axis=1), 0)
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, bool), _core.shape_of(data)).reshape(p, f)
+        hit = np.logical_and(hit, current().program.const(m))
+    out = np.where(hit, current().program.full(imm, (), flat.dtype), flat).reshape(shape)
+    if dst_idx is not None:
+        as_view(dst_idx).assign(idx)
+    return _finish("nc_match_replace8", dst, out, MemoryRegion.sbuf, dtype, mask)
+
+
+def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: float, dst_idx: Any = None,
+                      name: Any = None, **_: Any) -> Any:
+    """``data`` with the first occurrence of each of the 8 ``vals`` of a
+    partition replaced by ``imm`` (their indices into ``dst_idx``)."""
+    return _match_replace8(dst, data, vals, imm, dst_idx)
+
+
+def _dma_transpose(dst: Any, src: Any, axes: Any = None, dtype: Any = None) -> Any:
+    v = value_of(src)
+    if axes is None:
+        if v.ndim != 2:
+            raise fail("dma_transpose", f"axes are needed for a {v.ndim}-D access")
+        axes = (1, 0)
+    return _finish("dma_transpose", dst, v.transpose(tuple(axes)), MemoryRegion.sbuf, dtype)
+
+
+def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None,
+                  dge_mode: Any = None, oob_mode: Any = None, name: Any = None,
+                  **_: Any) -> Any:
+    """``dst = src`` with its axes permuted (``axes``, default 2-D swap)."""
+    return _dma_transpose(dst, src, axes)
 
 
 __getattr__ = _names.missing(__name__, "nki.isa")

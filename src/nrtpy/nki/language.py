@@ -748,6 +748,44 @@ def no_reorder() -> Any:
     return contextlib.nullcontext()
 
 
+def rand(shape: Any, dtype: Any = float32, buffer: Any = sbuf, name: str = "",
+         **_: Any) -> NkiTensor:
+    """A tile of values uniform in [0, 1).  The emulator has no random
+    engine: the values are drawn when the kernel is traced (seeded by
+    ``random_seed``, else 0), so every run of the NEFF gives the same."""
+    trace = current()
+    shape = _shape(shape)
+    values = trace.rng.random(shape).astype(as_dtype(dtype))
+    t = ndarray(shape, dtype, buffer, name)
+    t.whole().assign(trace.program.const(values))
+    return t
+
+
+def random_seed(seed: Any) -> None:
+    """Seed ``rand`` (at trace time: see ``rand``)."""
+    if not isinstance(seed, numbers.Integral):
+        raise NotImplementedError("nrtpy.nki: random_seed with a tile seed")
+    current().rng = np.random.default_rng(int(seed))
+
+
+def gather_flattened(data: Any, indices: Any, axis: int = 0, dtype: Any = None,
+                     mask: Any = None, **_: Any) -> NkiTensor:
+    """Per partition, the elements of ``data`` (its free axes flattened) at
+    ``indices``."""
+    require_on_chip("gather_flattened", data, indices)
+    v = value_of(data)
+    p = v.shape[0]
+    idx = value_of(indices).reshape(p, -1)
+    from nrtpy.nki.isa import _rows_flat
+    r = _rows_flat(v.reshape(p, -1), idx)
+    dt = as_dtype(dtype) if dtype is not None else v.dtype
+    return new_tile(r if r.dtype == dt else r.astype(dt), MemoryRegion.sbuf,
+                    "gather_flattened")
+
+
+bypass = copy  # the operator that passes data through
+
+
 __getattr__ = _names.missing(__name__, "nki.language")
 _ = builtins  # (the builtins shadowed above: sum, max, min, abs, all)
 __all__ = [n for n in _names.LANGUAGE + _names.LEGACY_LANGUAGE if n in globals()]

@@ -120,6 +120,60 @@ def dma_copy(dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None,
                           rmw_add=dst_rmw_op is not None)
 
 
+def tensor_scalar_cumulative(src: Any, op0: Any, op1: Any, imm0: Any,
+                             imm1: Any = None, reduce_cmd: Any = None, dst: Any = None,
+                             reverse0: bool = False, dtype: Any = None, **_: Any) -> Any:
+    return _isa._tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1, reduce_cmd,
+                                          reverse0, dtype)
+
+
+def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
+                       dtype: Any = None, **_: Any) -> Any:
+    return _isa._tensor_tensor_scan(None, data0, data1, initial, op0, op1, dtype)
+
+
+def bn_stats(data: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    return _isa._bn_stats(None, data, dtype)
+
+
+def bn_aggr(data: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    return _isa._bn_aggr(None, data, dtype)
+
+
+def max8(src: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    vals, _cols = _isa._top8("max8", src, mask)
+    return _isa._finish("max8", None, vals, dtype=dtype)
+
+
+def nc_find_index8(data: Any, vals: Any, mask: Any = None, dtype: Any = None,
+                   **_: Any) -> Any:
+    return _isa._finish("nc_find_index8", None, _isa._find_index8(data, vals, mask),
+                        dtype=dtype)
+
+
+def nc_match_replace8(data: Any, vals: Any, imm: Any, dst_idx: Any = None,
+                      mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    return _isa._match_replace8(None, data, vals, imm, dst_idx, mask, dtype)
+
+
+def dma_transpose(src: Any, axes: Any = None, mask: Any = None, dtype: Any = None,
+                  **_: Any) -> Any:
+    return _isa._dma_transpose(None, src, axes, dtype)
+
+
+def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any,
+                  mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    """``on_true_tile`` where the index predicate ``pred`` holds, else
+    ``on_false_value`` (the predicate is known when the kernel is traced)."""
+    cond = np.asarray(pred)
+    if cond.dtype != np.bool_:
+        raise TypeError("affine_select: pred must compare index expressions")
+    v = _core.value_of(on_true_tile)
+    c = _core.current().program.const(np.ascontiguousarray(np.broadcast_to(cond, v.shape)))
+    out = np.where(c, v, _core.current().program.full(on_false_value, (), v.dtype))
+    return _isa._finish("affine_select", None, out, dtype=dtype, mask=mask)
+
+
 def __getattr__(name: str) -> Any:
     if name in _names.ISA or name in _names.LEGACY_ISA:
         try:

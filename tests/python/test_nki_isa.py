@@ -1,0 +1,157 @@
+"""nrtpy.nki.isa beyond arithmetic: scans, statistics, top-8, transposes,
+gathers and trace-time random values, each against NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nrtpy import nki
+from nrtpy.nki import isa as nisa
+from nrtpy.nki import language as nl
+from nrtpy.nki.legacy import isa as old_isa
+
+RNG = np.random.default_rng(5)
+
+
+def rand(*shape, lo=-2.0, hi=2.0):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def _unary_isa(body):
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, nl.float32)
+        body(r, t)
+        nl.store(out, r)
+        return out
+    return kernel
+
+
+@pytest.mark.parametrize("op1,ref", [(nl.add, np.add), (nl.multiply, np.multiply),
+                                     (nl.maximum, np.maximum), (nl.minimum, np.minimum)],
+                         ids=["add", "multiply", "maximum", "minimum"])
+def test_tensor_scalar_cumulative(op1, ref):
+    a = rand(128, 100, lo=0.5, hi=1.5)
+    k = _unary_isa(lambda r, t: nisa.tensor_scalar_cumulative(
+        r, t, op0=nl.multiply, op1=op1, imm0=0.75))
+    np.testing.assert_allclose(k(a), ref.accumulate(a * 0.75, axis=1), rtol=1e-5)
+
+
+def test_cumulative_registers_carry_between_instructions():
+    a = rand(16, 37)
+
+    def body(r, t):
+        nisa.tensor_scalar_cumulative(r, t, nl.add, nl.add, 0.0)
+        nisa.tensor_scalar_cumulative(r, t, nl.add, nl.add, 0.0,
+                                      reduce_cmd=nisa.reduce_cmd.reduce)
+    want = np.cumsum(a, axis=1) + a.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(_unary_isa(body)(a), want, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_tensor_scan_is_the_linear_recurrence():
+    @nki.jit
+    def kernel(a, b, init):
+        out = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        r = nl.ndarray(a.shape, nl.float32)
+        nisa.tensor_tensor_scan(r, nl.load(a), nl.load(b), nl.load(init),
+                                nl.multiply, nl.add)
+        nl.store(out, r)
+        return out
+    a, b, init = rand(32, 200, lo=0, hi=1), rand(32, 200), rand(32, 1)
+    want = np.empty_like(a)
+    prev = init[:, 0].astype(np.float64)
+    for i in range(a.shape[1]):
+        prev = a[:, i] * prev + b[:, i]
+        want[:, i] = prev
+    np.testing.assert_allclose(kernel(a, b, init), want, rtol=1e-4, atol=1e-5)
+
+
+def test_bn_stats_and_bn_aggr_give_mean_and_variance():
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((a.shape[0], 2), nl.float32, buffer=nl.shared_hbm)
+        stats = nl.ndarray((a.shape[0], 12), nl.float32)
+        for i in nl.affine_range(2):
+            s = nl.ndarray((a.shape[0], 6), nl.float32)
+            nisa.bn_stats(s, nl.load(a[:, i * 300:(i + 1) * 300]))
+            stats[:, i * 6:(i + 1) * 6] = s
+        r = nl.ndarray((a.shape[0], 2), nl.float32)
+        nisa.bn_aggr(r, stats)
+        nl.store(out, r)
+        return out
+    a = rand(64, 600, lo=0, hi=10)
+    got = kernel(a)
+    np.testing.assert_allclose(got[:, 0], a.mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(got[:, 1], a.var(axis=1), rtol=1e-4)
+
+
+def test_max8_find_index8_match_replace8():
+    @nki.jit
+    def kernel(a):
+        o_max = nl.ndarray((a.shape[0], 8), nl.float32, buffer=nl.shared_hbm)
+        o_idx = nl.ndarray((a.shape[0], 8), nl.uint32, buffer=nl.shared_hbm)
+        o_rep = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        m = nl.ndarray((a.shape[0], 8), nl.float32)
+        nisa.max8(m, t)
+        i = nl.ndarray((a.shape[0], 8), nl.uint32)
+        nisa.nc_find_index8(i, t, m)
+        r = nl.ndarray(a.shape, nl.float32)
+        nisa.nc_match_replace8(r, t, m, -100.0)
+        nl.store(o_max, m)
+        nl.store(o_idx, i)
+        nl.store(o_rep, r)
+        return o_max, o_idx, o_rep
+    a = rand(32, 50)
+    o_max, o_idx, o_rep = kernel(a)
+    order = np.argsort(-a, axis=1, kind="stable")[:, :8]
+    np.testing.assert_array_equal(o_max, np.take_along_axis(a, order, axis=1))
+    np.testing.assert_array_equal(o_idx, order)
+    want = a.copy()
+    np.put_along_axis(want, order, -100.0, axis=1)
+    np.testing.assert_array_equal(o_rep, want)
+
+
+def test_dma_transpose_and_gather_flattened():
+    @nki.jit
+    def kernel(a, idx):
+        o1 = nl.ndarray((a.shape[1], a.shape[0]), a.dtype, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(idx.shape, a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((a.shape[1], a.shape[0]), a.dtype)
+        nisa.dma_transpose(t, a)
+        nl.store(o1, t)
+        nl.store(o2, nl.gather_flattened(nl.load(a), nl.load(idx)))
+        return o1, o2
+    a = rand(64, 48)
+    idx = RNG.integers(0, 48, (64, 7)).astype(np.uint32)
+    o1, o2 = kernel(a, idx)
+    np.testing.assert_array_equal(o1, a.T)
+    np.testing.assert_array_equal(o2, np.take_along_axis(a, idx.astype(np.int64), axis=1))
+
+
+def test_rand_is_uniform_and_fixed_at_trace_time():
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray((128, 256), nl.float32, buffer=nl.shared_hbm)
+        nl.random_seed(3)
+        nl.store(out, nl.rand((128, 256)))
+        return out
+    x = np.zeros(1, np.float32)
+    r1, r2 = kernel(x), kernel(x)
+    assert 0 <= r1.min() and r1.max() < 1 and abs(r1.mean() - 0.5) < 0.02
+    np.testing.assert_array_equal(r1, r2)
+
+
+def test_affine_select_of_the_older_namespace():
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.mgrid[0:a.shape[0], 0:a.shape[1]]
+        t = nl.load(a)
+        nl.store(out, old_isa.affine_select(iy < ix, t[ix, iy], -7.0))
+        return out
+    a = rand(40, 40)
+    np.testing.assert_array_equal(kernel(a), np.where(np.tri(40, k=-1, dtype=bool), a, -7.0))
