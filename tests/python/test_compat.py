@@ -282,7 +282,7 @@ def fake_package(root: Path, name: str) -> Path:
     return root / name
 
 
-@pytest.mark.parametrize("name", ["spike", "neuronxcc"])
+@pytest.mark.parametrize("name", ["spike", "neuronxcc", "nki"])
 def test_refuses_over_a_real_package_in_the_destination(tmp_path, name):
     target = tmp_path / "t"
     real = fake_package(target, name)
@@ -301,7 +301,7 @@ def test_refuses_over_a_real_package_in_the_destination(tmp_path, name):
     assert listing(target) == before
 
 
-@pytest.mark.parametrize("name", ["spike", "neuronxcc"])
+@pytest.mark.parametrize("name", ["spike", "neuronxcc", "nki"])
 def test_refuses_to_shadow_a_real_package_elsewhere_on_the_path(tmp_path, name):
     elsewhere = tmp_path / "site"
     real = fake_package(elsewhere, name)
@@ -323,7 +323,7 @@ def test_keep_real_installs_the_other_parts_beside_a_real_spike(tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"keeping the real one: a 'spike' that is not nrtpy's is installed " \
            f"at {real}" in done.stdout
-    assert "installed neuronxcc, the neuronx-cc 2.0.0+nrtpy metadata" in done.stdout
+    assert "installed neuronxcc, nki, the neuronx-cc 2.0.0+nrtpy metadata" in done.stdout
     assert (real / "__init__.py").read_text() == "REAL = True\n"
     assert (target / "neuronxcc").is_dir() and (target / "bin" / "neuronx-cc").is_file()
     probe = run([sys.executable, "-c", "import spike, neuronxcc.driver; "

@@ -1,9 +1,12 @@
-"""Spike's and neuronx-cc's Python names on nrtpy: the opt-in compat layer.
+"""Spike's, neuronx-cc's and NKI's Python names on nrtpy: the opt-in compat
+layer.
 
 ``python -m nrtpy compat install`` writes, into an environment's
-site-packages, a ``spike`` package and a ``neuronxcc`` package whose modules
+site-packages, ``spike``, ``neuronxcc`` and ``nki`` packages whose modules
 are three lines each: they call :func:`export`, which fills them from
-:data:`SHIMS`.  So the names come from the installed nrtpy, whatever its
+:data:`SHIMS`, or :func:`alias`, which makes them an nrtpy module
+(:data:`ALIASES`: ``nki`` is :mod:`nrtpy.nki`, ``neuronxcc.nki``
+:mod:`nrtpy.nki.legacy`).  So the names come from the installed nrtpy, whatever its
 version, and the installed files never need rewriting.  See
 ``python -m nrtpy compat --help`` and :mod:`nrtpy.compat._install`.
 
@@ -18,6 +21,7 @@ nrtpy's.  ``SpikeProfiler`` is not provided: nrtpy has no profiler class.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 #: Every module of the compat layer -> {its name: "nrtpy module:name"}.  A
@@ -70,8 +74,33 @@ SHIMS: dict[str, dict[str, str]] = {
     },
 }
 
+#: Modules of the compat layer that are an nrtpy module under another name:
+#: NKI's two namespaces.  A leaf module becomes the nrtpy module itself (in
+#: ``sys.modules``), so that classes and state are one; a package copies its
+#: nrtpy package's names and forwards the rest, keeping its own ``__path__``
+#: (where the leaves' three-line files are found).
+ALIASES: dict[str, str] = {
+    "nki": "nrtpy.nki",
+    "nki.language": "nrtpy.nki.language",
+    "nki.isa": "nrtpy.nki.isa",
+    "neuronxcc.nki": "nrtpy.nki.legacy",
+    "neuronxcc.nki.language": "nrtpy.nki.legacy.language",
+    "neuronxcc.nki.isa": "nrtpy.nki.legacy.isa",
+    "neuronxcc.nki.isa.constants": "nrtpy.nki.legacy.isa.constants",
+    "neuronxcc.nki.typing": "nrtpy.nki.legacy.typing",
+    "neuronxcc.nki.compiler": "nrtpy.nki.legacy.compiler",
+}
+
+#: Every module of the layer.
+MODULES: tuple[str, ...] = tuple(SHIMS) + tuple(ALIASES)
+
 #: The top-level packages the layer installs (never over anyone else's).
-PACKAGES: tuple[str, ...] = tuple(m for m in SHIMS if "." not in m)
+PACKAGES: tuple[str, ...] = tuple(m for m in MODULES if "." not in m)
+
+
+def is_package(module: str) -> bool:
+    """A module of the layer that is the prefix of another is a package."""
+    return any(m.startswith(module + ".") for m in MODULES)
 
 
 def export(module: str, namespace: dict[str, Any]) -> list[str]:
@@ -86,3 +115,25 @@ def export(module: str, namespace: dict[str, Any]) -> list[str]:
         source, attr = target.split(":")
         namespace[name] = getattr(importlib.import_module(source), attr)
     return list(names)
+
+
+def alias(module: str, namespace: dict[str, Any]) -> list[str] | None:
+    """Make the compat module ``module`` (``namespace`` its globals) the
+    nrtpy module :data:`ALIASES` names: a leaf is replaced by it in
+    ``sys.modules`` (returns None); a package gets its names and forwards
+    any other (returns its public names, for ``__all__``).
+
+    Raises:
+        KeyError: ``module`` is not an alias of the compat layer.
+    """
+    target = importlib.import_module(ALIASES[module])
+    if not is_package(module):
+        sys.modules[module] = target
+        return None
+    names = [n for n in vars(target) if not n.startswith("__")]
+    namespace.update({n: getattr(target, n) for n in names})
+
+    def __getattr__(name: str) -> Any:
+        return getattr(target, name)
+    namespace["__getattr__"] = __getattr__
+    return [n for n in names if not n.startswith("_")]

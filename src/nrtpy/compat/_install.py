@@ -1,8 +1,9 @@
 """``python -m nrtpy compat install|status|uninstall``.
 
-``install`` writes nrtpy's compat layer into an environment: the ``spike``
-and ``neuronxcc`` packages of :data:`nrtpy.compat.SHIMS` (three-line modules
-that take their names from nrtpy), a ``neuronx-cc`` script that runs
+``install`` writes nrtpy's compat layer into an environment: the ``spike``,
+``neuronxcc`` and ``nki`` packages of :data:`nrtpy.compat.SHIMS` and
+:data:`nrtpy.compat.ALIASES` (three-line modules that take their names
+from nrtpy), a ``neuronx-cc`` script that runs
 ``nrtpy-cc``, the metadata of a ``neuronx-cc`` distribution (version
 :data:`NEURONX_CC_VERSION`, so that pip takes nkipy's requirement
 ``neuronx-cc!=1.*,<3.0`` as met), and an ``nrtpy_compat-<version>.dist-info``
@@ -15,7 +16,7 @@ and scripts folder; ``--prefix P`` for the install scheme under ``P``;
 install --target`` does).
 
 Never over someone else's: ``install`` refuses, and changes nothing, when a
-``spike`` or ``neuronxcc`` package or a ``neuronx-cc`` distribution that is
+``spike``, ``neuronxcc`` or ``nki`` package or a ``neuronx-cc`` distribution that is
 not nrtpy's is in the destination or on the interpreter's ``sys.path`` (the
 current directory excepted), or a ``neuronx-cc`` script that is not nrtpy's
 is in the scripts folder or on ``PATH``; with ``--keep-real`` it leaves
@@ -44,7 +45,7 @@ from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Sequence
 
-from nrtpy.compat import PACKAGES, SHIMS
+from nrtpy.compat import ALIASES, MODULES, PACKAGES, is_package
 
 PROG = "python -m nrtpy compat"
 DIST = "nrtpy_compat"  # the distribution "nrtpy-compat", as folder names write it
@@ -88,12 +89,18 @@ def _module_path(module: str) -> str:
     """The file of a compat module, relative to site-packages: a module that
     prefixes another is a package."""
     parts = module.split(".")
-    if any(m.startswith(module + ".") for m in SHIMS):
+    if is_package(module):
         return "/".join(parts) + "/__init__.py"
     return "/".join(parts) + ".py"
 
 
 def _module_text(module: str) -> str:
+    if module in ALIASES:
+        return (f'"""{module}, from nrtpy\'s compat layer: {ALIASES[module]} '
+                f'under this name (nrtpy.compat.ALIASES)."""\n'
+                f"# Written by `{PROG} install`; `{PROG} uninstall` removes it.\n"
+                f"from nrtpy.compat import alias as _alias\n\n"
+                f"__all__ = _alias({module!r}, globals())\n")
     return (f'"""{module}, from nrtpy\'s compat layer: names mapped onto nrtpy '
             f'(nrtpy.compat.SHIMS)."""\n'
             f"# Written by `{PROG} install`; `{PROG} uninstall` removes it.\n"
@@ -163,7 +170,7 @@ def _files(loc: Location, keep: frozenset[str] = frozenset()
     without the parts in ``keep`` (package names, REQUIRED_DIST, SCRIPT:
     someone else's, left as they are)."""
     files = {loc.site / _module_path(m): (_module_text(m).encode(), 0o644)
-             for m in SHIMS if m.split(".")[0] not in keep}
+             for m in MODULES if m.split(".")[0] not in keep}
     if SCRIPT not in keep:
         files[loc.scripts / SCRIPT] = (_script_text().encode(), 0o755)
     if REQUIRED_DIST not in keep:
