@@ -155,3 +155,76 @@ def test_affine_select_of_the_older_namespace():
         return out
     a = rand(40, 40)
     np.testing.assert_array_equal(kernel(a), np.where(np.tri(40, k=-1, dtype=bool), a, -7.0))
+
+
+def test_select_reduce_and_range_select_with_the_reduce_registers():
+    @nki.jit(platform_target="trn2")
+    def kernel(pred, a, b0, b1):
+        o1 = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        o3 = nl.ndarray(a.shape, nl.float32, buffer=nl.shared_hbm)
+        o4 = nl.ndarray((a.shape[0], 1), nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, nl.float32)
+        m = nl.ndarray((a.shape[0], 1), nl.float32)
+        nisa.select_reduce(r, nl.load(pred), t, -5.0, reduce_res=m,
+                           reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nl.store(o1, r)
+        nl.store(o2, m)
+        r2 = nl.ndarray(a.shape, nl.float32)
+        m2 = nl.ndarray((a.shape[0], 1), nl.float32)
+        nisa.range_select(r2, t, nl.greater_equal, nl.less, nl.load(b0), nl.load(b1),
+                          reduce_res=m2, range_start=10, on_false_value=-9.0)
+        nl.store(o3, r2)
+        nl.store(o4, m2)
+        return o1, o2, o3, o4
+    a = rand(32, 40)
+    pred = (RNG.random((32, 40)) < 0.5).astype(np.uint8)
+    b0 = RNG.integers(10, 30, (32, 1)).astype(np.float32)
+    b1 = b0 + RNG.integers(1, 20, (32, 1)).astype(np.float32)
+    o1, o2, o3, o4 = kernel(pred, a, b0, b1)
+    want1 = np.where(pred != 0, a, -5.0)
+    np.testing.assert_array_equal(o1, want1)
+    np.testing.assert_array_equal(o2, want1.max(axis=1, keepdims=True))
+    idx = 10 + np.arange(40)[None, :]
+    want3 = np.where((idx >= b0) & (idx < b1), a, -9.0)
+    np.testing.assert_array_equal(o3, want3)
+    np.testing.assert_array_equal(o4, want3.max(axis=1, keepdims=True))
+
+
+def test_nc_stream_shuffle_within_quadrants():
+    mask = [(i * 7) % 32 for i in range(32)]
+    mask[3] = 255
+
+    def body(r, t):
+        nisa.tensor_copy(r, t)
+        nisa.nc_stream_shuffle(r, t, mask)
+    a = rand(64, 10)
+    want = a.copy()
+    for p in range(64):
+        if mask[p % 32] != 255:
+            want[p] = a[(p // 32) * 32 + mask[p % 32]]
+    np.testing.assert_array_equal(_unary_isa(body)(a), want)
+
+
+def test_dropout_drops_about_prob_and_keeps_the_rest():
+    a = rand(128, 512, lo=1, hi=2)
+    got = _unary_isa(lambda r, t: nisa.dropout(r, t, 0.25))(a)
+    dropped = got == 0
+    assert abs(dropped.mean() - 0.25) < 0.01
+    np.testing.assert_array_equal(got[~dropped], a[~dropped])
+
+
+def test_sequence_bounds():
+    @nki.jit
+    def kernel(ids):
+        out = nl.ndarray((1, 2, ids.shape[1]), ids.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray((1, 2, ids.shape[1]), ids.dtype)
+        nisa.sequence_bounds(r, nl.load(ids))
+        nl.store(out, r)
+        return out
+    ids = np.array([[0, 0, 3, 3, 3, 5, 7, 7, 0, 2]], np.float32)
+    n = ids.shape[1]
+    want = np.array([[[n, n, 2, 2, 2, 5, 6, 6, n, 9],
+                      [-1, -1, 5, 5, 5, 6, 8, 8, -1, 10]]], np.float32)
+    np.testing.assert_array_equal(kernel(ids), want)

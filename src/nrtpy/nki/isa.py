@@ -804,5 +804,164 @@ def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None,
     return _dma_transpose(dst, src, axes)
 
 
+# -- selects with the reduce registers, shuffles ----------------------------------
+def _max_into_registers(instruction: str, result: Traced, cmd: Any,
+                        reduce_op: Any, reduce_res: Any) -> None:
+    """The vector engine's max-accumulation: ``reset_reduce`` sets the
+    registers to the partition maxima of ``result``, ``reduce`` folds them
+    in, ``idle`` leaves them; ``reduce_res`` receives the registers."""
+    if reduce_op not in (None, nl.maximum, np.maximum, nl.max, np.max):
+        raise NotImplementedError(f"nrtpy.nki: {instruction} with reduce_op "
+                                  f"other than maximum")
+    trace = current()
+    row_max = result.reshape(result.shape[0], -1).max(axis=1, keepdims=True)
+    if cmd is reduce_cmd.reset_reduce:
+        trace.reduce_regs = row_max
+    elif cmd is reduce_cmd.reduce:
+        prior = trace.reduce_regs
+        trace.reduce_regs = row_max if prior is None else np.maximum(prior, row_max)
+    if reduce_res is not None:
+        regs = trace.reduce_regs if trace.reduce_regs is not None else row_max
+        as_view(reduce_res).assign(regs)
+
+
+def _select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any,
+                   reduce_res: Any = None, reduce_cmd_: Any = None,
+                   reduce_op: Any = None, reverse_pred: bool = False,
+                   dtype: Any = None) -> Any:
+    require_on_chip("select_reduce", predicate, on_true, on_false)
+    t = _f32(on_true)
+    pred = np.not_equal(value_of(predicate), 0)
+    if reverse_pred:
+        pred = np.logical_not(pred)
+    out = np.where(pred, t, _f32(on_false))
+    _max_into_registers("select_reduce", out, reduce_cmd_ or reduce_cmd.idle,
+                        reduce_op, reduce_res)
+    return _finish("select_reduce", dst, out, MemoryRegion.sbuf,
+                   dtype if dtype is not None else _core.dtype_of(on_true))
+
+
+def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any,
+                  reduce_res: Any = None, reduce_cmd: Any = None, reduce_op: Any = None,
+                  reverse_pred: bool = False, name: Any = None, **_: Any) -> Any:
+    """``dst = where(predicate, on_true, on_false)``, with the partition
+    maxima into the reduce registers (and ``reduce_res``)."""
+    return _select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_cmd,
+                          reduce_op, reverse_pred)
+
+
+_FP32_MIN = float(np.finfo(np.float32).min)
+
+
+def _range_select(dst: Any, on_true_tile: Any, comp_op0: Any, comp_op1: Any,
+                  bound0: Any, bound1: Any, reduce_cmd_: Any = None,
+                  reduce_res: Any = None, reduce_op: Any = None, range_start: int = 0,
+                  on_false_value: Any = _FP32_MIN, dtype: Any = None) -> Any:
+    require_on_chip("range_select", on_true_tile, bound0, bound1)
+    t = _f32(on_true_tile)
+    p = t.shape[0]
+    t2 = t.reshape(p, -1)
+    index = current().program.const(
+        (int(range_start) + np.arange(t2.shape[1], dtype=np.float32)).reshape(1, -1))
+    c0 = np.not_equal(_alu(comp_op0, "range_select")(index, _f32(bound0).reshape(p, 1)), 0)
+    c1 = np.not_equal(_alu(comp_op1, "range_select")(index, _f32(bound1).reshape(p, 1)), 0)
+    out = np.where(np.logical_and(c0, c1), t2,
+                   current().program.full(on_false_value, (), F32)).reshape(t.shape)
+    _max_into_registers("range_select", out, reduce_cmd_ or reduce_cmd.reset_reduce,
+                        reduce_op, reduce_res)
+    return _finish("range_select", dst, out, MemoryRegion.sbuf,
+                   dtype if dtype is not None else _core.dtype_of(on_true_tile))
+
+
+def range_select(dst: Any, on_true_tile: Any, comp_op0: Any, comp_op1: Any,
+                 bound0: Any, bound1: Any, reduce_cmd: Any = None, reduce_res: Any = None,
+                 reduce_op: Any = None, range_start: int = 0,
+                 on_false_value: Any = _FP32_MIN, name: Any = None, **_: Any) -> Any:
+    """Elements whose free index + ``range_start`` passes both comparisons
+    with the per-partition bounds, ``on_false_value`` elsewhere; the
+    partition maxima into the reduce registers (and ``reduce_res``)."""
+    return _range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1,
+                         reduce_cmd, reduce_res, reduce_op, range_start, on_false_value)
+
+
+def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None,
+                      **_: Any) -> Any:
+    """Partition ``i`` of each quadrant of 32 of ``dst`` takes partition
+    ``shuffle_mask[i]`` of the same quadrant of ``src`` (255: unchanged)."""
+    require_on_chip("nc_stream_shuffle", src, dst)
+    mask = [int(m) for m in shuffle_mask]
+    if len(mask) != 32:
+        raise fail("nc_stream_shuffle", f"shuffle_mask has {len(mask)} entries, not 32")
+    s = value_of(src)
+    d_shape = _core.shape_of(dst)
+    ps, pd = s.shape[0], d_shape[0]
+    per = int(np.prod(d_shape[1:], dtype=np.int64))
+    if int(np.prod(s.shape[1:], dtype=np.int64)) != per:
+        raise fail("nc_stream_shuffle", "src and dst hold different numbers of "
+                                        "elements per partition")
+    take_from, keep = [], []
+    for p in range(pd):
+        m = mask[p % 32]
+        keep.append(m == 255)
+        q = (p // 32) * 32 + (0 if m == 255 else m)
+        if m != 255 and q >= ps:
+            raise fail("nc_stream_shuffle", f"dst partition {p} takes src partition "
+                                            f"{q}; src has {ps}")
+        take_from.append(min(q, ps - 1))
+    rows = current().program.const(np.asarray(take_from, dtype=np.int32))
+    moved = np.take(s.reshape(ps, per), rows, axis=0)
+    if any(keep):
+        old = value_of(dst).reshape(pd, per)
+        k = current().program.const(np.asarray(keep).reshape(pd, 1))
+        moved = np.where(k, old, moved)
+    as_view(dst).assign(moved.reshape(d_shape))
+    return dst
+
+
+def _dropout(dst: Any, data: Any, prob: Any, dtype: Any = None) -> Any:
+    require_on_chip("dropout", data, prob)
+    v = value_of(data)
+    trace = current()
+    u = trace.program.const(trace.rng.random(v.shape).astype(np.float32))
+    pr = _f32(prob)
+    if pr.ndim:
+        pr = pr.reshape((pr.shape[0],) + (1,) * (v.ndim - 1))
+    out = np.where(np.less(u, pr), trace.program.full(0, (), v.dtype), v)
+    return _finish("dropout", dst, out, MemoryRegion.sbuf, dtype)
+
+
+def dropout(dst: Any, data: Any, prob: Any, name: Any = None, **_: Any) -> Any:
+    """Elements replaced by zero with probability ``prob``.  The emulator has
+    no random engine: which ones is decided when the kernel is traced."""
+    return _dropout(dst, data, prob)
+
+
+def _sequence_bounds(dst: Any, segment_ids: Any, dtype: Any = None) -> Any:
+    require_on_chip("sequence_bounds", segment_ids)
+    seq = value_of(segment_ids)
+    if seq.ndim != 2 or seq.shape[0] != 1:
+        raise fail("sequence_bounds", f"segment_ids must be [1, n], not {seq.shape}")
+    n = seq.shape[1]
+    prog = current().program
+    j = prog.const(np.arange(n, dtype=np.float32).reshape(1, n))
+    first = np.not_equal(seq[:, 1:], seq[:, :-1])
+    starts = np.concatenate([prog.full(True, (1, 1), np.dtype(bool)), first], axis=1)
+    last = np.concatenate([first, prog.full(True, (1, 1), np.dtype(bool))], axis=1)
+    begin = _doubling_scan(np.where(starts, j, 0.0), np.maximum)
+    end_rev = _doubling_scan(np.where(last, j + 1.0, float(n))[:, ::-1], np.minimum)
+    end = end_rev[:, ::-1]
+    pad = np.equal(seq, 0)
+    begin = np.where(pad, float(n), begin)
+    end = np.where(pad, -1.0, end)
+    out = np.concatenate([begin.reshape(1, 1, n), end.reshape(1, 1, n)], axis=1)
+    return _finish("sequence_bounds", dst, out.astype(seq.dtype), MemoryRegion.sbuf, dtype)
+
+
+def sequence_bounds(dst: Any, segment_ids: Any, name: Any = None, **_: Any) -> Any:
+    """Per element of ``segment_ids`` ([1, n]), the start and the end
+    (exclusive) of its run of equal ids; ids of 0 are padding (n, -1)."""
+    return _sequence_bounds(dst, segment_ids)
+
+
 __getattr__ = _names.missing(__name__, "nki.isa")
 __all__ = [n for n in _names.ISA if n in globals()]

@@ -174,6 +174,38 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any,
     return _isa._finish("affine_select", None, out, dtype=dtype, mask=mask)
 
 
+def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any,
+                  reduce_res: Any = None, reduce_cmd: Any = None, reduce_op: Any = None,
+                  reverse_pred: bool = False, mask: Any = None, dtype: Any = None,
+                  **_: Any) -> Any:
+    return _isa._select_reduce(dst, predicate, on_true, on_false, reduce_res,
+                               reduce_cmd, reduce_op, reverse_pred, dtype)
+
+
+def range_select(on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any,
+                 bound1: Any, reduce_cmd: Any = None, reduce_res: Any = None,
+                 reduce_op: Any = None, range_start: int = 0,
+                 on_false_value: Any = _isa._FP32_MIN, mask: Any = None,
+                 dtype: Any = None, **_: Any) -> Any:
+    return _isa._range_select(None, on_true_tile, comp_op0, comp_op1, bound0, bound1,
+                              reduce_cmd, reduce_res, reduce_op, range_start,
+                              on_false_value, dtype)
+
+
+def nc_stream_shuffle(src: Any, dst: Any, shuffle_mask: Any, mask: Any = None,
+                      **_: Any) -> Any:
+    return _isa.nc_stream_shuffle(dst, src, shuffle_mask)
+
+
+def dropout(data: Any, prob: Any, mask: Any = None, dtype: Any = None, **_: Any) -> Any:
+    return _isa._dropout(None, data, prob, dtype)
+
+
+def sequence_bounds(segment_ids: Any, mask: Any = None, dtype: Any = None,
+                    **_: Any) -> Any:
+    return _isa._sequence_bounds(None, segment_ids, dtype)
+
+
 def __getattr__(name: str) -> Any:
     if name in _names.ISA or name in _names.LEGACY_ISA:
         try:
