@@ -308,3 +308,17 @@ def test_simulate_runs_plain_functions_too():
         return out
     a = rand(4, 4)
     np.testing.assert_allclose(nki.simulate(kernel)(a), np.exp(a), rtol=1e-6)
+
+
+@pytest.mark.parametrize("key", [
+    (slice(0, 3), 2, slice(1, 6, 2)), (1, slice(None), 3), (2,), (Ellipsis, 1),
+    (np.arange(3)[:, None], np.arange(4)[None, :]), (slice(None, None, -2), 0),
+    (np.arange(4)[:, None, None], 1, np.arange(6)[None, None, :]),
+], ids=str)
+def test_views_select_what_numpy_selects(key):
+    # the flat indices of a view, computed from the key alone
+    from nrtpy.nki._core import _select
+    shape = (4, 5, 6)
+    got, oob = _select(shape, key)
+    np.testing.assert_array_equal(got, np.arange(120).reshape(shape)[key])
+    assert oob is None

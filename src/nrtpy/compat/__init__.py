@@ -83,6 +83,7 @@ ALIASES: dict[str, str] = {
     "nki": "nrtpy.nki",
     "nki.language": "nrtpy.nki.language",
     "nki.isa": "nrtpy.nki.isa",
+    "nki.typing": "nrtpy.nki.legacy.typing",
     "neuronxcc.nki": "nrtpy.nki.legacy",
     "neuronxcc.nki.language": "nrtpy.nki.legacy.language",
     "neuronxcc.nki.isa": "nrtpy.nki.legacy.isa",

@@ -249,9 +249,10 @@ def _attach_outputs(program: Program, results: list[tuple[str, Traced]],
 
 def _write_neff(path: str | Path, program: Program, input_names: list[str],
                 outputs: list[tuple[str, dict[str, Any]]], *, neff_name: str,
-                generator: str) -> Path:
+                generator: str, compress: bool = True) -> Path:
     """Write `program` (inputs `input_names`, outputs from _attach_outputs)
-    as a NEFF at `path`: def.json, program.json and the constants."""
+    as a NEFF at `path`: def.json, program.json and the constants (the
+    payload gzipped unless `compress` is false)."""
     var: dict[str, dict[str, Any]] = {}
     var_id = 0
 
@@ -287,7 +288,7 @@ def _write_neff(path: str | Path, program: Program, input_names: list[str],
     # (compact: json's C encoder only runs without indent, and programs of
     # thousands of ops are common)
     files["sg00/program.json"] = json.dumps(prog, separators=(",", ":")).encode()
-    return _container.write(path, files, name=neff_name)
+    return _container.write(path, files, name=neff_name, compress=compress)
 
 
 def compile_hlo(module: Any, path: str | Path, *, name: str | None = None,

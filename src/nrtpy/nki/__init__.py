@@ -297,8 +297,11 @@ class Kernel:
             path = folder / "kernel.neff"
         else:
             path = Path(_scratch_dir()) / f"{self.fn.__name__}-{len(self._cache)}-{id(trace):x}.neff"
+        # (not gzipped: a kernel's index constants make it large, and
+        # compressing them costs more than the rest of the compile)
         _write_neff(path, program, list(inputs), outputs,
-                    neff_name=self.fn.__name__, generator="nrtpy.nki")
+                    neff_name=self.fn.__name__, generator="nrtpy.nki",
+                    compress=False)
         return Compiled(path, list(inputs), [n for n, _ in outs[:len(results)]],
                         single or result is None, written, trace.gathers,
                         self.mode == "simulation")

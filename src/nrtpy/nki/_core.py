@@ -494,14 +494,16 @@ class View:
                for k in key) and sum(k is Ellipsis for k in key) <= 1:
             if len([k for k in key if k is not Ellipsis]) <= self.ndim:
                 return self
-        flat = self.flat()
-        key, oob = _clip_arrays(key, self.shape)
         try:
-            sel = flat[key]
+            direct = _select(self.shape, key) if self.index is None else None
+            if direct is not None:
+                sel, oob = direct
+            else:
+                key, oob = _clip_arrays(key, self.shape)
+                sel = np.asarray(self.flat()[key])
         except IndexError as e:
             raise fail("indexing", f"index out of bounds of the tensor of shape "
                                    f"{self.shape}: {e}") from None
-        sel = np.asarray(sel)
         if sel.size == 0:
             raise fail("indexing", f"the access selects no element of the "
                                    f"tensor of shape {self.shape}")
@@ -851,6 +853,69 @@ def _assign_indirect(view: View, src: Traced, mask: np.ndarray | None,
                                           src.reshape(view.size).name],
                   "out": t.name, "mode": mode})
 
+
+
+def _select(shape: tuple[int, ...], key: tuple) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The flat indices that ``key`` selects from a C-order tensor of
+    ``shape``, and where index arrays point outside it (None: nowhere),
+    computed from the key alone (not from every index of the tensor, which
+    for a large HBM tensor costs far more than the view).  Handles basic
+    keys (ints, slices) and NKI's index expressions (integer arrays and
+    ints, then slices); None for any other form (NumPy's rules then)."""
+    if any(k is None for k in key):
+        return None
+    if any(k is Ellipsis for k in key):
+        if sum(k is Ellipsis for k in key) > 1:
+            return None
+        i = key.index(Ellipsis)
+        key = key[:i] + (slice(None),) * (len(shape) - len(key) + 1) + key[i + 1:]
+    if len(key) > len(shape):
+        return None
+    key = key + (slice(None),) * (len(shape) - len(key))
+    strides = _c_strides(shape)
+    has_array = any(isinstance(k, np.ndarray) for k in key)
+    if not has_array:
+        # basic indexing: ints drop their axes wherever they are
+        order = sorted(range(len(key)), key=lambda i: isinstance(key[i], slice))
+        key = tuple(key[i] for i in order)
+        shape = tuple(shape[i] for i in order)
+        strides = tuple(strides[i] for i in order)
+    lead = 0  # the arrays and ints before the first slice
+    while lead < len(key) and not isinstance(key[lead], slice):
+        lead += 1
+    if any(not isinstance(k, slice) for k in key[lead:]):
+        return None
+    oob: np.ndarray | None = None
+    parts: list[np.ndarray] = []  # one per result axis group
+    flat_lead: Any = np.int64(0)
+    for k, n, st in zip(key[:lead], shape, strides):
+        if isinstance(k, np.ndarray):
+            k = k.astype(np.int64, copy=False)
+            bad = (k < 0) | (k >= n)
+            if bad.any():
+                oob = bad if oob is None else (oob | bad)
+                k = np.clip(k, 0, n - 1)
+            flat_lead = flat_lead + k * st
+        else:
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis with size {n}")
+            flat_lead = flat_lead + (k % n) * st
+    lead_shape = np.shape(flat_lead) if has_array else ()
+    for k, n, st in zip(key[lead:], shape[lead:], strides[lead:]):
+        r = range(*k.indices(n))
+        parts.append(np.arange(len(r), dtype=np.int64) * (r.step * st) + (r.start if len(r) else 0) * st)
+    ndim = len(lead_shape) + len(parts)
+    flat = np.asarray(flat_lead, dtype=np.int64).reshape(lead_shape + (1,) * len(parts))
+    for j, part in enumerate(parts):
+        shp = [1] * ndim
+        shp[len(lead_shape) + j] = part.size
+        flat = flat + part.reshape(shp)
+    full = lead_shape + tuple(part.size for part in parts)
+    flat = np.broadcast_to(flat, full)
+    if oob is not None:
+        oob = np.broadcast_to(np.broadcast_to(oob, lead_shape).reshape(
+            lead_shape + (1,) * len(parts)), full)
+    return flat, oob
 
 
 def _clip_arrays(key: tuple, shape: tuple[int, ...]) -> tuple[tuple, np.ndarray | None]:

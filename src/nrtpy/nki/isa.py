@@ -304,9 +304,10 @@ def _nc_matmul(dst: Any, stationary: Any, moving: Any,
     if written is None:
         written = np.zeros(t.shape, dtype=bool)
         t.matmul_written = written  # type: ignore[attr-defined]
-    idx = v.flat()
+    idx = None if v.index is None else v.flat().reshape(-1)
     if accumulate is None:
-        prior = written.reshape(-1)[idx.reshape(-1)].reshape(v.shape)
+        prior = written.reshape(v.shape) if idx is None else \
+            written.reshape(-1)[idx].reshape(v.shape)
     else:
         prior = np.full(v.shape, bool(accumulate))
     if prior.all():
@@ -315,7 +316,10 @@ def _nc_matmul(dst: Any, stationary: Any, moving: Any,
         value = nl.where(prior, nl.add(v, tile, dtype=v.dtype), tile, dtype=v.dtype)
     else:
         value = tile
-    written.reshape(-1)[idx.reshape(-1)] = True
+    if idx is None:
+        written[...] = True
+    else:
+        written.reshape(-1)[idx] = True
     v.assign(value, None if mask is None else np.asarray(mask, bool))
     return dst
 
