@@ -228,3 +228,22 @@ def test_sequence_bounds():
     want = np.array([[[n, n, 2, 2, 2, 5, 6, 6, n, 9],
                       [-1, -1, 5, 5, 5, 6, 8, 8, -1, 10]]], np.float32)
     np.testing.assert_array_equal(kernel(ids), want)
+
+
+def test_local_gather_runs_within_groups_of_16_partitions():
+    @nki.jit
+    def kernel(src, idx):
+        out = nl.ndarray((32, 6 * 2), src.dtype, buffer=nl.shared_hbm)
+        r = nl.ndarray((32, 6 * 2), src.dtype)
+        nisa.local_gather(r, nl.load(src), nl.load(idx), num_elem_per_idx=2,
+                          num_valid_indices=6)
+        nl.store(out, r)
+        return out
+    src = rand(32, 40)
+    idx = RNG.integers(0, 39, (32, 1)).astype(np.uint16)
+    want = np.empty((32, 6, 2), np.float32)
+    for c in range(2):
+        starts = idx[c * 16:(c + 1) * 16].flatten(order="F")[:6].astype(np.int64)
+        runs = starts[:, None] + np.arange(2)[None, :]
+        want[c * 16:(c + 1) * 16] = src[c * 16:(c + 1) * 16][:, runs]
+    np.testing.assert_array_equal(kernel(src, idx), want.reshape(32, 12))

@@ -967,5 +967,44 @@ def sequence_bounds(dst: Any, segment_ids: Any, name: Any = None, **_: Any) -> A
     return _sequence_bounds(dst, segment_ids)
 
 
+def _local_gather(dst: Any, src_buffer: Any, index: Any, num_elem_per_idx: int = 1,
+                  num_valid_indices: Any = None) -> Any:
+    require_on_chip("local_gather", src_buffer, index)
+    src = value_of(src_buffer)
+    idx = value_of(index)
+    p = src.shape[0]
+    if idx.shape[0] != p or p % 16:
+        raise fail("local_gather", f"src_buffer and index need the same partitions, "
+                                   f"a multiple of 16 (got {p} and {idx.shape[0]})")
+    if num_elem_per_idx not in (1, 2, 4, 8, 16, 32):
+        raise fail("local_gather", f"num_elem_per_idx must be 1, 2, 4, 8, 16 or 32, "
+                                   f"not {num_elem_per_idx}")
+    flat = src.reshape(p, -1)
+    idx = idx.reshape(p, -1).astype(np.int32)
+    per_core = 16 * idx.shape[1]
+    nv = per_core if num_valid_indices is None else int(num_valid_indices)
+    if not 0 < nv <= per_core:
+        raise fail("local_gather", f"num_valid_indices {nv}: from 1 to {per_core}")
+    step = current().program.const(np.arange(num_elem_per_idx, dtype=np.int32).reshape(1, -1))
+    blocks = []
+    for c in range(p // 16):
+        # the core's indices, partition axis first, each the start of a run
+        mine = idx[c * 16:(c + 1) * 16].transpose().reshape(-1)[:nv]
+        offsets = (mine.reshape(nv, 1) + step).reshape(-1)
+        blocks.append(np.take(flat[c * 16:(c + 1) * 16], offsets, axis=1))
+    out = np.concatenate(blocks, axis=0) if len(blocks) > 1 else blocks[0]
+    if dst is not None:
+        out = out.reshape(_core.shape_of(dst))
+    return _finish("local_gather", dst, out)
+
+
+def local_gather(dst: Any, src_buffer: Any, index: Any, num_elem_per_idx: int = 1,
+                 num_valid_indices: Any = None, name: Any = None, **_: Any) -> Any:
+    """Each group of 16 partitions gathers, from its own partitions of
+    ``src_buffer``, runs of ``num_elem_per_idx`` elements starting at its
+    indices (taken partition axis first)."""
+    return _local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
+
+
 __getattr__ = _names.missing(__name__, "nki.isa")
 __all__ = [n for n in _names.ISA if n in globals()]

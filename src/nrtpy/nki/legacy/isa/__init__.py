@@ -206,6 +206,12 @@ def sequence_bounds(segment_ids: Any, mask: Any = None, dtype: Any = None,
     return _isa._sequence_bounds(None, segment_ids, dtype)
 
 
+def local_gather(src_buffer: Any, index: Any, num_elem_per_idx: int = 1,
+                 num_valid_indices: Any = None, mask: Any = None, **_: Any) -> Any:
+    return _isa._local_gather(None, src_buffer, index, num_elem_per_idx,
+                              num_valid_indices)
+
+
 def __getattr__(name: str) -> Any:
     if name in _names.ISA or name in _names.LEGACY_ISA:
         try:
