@@ -13,7 +13,6 @@ every name and its state).
 
 from __future__ import annotations
 
-import builtins
 import math
 import numbers
 from typing import Any, Callable, Sequence
@@ -787,5 +786,4 @@ bypass = copy  # the operator that passes data through
 
 
 __getattr__ = _names.missing(__name__, "nki.language")
-_ = builtins  # (the builtins shadowed above: sum, max, min, abs, all)
 __all__ = [n for n in _names.LANGUAGE + _names.LEGACY_LANGUAGE if n in globals()]
