@@ -1503,6 +1503,62 @@ pool_caller(void *arg)
     return NULL;
 }
 
+/* Slots: each task once, every slot below the limit, no slot on two
+ * threads at once (a task holds its slot while it runs). */
+struct pool_slots_check {
+    atomic_uint runs[POOL_TASKS];
+    atomic_uint in_use[4];
+    atomic_uint bad;
+    uint32_t slots;
+};
+
+static void
+pool_slot_task(void *arg, uint32_t t, uint32_t slot)
+{
+    struct pool_slots_check *c = arg;
+    volatile uint32_t spin = 0;
+
+    atomic_fetch_add(&c->runs[t], 1);
+    if (slot >= c->slots) {
+        atomic_fetch_add(&c->bad, 1);
+        return;
+    }
+    if (atomic_fetch_add(&c->in_use[slot], 1) != 0) {
+        atomic_fetch_add(&c->bad, 1);
+    }
+    while (spin < 20000) {
+        spin = spin + 1; /* long enough for another thread to collide */
+    }
+    atomic_fetch_sub(&c->in_use[slot], 1);
+}
+
+static void
+test_pool_slots(void)
+{
+    for (uint32_t slots = 1; slots <= 4; slots++) {
+        static struct pool_slots_check c;
+        memset(&c, 0, sizeof c);
+        c.slots = slots;
+        for (int round = 0; round < 10; round++) {
+            nrtemu__pool_run_slots(pool_slot_task, &c, POOL_TASKS, slots);
+        }
+        for (int t = 0; t < POOL_TASKS; t++) {
+            ASSERT_EQ(atomic_load(&c.runs[t]), 10);
+        }
+        ASSERT_EQ(atomic_load(&c.bad), 0);
+    }
+    /* The tasks a job is cut into: as many per thread as the pool says,
+     * never more than the units allow, 1 for one thread's work. */
+    ASSERT_EQ(nrtemu__pool_tasks(1000, 1000), 1);
+    ASSERT_EQ(nrtemu__pool_tasks(1999, 1000), 1);
+    ASSERT_EQ(nrtemu__pool_tasks(0, 0), 1);
+    if (nrtemu__pool_threads() > 1) {
+        ASSERT_EQ(nrtemu__pool_tasks(3000, 1000), 3);
+        ASSERT_EQ(nrtemu__pool_tasks(1000000, 1),
+                  nrtemu__pool_threads() * NRTEMU_POOL_TASKS_PER_THREAD);
+    }
+}
+
 static void
 test_pool(void)
 {
@@ -2356,6 +2412,7 @@ main(void)
     RUN_TEST(test_matmul);
     RUN_TEST(test_matmul_16bit);
     RUN_TEST(test_pool);
+    RUN_TEST(test_pool_slots);
     RUN_TEST(test_transpose);
     RUN_TEST(test_transpose_permutations);
     RUN_TEST(test_slice_concat_take);

@@ -40,8 +40,10 @@
 #include <immintrin.h>
 #endif
 
-/* Tasks one product is split into, at most. */
+/* Threads one product runs on, at most; it is cut into up to
+ * NRTEMU_POOL_TASKS_PER_THREAD tasks for each (pool.h). */
 #define MAX_THREADS 8
+#define MAX_TASKS (MAX_THREADS * NRTEMU_POOL_TASKS_PER_THREAD)
 /* Products under this many multiply-adds run on the calling thread. */
 #define THREAD_MIN_WORK ((uint64_t)1 << 22)
 
@@ -904,8 +906,9 @@ pick_gemm(bool is_double)
     return is_double ? &d_base_impl : &s_base_impl;
 }
 
-/* The share of the work of one thread: a range of the batch, and a range
- * of the rows and columns of each of its products. */
+/* One task of a product: a range of the batch, and a range of the rows
+ * and columns of each of its products; its packing buffers are those of
+ * the slot (pool.h) that runs it, slot_bytes apart. */
 struct task {
     const struct gemm_impl *impl;
     enum src_kind src;
@@ -916,7 +919,8 @@ struct task {
     uint64_t batch0, batch1;
     size_t M, N, K;
     size_t m0, m1, n0, n1;
-    void *ap, *bp;
+    char *ap, *bp; /* of slot 0 */
+    size_t slot_bytes;
 };
 
 /* The integer product, wrapping: int64 and uint64 give the same bits.
@@ -947,9 +951,11 @@ int_gemm(const struct gemm_args *g)
 }
 
 static void
-task_run(void *arg, uint32_t index)
+task_run(void *arg, uint32_t index, uint32_t slot)
 {
     const struct task *t = (const struct task *)arg + index;
+    char *ap = t->ap + (size_t)slot * t->slot_bytes;
+    char *bp = t->bp + (size_t)slot * t->slot_bytes;
 
     for (uint64_t bi = t->batch0; bi < t->batch1; bi++) {
         struct gemm_args g;
@@ -968,7 +974,7 @@ task_run(void *arg, uint32_t index)
         }
         if (t->impl != NULL) {
             if (!gemv(&g, t->esize)) {
-                t->impl->run(&g, t->ap, t->bp);
+                t->impl->run(&g, ap, bp);
             }
         } else {
             int_gemm(&g);
@@ -978,15 +984,27 @@ task_run(void *arg, uint32_t index)
 
 /*
  * A large vector x matrix product (M == 1, one of a batch) split by depth
- * into two halves, each split by columns between threads: each thread
- * then streams whole rows of B, contiguous memory, where a split by
- * columns alone has every thread read part of each row, and reach only part of
- * the memory's bandwidth.  The halves' sums are added once both are done, so
- * the result depends on the shape only, not on the threads.
+ * into bands of SPLIT_MIN_K / 2 rows at least, at most SPLIT_BANDS of
+ * them, each split by columns into as few pieces as give the pool its
+ * tasks (pool.h): each piece then streams whole rows of B, or long runs
+ * of them, contiguous memory, where a split by columns alone has every
+ * thread read part of each row, and reach only part of the memory's
+ * bandwidth.  The bands' sums are added in band order once all are done,
+ * so the result depends on the shape only, not on the threads.
  */
 #define SPLIT_MIN_K 512
 #define SPLIT_MIN_N 64
 #define SPLIT_COLUMNS 16 /* a piece's columns: a multiple of this */
+#define SPLIT_BANDS 8
+
+/* The depth bands of a split product of depth K (>= SPLIT_MIN_K). */
+static size_t
+vecmat_bands(size_t K)
+{
+    size_t bands = K / (SPLIT_MIN_K / 2);
+
+    return bands < SPLIT_BANDS ? bands : SPLIT_BANDS;
+}
 
 struct vm_piece {
     struct gemm_args g;
@@ -1010,21 +1028,25 @@ vecmat_split_wanted(uint64_t batch, size_t M, size_t N, size_t K,
 }
 
 /* c[0:N] = a[0:K] x B (K x N), of src kind `src`, into c and `part`
- * (N elements of scratch), on up to `cpus` threads. */
+ * (N elements of scratch for each band but the first), on up to `cpus`
+ * threads. */
 static void
 vecmat_split(enum src_kind src, size_t esize, size_t in_esize, size_t N,
              size_t K, const char *a, const char *b, char *c, char *part,
              int cpus)
 {
-    struct vm_piece pieces[MAX_THREADS];
-    size_t k0 = K / 2 / 4 * 4; /* rows of the first half, whole groups */
+    struct vm_piece pieces[MAX_TASKS];
+    size_t bands = vecmat_bands(K);
     size_t units = (N + SPLIT_COLUMNS - 1) / SPLIT_COLUMNS;
-    size_t cols = cpus / 2 > 1 ? (size_t)cpus / 2 : 1, count = 0;
+    size_t want = (size_t)cpus * NRTEMU_POOL_TASKS_PER_THREAD,
+           cols = want / bands, count = 0;
 
-    cols = cols > MAX_THREADS / 2 ? MAX_THREADS / 2 : cols;
+    cols = cols > 1 ? cols : 1;
+    cols = cols > MAX_TASKS / bands ? MAX_TASKS / bands : cols;
     cols = cols > units ? units : cols;
-    for (size_t h = 0; h < 2; h++) {
-        size_t kb = h == 0 ? 0 : k0, ke = h == 0 ? k0 : K;
+    for (size_t h = 0; h < bands; h++) {
+        size_t kb = K * h / bands / 4 * 4; /* whole groups of rows */
+        size_t ke = h + 1 == bands ? K : K * (h + 1) / bands / 4 * 4;
         for (size_t t = 0; t < cols; t++) {
             size_t n0 = units * t / cols * SPLIT_COLUMNS;
             size_t n1 = units * (t + 1) / cols * SPLIT_COLUMNS;
@@ -1039,7 +1061,7 @@ vecmat_split(enum src_kind src, size_t esize, size_t in_esize, size_t N,
             pc->g.lda = K;
             pc->g.B = b + (kb * N + n0) * in_esize;
             pc->g.ldb = N;
-            pc->g.C = (h == 0 ? c : part) + n0 * esize;
+            pc->g.C = (h == 0 ? c : part + (h - 1) * N * esize) + n0 * esize;
             pc->g.ldc = N;
         }
     }
@@ -1050,17 +1072,19 @@ vecmat_split(enum src_kind src, size_t esize, size_t in_esize, size_t N,
             vm_piece_run(pieces, (uint32_t)i);
         }
     }
-    if (esize == 8) {
-        double *cd = (double *)c;
-        const double *pd = (const double *)part;
-        for (size_t j = 0; j < N; j++) {
-            cd[j] += pd[j];
-        }
-    } else {
-        float *cf = (float *)c;
-        const float *pf = (const float *)part;
-        for (size_t j = 0; j < N; j++) {
-            cf[j] += pf[j];
+    for (size_t h = 1; h < bands; h++) {
+        if (esize == 8) {
+            double *cd = (double *)c;
+            const double *pd = (const double *)part + (h - 1) * N;
+            for (size_t j = 0; j < N; j++) {
+                cd[j] += pd[j];
+            }
+        } else {
+            float *cf = (float *)c;
+            const float *pf = (const float *)part + (h - 1) * N;
+            for (size_t j = 0; j < N; j++) {
+                cf[j] += pf[j];
+            }
         }
     }
 }
@@ -1090,10 +1114,10 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     size_t per_thread, part_bytes;
     bool split;
     bool a_direct, b_direct, c_direct;
-    struct task tasks[MAX_THREADS];
+    struct task tasks[MAX_TASKS];
     enum src_kind src = SRC_NATIVE;
     size_t in_esize;
-    int nthreads = 1, cpus;
+    int nthreads = 1, ntasks = 1, cpus;
     char *scratch, *p;
     const char *A, *B;
     char *C;
@@ -1123,51 +1147,55 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     in_esize = src == SRC_NATIVE ? esize : 2;
     c_direct = out->dtype == kt && (compute == kt || compute == out->dtype);
 
-    /* How many threads, splitting what. */
+    /* How many threads and tasks, splitting what. */
     cpus = (int)nrtemu__pool_threads();
     work = batch * M * N * (uint64_t)(K == 0 ? 1 : K);
     split = impl != NULL && vecmat_split_wanted(batch, M, N, K, work);
-    if (impl != NULL && cpus > 1 && work >= 2 * THREAD_MIN_WORK) {
-        uint64_t by_work = work / THREAD_MIN_WORK;
+    if (impl != NULL) {
+        ntasks = (int)nrtemu__pool_tasks(work, THREAD_MIN_WORK);
+        ntasks = ntasks < MAX_TASKS ? ntasks : MAX_TASKS;
         nthreads = cpus < MAX_THREADS ? cpus : MAX_THREADS;
-        if ((uint64_t)nthreads > by_work) {
-            nthreads = (int)by_work;
-        }
+        nthreads = nthreads < ntasks ? nthreads : ntasks;
     }
-    for (int t = 0; t < MAX_THREADS; t++) {
+    for (int t = 0; t < MAX_TASKS; t++) {
         memset(&tasks[t], 0, sizeof tasks[t]);
         tasks[t].batch0 = 0;
         tasks[t].batch1 = batch;
         tasks[t].m1 = M;
         tasks[t].n1 = N;
     }
-    if (nthreads > 1) {
-        if (batch >= (uint64_t)nthreads) {
-            for (int t = 0; t < nthreads; t++) {
-                tasks[t].batch0 = batch * (uint64_t)t / (uint64_t)nthreads;
-                tasks[t].batch1 =
-                    batch * (uint64_t)(t + 1) / (uint64_t)nthreads;
+    /* A split into ntasks, else into one task a thread, else none. */
+    while (ntasks > 1) {
+        if (batch >= (uint64_t)ntasks) {
+            for (int t = 0; t < ntasks; t++) {
+                tasks[t].batch0 = batch * (uint64_t)t / (uint64_t)ntasks;
+                tasks[t].batch1 = batch * (uint64_t)(t + 1) / (uint64_t)ntasks;
             }
-        } else if (N >= (size_t)nthreads * impl->nr * 2) {
+            break;
+        }
+        if (N >= (size_t)ntasks * impl->nr * 2) {
             size_t units = (N + impl->nr - 1) / impl->nr;
-            for (int t = 0; t < nthreads; t++) {
-                size_t u0 = units * (size_t)t / (size_t)nthreads;
-                size_t u1 = units * (size_t)(t + 1) / (size_t)nthreads;
+            for (int t = 0; t < ntasks; t++) {
+                size_t u0 = units * (size_t)t / (size_t)ntasks;
+                size_t u1 = units * (size_t)(t + 1) / (size_t)ntasks;
                 tasks[t].n0 = u0 * impl->nr;
                 tasks[t].n1 = u1 * impl->nr < N ? u1 * impl->nr : N;
             }
-        } else if (M >= (size_t)nthreads * impl->mr * 2) {
+            break;
+        }
+        if (M >= (size_t)ntasks * impl->mr * 2) {
             size_t units = (M + impl->mr - 1) / impl->mr;
-            for (int t = 0; t < nthreads; t++) {
-                size_t u0 = units * (size_t)t / (size_t)nthreads;
-                size_t u1 = units * (size_t)(t + 1) / (size_t)nthreads;
+            for (int t = 0; t < ntasks; t++) {
+                size_t u0 = units * (size_t)t / (size_t)ntasks;
+                size_t u1 = units * (size_t)(t + 1) / (size_t)ntasks;
                 tasks[t].m0 = u0 * impl->mr;
                 tasks[t].m1 = u1 * impl->mr < M ? u1 * impl->mr : M;
             }
-        } else {
-            nthreads = 1;
+            break;
         }
+        ntasks = ntasks > nthreads ? nthreads : 1;
     }
+    nthreads = ntasks > 1 ? nthreads : 1;
 
     /* Scratch: converted operands, the result, batch offsets, and the
      * packing buffers of every thread. */
@@ -1179,7 +1207,7 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     bp_elems = 0;
     if (impl != NULL) {
         size_t widest = 0;
-        for (int t = 0; t < nthreads; t++) {
+        for (int t = 0; t < ntasks; t++) {
             size_t w = tasks[t].n1 - tasks[t].n0;
             widest = w > widest ? w : widest;
         }
@@ -1189,7 +1217,7 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
         bp_elems = (size_t)KC * widest;
     }
     per_thread = align64(ap_elems * esize) + align64(bp_elems * esize);
-    part_bytes = split ? align64(N * esize) : 0;
+    part_bytes = split ? align64((vecmat_bands(K) - 1) * N * esize) : 0;
     total = a_bytes + b_bytes + c_bytes + off_bytes + part_bytes +
             (size_t)nthreads * per_thread;
     scratch = nrtemu__scratch_get(s, total);
@@ -1234,7 +1262,7 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
         }
     }
 
-    for (int t = 0; t < nthreads; t++) {
+    for (int t = 0; t < ntasks; t++) {
         tasks[t].impl = impl;
         tasks[t].src = src;
         tasks[t].esize = esize;
@@ -1247,13 +1275,15 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
         tasks[t].M = M;
         tasks[t].N = N;
         tasks[t].K = K;
-        tasks[t].ap = p + (size_t)t * per_thread;
-        tasks[t].bp = p + (size_t)t * per_thread + align64(ap_elems * esize);
+        tasks[t].ap = p;
+        tasks[t].bp = p + align64(ap_elems * esize);
+        tasks[t].slot_bytes = per_thread;
     }
-    if (nthreads > 1) {
-        nrtemu__pool_run(task_run, tasks, (uint32_t)nthreads);
+    if (ntasks > 1) {
+        nrtemu__pool_run_slots(task_run, tasks, (uint32_t)ntasks,
+                               (uint32_t)nthreads);
     } else {
-        task_run(tasks, 0);
+        task_run(tasks, 0, 0);
     }
     if (!c_direct) {
         nrtemu__kernel_store(out, compute, kt, C);

@@ -43,10 +43,13 @@
 #define POOL_SPIN_NS 100000u
 
 struct job {
-    nrtemu_pool_fn fn;
+    nrtemu_pool_fn fn;           /* or NULL: slot_fn */
+    nrtemu_pool_slot_fn slot_fn; /* with slots */
     void *arg;
     uint32_t count;
-    atomic_uint next;
+    uint32_t slots;    /* slot_fn: threads that may take part */
+    atomic_uint next;  /* the next task to claim */
+    atomic_uint taken; /* slot_fn: slots claimed */
 };
 
 static struct {
@@ -137,9 +140,30 @@ poll_zero32(_Atomic uint32_t *v)
     }
 }
 
+/* The tasks a thread claims; `caller`: the thread that posted the job,
+ * which has slot 0 (its share of the work is what the back-off below
+ * weighs), where workers take the others as they join. */
 static void
-job_work(struct job *j)
+job_work(struct job *j, bool caller)
 {
+    if (j->fn == NULL) {
+        /* A slot first: a worker past the last one leaves the tasks to
+         * those that have one. */
+        uint32_t slot = caller ? 0
+                               : atomic_fetch_add_explicit(
+                                     &j->taken, 1, memory_order_relaxed);
+        if (slot >= j->slots) {
+            return;
+        }
+        for (;;) {
+            uint32_t t =
+                atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+            if (t >= j->count) {
+                return;
+            }
+            j->slot_fn(j->arg, t, slot);
+        }
+    }
     for (;;) {
         uint32_t t =
             atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
@@ -207,7 +231,7 @@ worker_main(void *start)
         }
         pool.busy++;
         pthread_mutex_unlock(&pool.lock);
-        job_work(j);
+        job_work(j, false);
         pthread_mutex_lock(&pool.lock);
         /* Release: the caller may reuse the job once it reads 0. */
         if (atomic_fetch_sub_explicit(&pool.busy, 1, memory_order_release) ==
@@ -322,18 +346,19 @@ nrtemu__pool_llc_bytes(void)
 
 static _Atomic uint64_t serial_until_ns;
 
-void
-nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
+static void
+run_job(struct job *j)
 {
-    struct job j = {.fn = fn, .arg = arg, .count = count};
+    uint32_t count = j->count;
     bool posted = false;
     uint64_t start = 0, worked = 0, waited;
 
-    atomic_init(&j.next, 0);
+    atomic_init(&j->next, 0);
+    atomic_init(&j->taken, 1);
     if (count > 1) {
         start = nrtemu__monotonic_ns();
     }
-    if (count > 1 &&
+    if (count > 1 && (j->fn != NULL || j->slots > 1) &&
         start >=
             atomic_load_explicit(&serial_until_ns, memory_order_relaxed) &&
         pthread_mutex_trylock(&pool.submit) == 0) {
@@ -342,7 +367,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
         }
         pthread_mutex_lock(&pool.lock);
         if (pool.workers > 0) {
-            pool.job = &j;
+            pool.job = j;
             workers_place(sched_getcpu());
             pool.busy = 0;
             pool.generation++;
@@ -354,7 +379,7 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
             pthread_mutex_unlock(&pool.submit);
         }
     }
-    job_work(&j);
+    job_work(j, true);
     if (posted) {
         worked = nrtemu__monotonic_ns();
         pthread_mutex_lock(&pool.lock);
@@ -376,6 +401,39 @@ nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
                                   memory_order_relaxed);
         }
     }
+}
+
+void
+nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count)
+{
+    struct job j = {.fn = fn, .arg = arg, .count = count};
+
+    run_job(&j);
+}
+
+void
+nrtemu__pool_run_slots(nrtemu_pool_slot_fn fn, void *arg, uint32_t count,
+                       uint32_t slots)
+{
+    struct job j = {.slot_fn = fn,
+                    .arg = arg,
+                    .count = count,
+                    .slots = slots > 0 ? slots : 1};
+
+    run_job(&j);
+}
+
+uint32_t
+nrtemu__pool_tasks(uint64_t units, uint64_t min_units)
+{
+    uint64_t threads = nrtemu__pool_threads();
+    uint64_t most = units / (min_units > 0 ? min_units : 1);
+    uint64_t want = threads * NRTEMU_POOL_TASKS_PER_THREAD;
+
+    if (threads < 2 || most < 2) {
+        return 1;
+    }
+    return (uint32_t)(want < most ? want : most);
 }
 
 void

@@ -19,6 +19,18 @@
 /* One task of a job: `task` is in [0, count). */
 typedef void (*nrtemu_pool_fn)(void *arg, uint32_t task);
 
+/* One task of a job run by nrtemu__pool_run_slots: `slot`, in [0, slots),
+ * is the thread's own for the whole job (its scratch, say). */
+typedef void (*nrtemu_pool_slot_fn)(void *arg, uint32_t task, uint32_t slot);
+
+/*
+ * Tasks per thread that kernels cut a job into: the pool hands tasks out
+ * one at a time as threads free up, so that a thread that the machine's
+ * other processes hold up leaves its share to the others rather than
+ * have them wait at the end of an even split.
+ */
+#define NRTEMU_POOL_TASKS_PER_THREAD 4
+
 /*
  * The number of threads a job can run on at once: the workers plus the
  * caller, at least 1.  Thread-safe.
@@ -41,5 +53,23 @@ uint64_t nrtemu__pool_llc_bytes(void);
  * must be safe to call concurrently for different tasks.
  */
 void nrtemu__pool_run(nrtemu_pool_fn fn, void *arg, uint32_t count);
+
+/*
+ * The tasks to cut `units` equal units of work into (each task a whole
+ * number of units, `min_units` at least): NRTEMU_POOL_TASKS_PER_THREAD
+ * per thread of the pool, fewer when there are not units enough; 1 when
+ * the pool has one thread or there is work for one task only.
+ * Thread-safe.
+ */
+uint32_t nrtemu__pool_tasks(uint64_t units, uint64_t min_units);
+
+/*
+ * As nrtemu__pool_run, for tasks that need scratch of their thread's: at
+ * most `slots` threads (>= 1) take part, and each task gets the slot of
+ * the thread that runs it, a slot no other thread uses during the job.
+ * Tasks run in any order, and any number of them on one slot.
+ */
+void nrtemu__pool_run_slots(nrtemu_pool_slot_fn fn, void *arg, uint32_t count,
+                            uint32_t slots);
 
 #endif /* NRTEMU_POOL_H */
