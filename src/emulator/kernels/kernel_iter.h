@@ -27,15 +27,20 @@ struct kiter {
     ptrdiff_t stride[KITER_MAX_OPS][NRTEMU_MAX_DIMS];
 };
 
+/* The dimensions [0, ndim) of the shape and of each operand's strides
+ * are set, the strides to 0 (what the kiter_ functions read; a memset of
+ * the whole, dimensions and operands unused, cost a kernel called on
+ * small blocks a good part of its time). */
 static inline void
 kiter_init(struct kiter *it, uint32_t ndim, const uint64_t *shape, int nops)
 {
-    memset(it, 0, sizeof *it);
     it->nops = nops;
     it->ndim = ndim == 0 ? 1 : (int)ndim;
-    it->shape[0] = 1;
-    for (uint32_t d = 0; d < ndim; d++) {
-        it->shape[d] = shape[d];
+    for (int d = 0; d < it->ndim; d++) {
+        it->shape[d] = (uint32_t)d < ndim ? shape[d] : 1;
+        for (int k = 0; k < nops; k++) {
+            it->stride[k][d] = 0;
+        }
     }
 }
 

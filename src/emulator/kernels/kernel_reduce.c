@@ -551,7 +551,11 @@ fold_row(enum nrtemu_op op, enum nrtemu_dtype kt, size_t n, const void *x,
     switch (kt) {
     case NRTEMU_DTYPE_FLOAT32: {
         float r = f32_row(op, n, x), *a = acc;
-        f32_column(op, 1, &r, a);
+        if (op == NRTEMU_OP_SUM) {
+            *a += r; /* as the column fold adds, without its call */
+        } else {
+            f32_column(op, 1, &r, a);
+        }
         break;
     }
     case NRTEMU_DTYPE_FLOAT64: {

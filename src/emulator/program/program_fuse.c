@@ -20,14 +20,14 @@
  * result does not depend on the other rows).
  *
  * The chain then runs block by block: S is cut into blocks of about
- * FUSE_BLOCK elements (whole rows of its trailing dimensions where they
- * fit), and every op of the chain runs on the block, through the same
- * elementwise kernel as unfused, before the next block.  Intermediates
- * live in small per-program slots; other operands and results are views
- * of their buffers.  Each op still stores its result in its buffer's
- * dtype, so results are bit for bit those of running the ops one by one;
- * only the order in which elements are visited changes, and an
- * elementwise op's elements do not depend on each other.  Blocks are
+ * FUSE_BLOCK elements, fewer for a chain that widens narrow floats
+ * (whole rows of its trailing dimensions where they fit), and every op of the
+ * chain runs on the block, through the same elementwise kernel as unfused,
+ * before the next block.  Intermediates live in small per-program slots; other
+ * operands and results are views of their buffers.  Each op still stores its
+ * result in its buffer's dtype, so results are bit for bit those of running
+ * the ops one by one; only the order in which elements are visited changes,
+ * and an elementwise op's elements do not depend on each other.  Blocks are
  * independent, so a large chain shares them out among the kernels'
  * worker pool (pool.h), each thread with slots of its own.
  *
@@ -55,6 +55,16 @@
  */
 #ifndef FUSE_BLOCK
 #define FUSE_BLOCK 8192
+#endif
+
+/*
+ * Elements per block of a chain that widens a narrow float (a cast of
+ * bfloat16 to float32, say): it reads few bytes from memory for the many
+ * that its wider intermediates move, so that it runs at the speed of the
+ * cache those live in; blocks this small keep them in L1.
+ */
+#ifndef FUSE_BLOCK_WIDENING
+#define FUSE_BLOCK_WIDENING 2048
 #endif
 
 /* Ops of a chain, and ops it may hoist from between them, at most: a
@@ -206,14 +216,14 @@ nrtemu__fusion_free(struct fusion *f)
 }
 
 /*
- * Blocks of about FUSE_BLOCK elements: the first dimension `split` whose
+ * Blocks of about `target` elements: the first dimension `split` whose
  * trailing dimensions fit, cut into `rows`.  A reduction needs whole rows
  * of its reduced axes (the last ndim - kept) in a block: up to
  * FUSE_MAX_ROW elements, a block may be one row.
  * @return false when no block can hold a row.
  */
 static bool
-plan_blocks(struct fusion *f)
+plan_blocks(struct fusion *f, uint64_t target)
 {
     uint64_t inner = 1, count = 1;
     uint32_t d = f->ndim;
@@ -221,7 +231,7 @@ plan_blocks(struct fusion *f)
     for (uint32_t e = 0; e < f->ndim; e++) {
         count *= f->shape[e];
     }
-    while (d > 0 && f->shape[d - 1] <= FUSE_BLOCK / inner) {
+    while (d > 0 && f->shape[d - 1] <= target / inner) {
         inner *= f->shape[d - 1];
         d--;
     }
@@ -250,10 +260,31 @@ plan_blocks(struct fusion *f)
         return true;
     }
     f->split = d - 1;
-    f->rows = FUSE_BLOCK / inner;
+    f->rows = target / inner;
     f->rows = f->rows == 0 ? 1 : f->rows;
     f->block = (size_t)(f->rows * inner);
     return true;
+}
+
+/* Whether a chained op casts a float to a wider dtype. */
+static bool
+widens(const struct nrtemu_program *p, const struct op_list *list,
+       const size_t *chain, size_t n_chain)
+{
+    for (size_t c = 0; c < n_chain; c++) {
+        const struct op *op = &list->ops[chain[c]];
+        enum nrtemu_dtype from, to;
+        if (op->op != NRTEMU_OP_CAST) {
+            continue;
+        }
+        from = p->buffers[op->in[0]].dtype;
+        to = p->buffers[op->out].dtype;
+        if (nrtemu__dtype_is_float(from) &&
+            nrtemu__dtype_size(from) < nrtemu__dtype_size(to)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
@@ -300,7 +331,9 @@ build(const struct nrtemu_program *p, const struct op_list *list,
     memcpy(f->shape, sb->shape, sizeof f->shape);
     f->reduce = kept != UINT32_MAX;
     f->kept = f->reduce ? kept : f->ndim;
-    plan_blocks(f); /* the caller checked that a row fits */
+    plan_blocks(f, widens(p, list, chain, n_chain) ? FUSE_BLOCK_WIDENING
+                                                   : FUSE_BLOCK);
+    /* (the caller checked that a row fits) */
 
     /* Intermediates: op c's out, a temp written only there and read only
      * by later ops of the chain. */
