@@ -312,6 +312,73 @@ i32_f64_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
     return true;
 }
 
+/*
+ * float32 unary and binary ops of float32 arrays whose runs are dense (or,
+ * for one operand of a binary op, one element): the loop on each run, as
+ * the driver below would call it with no conversion, less the driver's
+ * setup (a fused chain calls this on every block of a few thousand
+ * elements).  False, nothing written, where that does not apply.
+ */
+static bool
+f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
+         enum nrtemu_dtype compute, const struct nrtemu_array *out,
+         const struct nrtemu_array *in, int n_in, bool stream)
+{
+    struct kiter it;
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[KITER_MAX_OPS] = {0};
+    ptrdiff_t st[2] = {1, 1};
+    uint64_t outer;
+    size_t len;
+    int last;
+
+    if (stream || compute != NRTEMU_DTYPE_FLOAT32 ||
+        out->dtype != NRTEMU_DTYPE_FLOAT32 ||
+        !((cls == NRTEMU_OPC_UNARY && n_in == 1) ||
+          (cls == NRTEMU_OPC_BINARY && n_in == 2))) {
+        return false;
+    }
+    for (int k = 0; k < n_in; k++) {
+        if (in[k].dtype != NRTEMU_DTYPE_FLOAT32) {
+            return false;
+        }
+    }
+    kiter_init(&it, out->ndim, out->shape, n_in + 1);
+    for (int k = 0; k < n_in; k++) {
+        kiter_broadcast(&it, k, in[k].ndim, in[k].shape);
+    }
+    kiter_broadcast(&it, n_in, out->ndim, out->shape);
+    kiter_collapse(&it);
+    last = it.ndim - 1;
+    if (it.stride[n_in][last] != 1) {
+        return false;
+    }
+    for (int k = 0; k < n_in; k++) {
+        st[k] = it.stride[k][last];
+        if (st[k] != 1 && (st[k] != 0 || cls == NRTEMU_OPC_UNARY)) {
+            return false;
+        }
+    }
+    if (cls == NRTEMU_OPC_BINARY && st[0] == 0 && st[1] == 0) {
+        return false; /* the driver materialises one of them */
+    }
+    outer = kiter_outer_count(&it);
+    len = it.shape[last];
+    for (uint64_t o = 0; o < outer; o++) {
+        const float *a = (const float *)in[0].data + off[0];
+        float *dst = (float *)out->data + off[n_in];
+        if (cls == NRTEMU_OPC_UNARY) {
+            nrtemu__ew_f32_unary(op, len, a, dst);
+        } else {
+            nrtemu__ew_f32_binary(op, len, a, st[0] == 0,
+                                  (const float *)in[1].data + off[1],
+                                  st[1] == 0, dst);
+        }
+        kiter_next(&it, idx, off);
+    }
+    return true;
+}
+
 NRT_STATUS
 nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
                            const struct nrtemu_array *out,
@@ -348,6 +415,9 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
     }
     if (cls == NRTEMU_OPC_CONVERT) {
         convert_driver(out, &in[0], stream);
+        return NRT_SUCCESS;
+    }
+    if (f32_runs(op, cls, compute, out, in, n_in, stream)) {
         return NRT_SUCCESS;
     }
     if (cls == NRTEMU_OPC_TEST && !nrtemu__dtype_is_float(in[0].dtype) &&

@@ -101,6 +101,13 @@ void nrtemu__ew_float_block(enum nrtemu_op op, enum nrtemu_op_class cls,
                             size_t n, const void *const *in,
                             const bool *scalar, void *out);
 
+/* float32 unary and binary ops on n elements (a, b scalars when sa, sb),
+ * the loops of nrtemu__ew_float_block, for the driver's dense runs. */
+void nrtemu__ew_f32_unary(enum nrtemu_op op, size_t n, const float *a,
+                          float *o);
+void nrtemu__ew_f32_binary(enum nrtemu_op op, size_t n, const float *a,
+                           bool sa, const float *b, bool sb, float *o);
+
 /* Every other block: integer kt, and the LOGICAL, BITWISE and WHERE
  * classes of any kt. */
 void nrtemu__ew_int_block(enum nrtemu_op op, enum nrtemu_op_class cls,

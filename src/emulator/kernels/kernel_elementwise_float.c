@@ -674,6 +674,21 @@ narrow_pow(enum nrtemu_op op, enum nrtemu_dtype compute, size_t n,
     return true;
 }
 
+/* Not multiversioned themselves (an ifunc would be exported from the
+ * library whatever its visibility): the loops they call are. */
+void
+nrtemu__ew_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
+{
+    f32_unary(op, n, a, o);
+}
+
+void
+nrtemu__ew_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
+                      const float *b, bool sb, float *o)
+{
+    f32_binary(op, n, a, sa, b, sb, o);
+}
+
 void
 nrtemu__ew_float_block(enum nrtemu_op op, enum nrtemu_op_class cls,
                        enum nrtemu_dtype kt, enum nrtemu_dtype compute,
