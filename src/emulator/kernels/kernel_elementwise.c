@@ -146,7 +146,7 @@ run_block(enum nrtemu_op op, enum nrtemu_op_class cls, enum nrtemu_dtype kt,
 
 /* cast, copy: one conversion per run, straight into the output (a copy
  * to be streamed: through kstream_copy). */
-static void
+__attribute__((noinline)) static void
 convert_driver(const struct nrtemu_array *out, const struct nrtemu_array *in,
                bool stream)
 {
@@ -325,8 +325,6 @@ f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
          const struct nrtemu_array *in, int n_in, bool stream)
 {
     struct kiter it;
-    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
-    ptrdiff_t off[KITER_MAX_OPS] = {0};
     ptrdiff_t st[2] = {1, 1};
     uint64_t outer;
     size_t len;
@@ -364,6 +362,8 @@ f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
     }
     outer = kiter_outer_count(&it);
     len = it.shape[last];
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    ptrdiff_t off[KITER_MAX_OPS] = {0};
     for (uint64_t o = 0; o < outer; o++) {
         const float *a = (const float *)in[0].data + off[0];
         float *dst = (float *)out->data + off[n_in];
@@ -390,6 +390,15 @@ nrtemu__kernel_elementwise(enum nrtemu_op op, enum nrtemu_dtype compute,
         nrtemu__kernel_stream_wanted(out, in, n_in));
 }
 
+/* Every other op: the special cases' kernels, else conversions into
+ * blocks around the op's loop.  Out of line, so that the common cases
+ * above do not pay for its frame. */
+__attribute__((noinline)) static NRT_STATUS
+elementwise_general(enum nrtemu_op op, enum nrtemu_op_class cls,
+                    enum nrtemu_dtype compute, const struct nrtemu_array *out,
+                    const struct nrtemu_array *in, int n_in,
+                    struct nrtemu_scratch *s, bool stream);
+
 NRT_STATUS
 nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
                                 const struct nrtemu_array *out,
@@ -397,6 +406,26 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
                                 struct nrtemu_scratch *s, bool stream)
 {
     enum nrtemu_op_class cls = (enum nrtemu_op_class)op_class[op];
+
+    if (nrtemu__array_count(out) == 0) {
+        return NRT_SUCCESS;
+    }
+    if (cls == NRTEMU_OPC_CONVERT) {
+        convert_driver(out, &in[0], stream);
+        return NRT_SUCCESS;
+    }
+    if (f32_runs(op, cls, compute, out, in, n_in, stream)) {
+        return NRT_SUCCESS;
+    }
+    return elementwise_general(op, cls, compute, out, in, n_in, s, stream);
+}
+
+static NRT_STATUS
+elementwise_general(enum nrtemu_op op, enum nrtemu_op_class cls,
+                    enum nrtemu_dtype compute, const struct nrtemu_array *out,
+                    const struct nrtemu_array *in, int n_in,
+                    struct nrtemu_scratch *s, bool stream)
+{
     enum nrtemu_dtype kt = nrtemu__kernel_dtype(compute);
     enum nrtemu_dtype rt; /* what the loop writes */
     struct operand ops[3];
@@ -410,16 +439,6 @@ nrtemu__kernel_elementwise_part(enum nrtemu_op op, enum nrtemu_dtype compute,
     size_t len, block;
     int n_scalar;
 
-    if (nrtemu__array_count(out) == 0) {
-        return NRT_SUCCESS;
-    }
-    if (cls == NRTEMU_OPC_CONVERT) {
-        convert_driver(out, &in[0], stream);
-        return NRT_SUCCESS;
-    }
-    if (f32_runs(op, cls, compute, out, in, n_in, stream)) {
-        return NRT_SUCCESS;
-    }
     if (cls == NRTEMU_OPC_TEST && !nrtemu__dtype_is_float(in[0].dtype) &&
         out->dtype == NRTEMU_DTYPE_BOOL) {
         /* Every integer (and bool) converts to a finite float. */
