@@ -373,8 +373,22 @@ gemm_is_small(const struct gemm_args *g, size_t esize)
             size_t rows = mc - i0 < MR ? mc - i0 : MR;                        \
             size_t w = NAME##_tile_rows(rows), p0 = 0;                        \
             const char *src = (const char *)a + i0 * lda * es;                \
+            /* The rows of the next sliver, prefetched a line at a time       \
+             * as this one is packed: a sliver reads MR short runs a row      \
+             * apart, too short for the hardware prefetcher to learn, and     \
+             * a product with few columns spends most of its time             \
+             * waiting for A otherwise. */                                    \
+            size_t ahead = mc - i0 <= MR       ? 0                            \
+                           : mc - i0 - MR < MR ? mc - i0 - MR                 \
+                                               : MR;                          \
+            const char *next = ahead > 0 ? src + MR * lda * es : src;         \
             if (w % 4 == 0) {                                                 \
                 for (; p0 + 4 <= kc; p0 += 4) {                               \
+                    if ((p0 * es) % 64 == 0) {                                \
+                        for (size_t q = 0; q < ahead; q++) {                  \
+                            __builtin_prefetch(next + (q * lda + p0) * es);   \
+                        }                                                     \
+                    }                                                         \
                     for (size_t i = 0; i < w; i += 4) {                       \
                         NAME##_v4 r[4], t0, t1, t2, t3;                       \
                         _Pragma("GCC unroll 4") for (size_t q = 0; q < 4;     \
