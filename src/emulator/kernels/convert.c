@@ -329,7 +329,8 @@ float_to_u64(double x)
 
 /*
  * Loop over `n` elements of source type T, reading `src` with `stride`;
- * the unit-stride case is separate so that it vectorises.
+ * the unit-stride case is separate so that it vectorises, and a stride of
+ * 0 (one element broadcast, as the kernels materialise it) is a fill.
  */
 #define LOAD_LOOP(T, EXPR)                       \
     do {                                         \
@@ -338,6 +339,13 @@ float_to_u64(double x)
             for (size_t i = 0; i < n; i++) {     \
                 T v = s_[i];                     \
                 d[i] = (EXPR);                   \
+            }                                    \
+        } else if (stride == 0) {                \
+            /* one element for all: a fill */    \
+            T v = s_[0];                         \
+            const __typeof__(*d) x_ = (EXPR);    \
+            for (size_t i = 0; i < n; i++) {     \
+                d[i] = x_;                       \
             }                                    \
         } else {                                 \
             for (size_t i = 0; i < n; i++) {     \
