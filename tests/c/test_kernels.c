@@ -717,6 +717,53 @@ test_where(void)
     }
 }
 
+/* where of float32 values with each of the condition and the values
+ * dense, one element, or broadcast along rows or columns: the selected
+ * bits, NaN payloads included. */
+static void
+test_where_broadcast_f32(void)
+{
+    enum { R = 3, C = 37 };
+    static const uint64_t full[] = {R, C}, col[] = {R, 1}, row[] = {C};
+    const uint64_t *shapes[] = {full, NULL, col, row};
+    const uint32_t ndims[] = {2, 0, 2, 1};
+    uint8_t cv[R * C];
+    uint32_t xv[R * C], yv[R * C], o[R * C];
+
+    for (int i = 0; i < R * C; i++) {
+        cv[i] = (uint8_t)((i * 7 + i / 5) % 3 == 0 ? 0 : i % 4 + 1);
+        xv[i] = 0x7fc00000u + (uint32_t)i; /* NaNs with payloads */
+        yv[i] = 0x3f800000u + (uint32_t)i * 4096u;
+    }
+    for (int sc = 0; sc < 4; sc++) {
+        for (int sx = 0; sx < 4; sx++) {
+            for (int sy = 0; sy < 4; sy++) {
+                struct nrtemu_array in[3], out;
+                in[0] = array(NRTEMU_DTYPE_BOOL, cv, ndims[sc], shapes[sc]);
+                in[1] = array(NRTEMU_DTYPE_FLOAT32, xv, ndims[sx], shapes[sx]);
+                in[2] = array(NRTEMU_DTYPE_FLOAT32, yv, ndims[sy], shapes[sy]);
+                out = array(NRTEMU_DTYPE_FLOAT32, o, 2, full);
+                ASSERT_OK(nrtemu__kernel_elementwise(NRTEMU_OP_WHERE,
+                                                     NRTEMU_DTYPE_FLOAT32,
+                                                     &out, in, 3, &scratch));
+                for (int r = 0; r < R; r++) {
+                    for (int c = 0; c < C; c++) {
+                        /* index of each form: full, scalar, column, row */
+                        int at[4] = {r * C + c, 0, r, c};
+                        uint32_t want =
+                            cv[at[sc]] != 0 ? xv[at[sx]] : yv[at[sy]];
+                        if (o[r * C + c] != want) {
+                            TEST_FAIL_("where forms %d %d %d [%d, %d]: "
+                                       "%08x, expected %08x",
+                                       sc, sx, sy, r, c, o[r * C + c], want);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* The compute dtype rounds operands and results, as NumPy's casts do. */
 static void
 test_compute_dtype_rounding(void)
@@ -2413,6 +2460,7 @@ main(void)
     RUN_TEST(test_matmul_16bit);
     RUN_TEST(test_pool);
     RUN_TEST(test_pool_slots);
+    RUN_TEST(test_where_broadcast_f32);
     RUN_TEST(test_transpose);
     RUN_TEST(test_transpose_permutations);
     RUN_TEST(test_slice_concat_take);

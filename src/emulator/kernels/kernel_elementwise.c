@@ -314,10 +314,12 @@ i32_f64_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
 
 /*
  * float32 unary and binary ops of float32 arrays whose runs are dense (or,
- * for one operand of a binary op, one element): the loop on each run, as
- * the driver below would call it with no conversion, less the driver's
- * setup (a fused chain calls this on every block of a few thousand
- * elements).  False, nothing written, where that does not apply.
+ * for one operand of a binary op, one element), and where of a bool
+ * condition and float32 values (any of them one element): the loop on
+ * each run, as the driver below would call it with no conversion, less
+ * the driver's setup (a fused chain calls this on every block of a few
+ * thousand elements) and, for where, its materialising of operands of
+ * one element.  False, nothing written, where that does not apply.
  */
 static bool
 f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
@@ -325,7 +327,7 @@ f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
          const struct nrtemu_array *in, int n_in, bool stream)
 {
     struct kiter it;
-    ptrdiff_t st[2] = {1, 1};
+    ptrdiff_t st[3] = {1, 1, 1};
     uint64_t outer;
     size_t len;
     int last;
@@ -333,10 +335,12 @@ f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
     if (stream || compute != NRTEMU_DTYPE_FLOAT32 ||
         out->dtype != NRTEMU_DTYPE_FLOAT32 ||
         !((cls == NRTEMU_OPC_UNARY && n_in == 1) ||
-          (cls == NRTEMU_OPC_BINARY && n_in == 2))) {
+          (cls == NRTEMU_OPC_BINARY && n_in == 2) ||
+          (cls == NRTEMU_OPC_WHERE && n_in == 3 &&
+           in[0].dtype == NRTEMU_DTYPE_BOOL))) {
         return false;
     }
-    for (int k = 0; k < n_in; k++) {
+    for (int k = cls == NRTEMU_OPC_WHERE ? 1 : 0; k < n_in; k++) {
         if (in[k].dtype != NRTEMU_DTYPE_FLOAT32) {
             return false;
         }
@@ -365,14 +369,20 @@ f32_runs(enum nrtemu_op op, enum nrtemu_op_class cls,
     uint64_t idx[NRTEMU_MAX_DIMS] = {0};
     ptrdiff_t off[KITER_MAX_OPS] = {0};
     for (uint64_t o = 0; o < outer; o++) {
-        const float *a = (const float *)in[0].data + off[0];
         float *dst = (float *)out->data + off[n_in];
-        if (cls == NRTEMU_OPC_UNARY) {
-            nrtemu__ew_f32_unary(op, len, a, dst);
+        if (cls == NRTEMU_OPC_WHERE) {
+            nrtemu__ew_where32_runs(
+                len, (const uint8_t *)in[0].data + off[0], st[0] == 0,
+                (const uint32_t *)in[1].data + off[1], st[1] == 0,
+                (const uint32_t *)in[2].data + off[2], st[2] == 0,
+                (uint32_t *)dst);
+        } else if (cls == NRTEMU_OPC_UNARY) {
+            nrtemu__ew_f32_unary(op, len, (const float *)in[0].data + off[0],
+                                 dst);
         } else {
-            nrtemu__ew_f32_binary(op, len, a, st[0] == 0,
-                                  (const float *)in[1].data + off[1],
-                                  st[1] == 0, dst);
+            nrtemu__ew_f32_binary(
+                op, len, (const float *)in[0].data + off[0], st[0] == 0,
+                (const float *)in[1].data + off[1], st[1] == 0, dst);
         }
         kiter_next(&it, idx, off);
     }

@@ -108,6 +108,12 @@ void nrtemu__ew_f32_unary(enum nrtemu_op op, size_t n, const float *a,
 void nrtemu__ew_f32_binary(enum nrtemu_op op, size_t n, const float *a,
                            bool sa, const float *b, bool sb, float *o);
 
+/* where of 32-bit codes over n elements, any of c, x, y one element for
+ * all (sc, sx, sy), for the driver's dense runs. */
+void nrtemu__ew_where32_runs(size_t n, const uint8_t *c, bool sc,
+                             const uint32_t *x, bool sx, const uint32_t *y,
+                             bool sy, uint32_t *o);
+
 /* Every other block: integer kt, and the LOGICAL, BITWISE and WHERE
  * classes of any kt. */
 void nrtemu__ew_int_block(enum nrtemu_op op, enum nrtemu_op_class cls,

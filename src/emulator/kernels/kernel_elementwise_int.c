@@ -581,6 +581,49 @@ NRTEMU_RULES_END
 DEFINE_WHERE(w32, uint32_t)
 DEFINE_WHERE(w64, uint64_t)
 
+/* where of 32-bit codes, any of c, x, y one element for all (sc, sx, sy):
+ * the same selection as w32_where of the materialised operands. */
+NRTEMU_MULTIVERSION
+static void
+w32_where_runs(size_t n, const uint8_t *c, bool sc, const uint32_t *x, bool sx,
+               const uint32_t *y, bool sy, uint32_t *o)
+{
+    if (sc) {
+        const uint32_t *v = c[0] != 0 ? x : y;
+        bool sv = c[0] != 0 ? sx : sy;
+        for (size_t i = 0; i < n; i++) {
+            o[i] = v[sv ? 0 : i];
+        }
+    } else if (!sx && !sy) {
+        w32_where(n, c, x, y, o);
+    } else if (sx && sy) {
+        const uint32_t a = x[0], b = y[0];
+        for (size_t i = 0; i < n; i++) {
+            o[i] = c[i] != 0 ? a : b;
+        }
+    } else if (sy) {
+        const uint32_t b = y[0];
+        for (size_t i = 0; i < n; i++) {
+            uint32_t a = x[i];
+            o[i] = c[i] != 0 ? a : b;
+        }
+    } else {
+        const uint32_t a = x[0];
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = y[i];
+            o[i] = c[i] != 0 ? a : b;
+        }
+    }
+}
+
+/* Not multiversioned itself: an ifunc would be exported from the library. */
+void
+nrtemu__ew_where32_runs(size_t n, const uint8_t *c, bool sc, const uint32_t *x,
+                        bool sx, const uint32_t *y, bool sy, uint32_t *o)
+{
+    w32_where_runs(n, c, sc, x, sx, y, sy, o);
+}
+
 void
 nrtemu__ew_int_block(enum nrtemu_op op, enum nrtemu_op_class cls,
                      enum nrtemu_dtype kt, enum nrtemu_dtype compute, size_t n,
