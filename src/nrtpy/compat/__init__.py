@@ -84,12 +84,20 @@ ALIASES: dict[str, str] = {
     "nki.language": "nrtpy.nki.language",
     "nki.isa": "nrtpy.nki.isa",
     "nki.typing": "nrtpy.nki.legacy.typing",
+    "nki.framework": "nrtpy.nki.framework",
+    "nki.framework.kernel": "nrtpy.nki.framework",
+    "nki.framework.compiled": "nrtpy.nki.framework",
     "neuronxcc.nki": "nrtpy.nki.legacy",
     "neuronxcc.nki.language": "nrtpy.nki.legacy.language",
     "neuronxcc.nki.isa": "nrtpy.nki.legacy.isa",
     "neuronxcc.nki.isa.constants": "nrtpy.nki.legacy.isa.constants",
     "neuronxcc.nki.typing": "nrtpy.nki.legacy.typing",
     "neuronxcc.nki.compiler": "nrtpy.nki.legacy.compiler",
+    "neuronxcc.nki.compile": "nrtpy.nki.legacy.compile",
+    # where frameworks find the class they subclass (UnifiedKernel)
+    "neuronxcc.nki.compiler.backends": "nrtpy.nki.legacy.compile",
+    "neuronxcc.nki.compiler.backends.neuron": "nrtpy.nki.legacy.compile",
+    "neuronxcc.nki.compiler.backends.neuron.FrameworkKernel": "nrtpy.nki.legacy.compile",
 }
 
 #: Every module of the layer.

@@ -1152,7 +1152,11 @@ def _custom_call(ctx: Lowering, ins: Instruction) -> Value:
                                      f"backend_config ({ins.backend_config!r:.100})")
         return _top_k(ctx, ins, x, k)
     if target == "AwsNeuronCustomNativeKernel":
+        from nrtpy.hlo import _lower_nki
+        if _lower_nki.is_nrtpy_kernel(ins.backend_config):
+            return _lower_nki.inline_kernel(ctx, ins)
         raise ctx.unsupported(ins, "custom-call AwsNeuronCustomNativeKernel is "
-                                   "an NKI kernel compiled for Trainium; the "
-                                   "emulator cannot run it")
+                                   "an NKI kernel compiled for Trainium by "
+                                   "AWS's NKI; the emulator runs only kernels "
+                                   "that nrtpy.nki traced")
     raise ctx.unsupported(ins, f"custom-call target {target!r}")

@@ -33,6 +33,7 @@ makes both importable as ``nki`` and ``neuronxcc.nki``.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -108,8 +109,11 @@ class Compiled:
     def __init__(self, path: Path, input_names: list[str],
                  output_names: list[str], single: bool,
                  written_inputs: list[str], gathers: dict[int, tuple[int, int]],
-                 simulation: bool) -> None:
+                 simulation: bool, returned: list[str | None] | None = None) -> None:
         self.path = path
+        # Per result: the argument it is (a kernel returning an argument it
+        # wrote), else None.
+        self.returned = returned or [None] * len(output_names)
         self.gathers = gathers
         self.simulation = simulation
         self.input_names = input_names
@@ -167,9 +171,20 @@ class Compiled:
                                     benchmark_iter=iters)
 
 
+@dataclasses.dataclass(init=False, repr=False, eq=False)
 class Kernel:
     """A jitted NKI kernel: call it with NumPy arrays; index it with an SPMD
-    grid (``kernel[4, 2](...)``) to run that many instances."""
+    grid (``kernel[4, 2](...)``) to run that many instances.
+
+    Its fields (``dataclasses.fields``) are what a framework integration
+    copies to compile it (:mod:`nrtpy.nki.framework`); this class is
+    ``nki.framework.kernel.Kernel``.
+    """
+
+    func: Callable[..., Any]
+    grid: tuple[int, ...] = ()
+    platform_target: str | None = None
+    mode: str = "auto"
 
     def __init__(self, fn: Callable[..., Any], *, grid: tuple[int, ...] = (),
                  platform_target: str | None = None, mode: str = "auto",
@@ -177,7 +192,7 @@ class Kernel:
                  _cache: dict | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"nki.jit needs a function, got {type(fn).__name__}")
-        self.fn = fn
+        self.fn = self.func = fn
         self.grid = grid
         self.platform_target = platform_target
         self.mode = mode
@@ -186,11 +201,14 @@ class Kernel:
         self.benchmark_result: Any = None
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
 
+    def __post_init__(self) -> None:
+        """(nothing to do: called by frameworks' subclasses, as on NKI's)"""
+
     def __repr__(self) -> str:
         return f"<nki kernel {getattr(self.fn, '__qualname__', self.fn)!r}>"
 
     def __getitem__(self, grid: Any) -> Kernel:
-        return Kernel(self.fn, grid=_grid_of(grid), platform_target=self.platform_target,
+        return type(self)(self.fn, grid=_grid_of(grid), platform_target=self.platform_target,
                       mode=self.mode, options=self.options, _cache=self._cache)
 
     def _bind(self, args: tuple, kwargs: dict) -> inspect.BoundArguments:
@@ -304,7 +322,9 @@ class Kernel:
                     compress=False)
         return Compiled(path, list(inputs), [n for n, _ in outs[:len(results)]],
                         single or result is None, written, trace.gathers,
-                        self.mode == "simulation")
+                        self.mode == "simulation",
+                        [next((p for p, t in inputs.items() if t is r), None)
+                         for r in results])
 
 
 class _Latency:
@@ -366,7 +386,7 @@ def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:
 
 def __getattr__(name: str) -> Any:
     # language and isa as attributes (nki.language.add), loaded on use
-    if name in ("language", "isa"):
+    if name in ("language", "isa", "framework"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("collectives", "tensor", "baremetal", "benchmark", "profile"):

@@ -14,17 +14,28 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nrtpy.nki import Kernel, NkiCompileError, jit as _jit
-from nrtpy.nki.legacy import compiler, isa, language, typing  # noqa: F401
+from nrtpy.nki.legacy import compile, compiler, isa, language, typing  # noqa: F401,A004
+from nrtpy.nki.legacy.compile import GenericKernel
 
 __all__ = ["jit", "trace", "simulate_kernel", "baremetal", "benchmark",
            "language", "isa", "typing", "compiler", "NkiCompileError"]
 
 
+def _generic(made: Any) -> Any:
+    """``nrtpy.nki.jit``'s result as this namespace's kernel class."""
+    if isinstance(made, Kernel):
+        return GenericKernel(made.fn, grid=made.grid,
+                             platform_target=made.platform_target,
+                             mode=made.mode, options=made.options)
+    return lambda f: _generic(made(f))
+
+
 def jit(func: Callable[..., Any] | None = None, mode: str = "auto",
         **kwargs: Any) -> Any:
-    """Make ``func`` a kernel; every mode but ``benchmark`` runs it on the
-    emulated device when called with NumPy arrays."""
-    return _jit(func, mode=mode, **kwargs)
+    """Make ``func`` a kernel (a :class:`GenericKernel`); every mode runs it
+    on the emulated device when called with NumPy arrays (``benchmark``
+    keeps the latencies too)."""
+    return _generic(_jit(func, mode=mode, **kwargs))
 
 
 trace = jit
@@ -38,7 +49,7 @@ def simulate_kernel(kernel: Callable[..., Any], *args: Any, **kwargs: Any) -> An
 
 def baremetal(kernel: Callable[..., Any] | None = None, **kwargs: Any) -> Any:
     """``jit(mode="baremetal")``: compile to a NEFF and run it."""
-    return _jit(kernel, mode="baremetal", **kwargs)
+    return _generic(_jit(kernel, mode="baremetal", **kwargs))
 
 
 def benchmark(kernel: Callable[..., Any] | None = None, warmup: int = 5,
@@ -47,7 +58,8 @@ def benchmark(kernel: Callable[..., Any] | None = None, warmup: int = 5,
     latencies in ``kernel.benchmark_result.nc_latency``."""
     kwargs.pop("save_neff_name", None)
     kwargs.pop("save_trace_name", None)
-    return _jit(kernel, mode="benchmark", warmup=warmup, iters=iters, **kwargs)
+    return _generic(_jit(kernel, mode="benchmark", warmup=warmup, iters=iters,
+                         **kwargs))
 
 
 def __getattr__(name: str) -> Any:
