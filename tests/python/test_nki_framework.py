@@ -147,3 +147,16 @@ def test_mismatched_operands_are_refused(tmp_path, ab):
                                tmp_path / "y.neff")
     with pytest.raises(TypeError, match="dict"):
         framework.CompileKernel(add_kernel)._cached_compile_to_bir(inputs=[a, b])
+
+
+def test_older_typing_annotations(ab):
+    # nkipy re-exports these; a parameter's mutability is what the kernel does
+    from nrtpy.nki.legacy import typing as nt
+
+    def scale(a: nt.mutable, b: nt.immutable):
+        nl.store(a, nl.multiply(nl.load(a), 3.0))
+
+    a, b = (x.copy() for x in ab)
+    old.simulate_kernel(scale, a, b)
+    np.testing.assert_array_equal(a, ab[0] * np.float32(3.0))
+    np.testing.assert_array_equal(b, ab[1])

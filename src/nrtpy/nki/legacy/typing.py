@@ -17,4 +17,8 @@ class _TensorType:
 
 tensor = _TensorType()
 mutable_tensor = tensor
+# (a parameter's mutability is what the kernel does with it: one it writes
+# is an output too, whatever its annotation)
+mutable = tensor
+immutable = tensor
 scalar = float
