@@ -322,3 +322,26 @@ def test_views_select_what_numpy_selects(key):
     got, oob = _select(shape, key)
     np.testing.assert_array_equal(got, np.arange(120).reshape(shape)[key])
     assert oob is None
+
+
+def test_benchmark_gives_the_models_latency_figures():
+    import nrtpy
+
+    def add(a, b):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    a, b = rand(128, 64), rand(128, 64)
+    for kernel, mode in ((add, "device"), (nki.jit(add), "host")):
+        res = nki.benchmark(kernel, warmup=1, iters=4, mode=mode)(a, b)
+        assert isinstance(res, nrtpy.BenchmarkResult)
+        assert res.iterations == 4 and res.warmup_iterations == 1
+        assert res.mode == mode and len(res.durations_ms) == 4
+        assert 0 < res.min_ms <= res.p50_ms <= res.p99_ms <= res.max_ms
+    with pytest.raises(TypeError, match="iters must be an int"):
+        nki.benchmark(add, iters=2.0)
+    with pytest.raises(ValueError, match="iters must be at least 1"):
+        nki.benchmark(add, iters=0)
+    with pytest.raises(ValueError, match="mode"):
+        nki.benchmark(add, mode="cycles")

@@ -50,7 +50,7 @@ import numpy as np
 from nrtpy.nki import _core
 from nrtpy.nki._core import NkiCompileError, NkiTensor
 
-__all__ = ["jit", "simulate", "Kernel", "NkiCompileError", "language", "isa",
+__all__ = ["jit", "simulate", "benchmark", "Kernel", "NkiCompileError", "language", "isa",
            "artifacts_dir"]
 
 # Read at import, as the SDK's nki reads its compile options.
@@ -384,12 +384,40 @@ def simulate(kernel: Callable[..., Any]) -> Callable[..., Any]:
     return kernel if isinstance(kernel, Kernel) else Kernel(kernel)
 
 
+def benchmark(kernel: Callable[..., Any], *, warmup: int = 5, iters: int = 10,
+              mode: str = "device") -> Callable[..., Any]:
+    """A callable that compiles ``kernel`` (jitted or plain) for its
+    arguments and times it on the emulated device: ``warmup`` untimed runs,
+    then ``iters`` timed ones, as :meth:`nrtpy.NrtpyModel.benchmark` does
+    (``mode="device"``: the core's execution time from the system trace;
+    ``"host"``: each call's wall time).  The call returns that
+    :class:`nrtpy.BenchmarkResult` (``mean_ms``, ``p50_ms``, ``p90_ms``,
+    ``p99_ms``, ``durations_ms``, ...)."""
+    for what, n, least in (("warmup", warmup, 0), ("iters", iters, 1)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"nki.benchmark: {what} must be an int, got "
+                            f"{type(n).__name__}")
+        if n < least:
+            raise ValueError(f"nki.benchmark: {what} must be at least {least}, got {n}")
+    if mode not in ("device", "host"):
+        raise ValueError(f"nki.benchmark: mode must be 'device' or 'host', got {mode!r}")
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+
+    @functools.wraps(k.fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        compiled = k.specialize(*args, **kwargs)
+        arrays = k._arrays(k._bind(args, kwargs))
+        return compiled.model.benchmark(compiled._inputs(arrays), warmup_iter=int(warmup),
+                                        benchmark_iter=int(iters), mode=mode)
+    return run
+
+
 def __getattr__(name: str) -> Any:
     # language and isa as attributes (nki.language.add), loaded on use
     if name in ("language", "isa", "framework"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
-    if name in ("collectives", "tensor", "baremetal", "benchmark", "profile"):
+    if name in ("collectives", "tensor", "baremetal", "profile"):
         raise NotImplementedError(f"nrtpy.nki: nki.{name} is not implemented "
                                   f"in the current namespace")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
