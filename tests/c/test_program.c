@@ -230,23 +230,30 @@ test_document_example(void)
     free(npy);
 }
 
-/* Profile observer: records names and the shapes of op 0. */
+/* Profile observer: records names and the shapes of op 0, and the notes
+ * of ops 0 and 1. */
 struct observed {
     size_t count;
     char first[128];
+    char note0[64];
+    bool note1_null;
     uint64_t last_end;
     bool ordered;
 };
 
 static void
 observe(void *ctx, size_t index, const char *op, const char *shapes,
-        uint64_t start_ns, uint64_t end_ns)
+        const char *note, uint64_t start_ns, uint64_t end_ns)
 {
     struct observed *o = ctx;
 
     if (index == 0) {
         snprintf(o->first, sizeof o->first, "%s: %s", op, shapes);
+        snprintf(o->note0, sizeof o->note0, "%s", note ? note : "(null)");
         o->ordered = true;
+    }
+    if (index == 1) {
+        o->note1_null = note == NULL;
     }
     o->ordered = o->ordered && index == o->count && start_ns <= end_ns &&
                  start_ns >= o->last_end;
@@ -314,7 +321,7 @@ test_many_ops(void)
         "\"shape\": [12]}},"
         "\"ops\": ["
         /* 0 */ "{\"op\": \"matmul\", \"in\": [\"x\", \"w\"], \"out\": "
-        "\"logits\"},"
+        "\"logits\", \"note\": \"nc_matmul (tensor) k.py:3\"},"
         /* 1 */ "{\"op\": \"softmax\", \"in\": [\"logits\"], \"out\": "
         "\"output_0\", \"axis\": -1},"
         /* 2 */ "{\"op\": \"argmax\", \"in\": [\"logits\"], \"out\": "
@@ -380,6 +387,8 @@ test_many_ops(void)
     }
     ASSERT_STR_EQ(obs.first,
                   "matmul: float32[4,3], float32[3,5] -> float32[4,5]");
+    ASSERT_STR_EQ(obs.note0, "nc_matmul (tensor) k.py:3");
+    ASSERT_TRUE(obs.note1_null);
 
     for (int r = 0; r < 4; r++) {
         double logits[5], m = -INFINITY, s = 0;
@@ -942,6 +951,10 @@ test_validation_foreign_attributes(void)
          OPS("{\"op\": \"sum\", \"in\": [\"a\"], \"out\": "
              "\"output_0\", \"keepdims\": 3}"),
          "op 0 (sum): \"keepdims\" must be true or false"},
+        {"note not a string",
+         OPS("{\"op\": \"neg\", \"in\": [\"a\"], \"out\": "
+             "\"output_0\", \"note\": 3}"),
+         "op 0 (neg): \"note\" must be a string"},
     };
     static const char *const ignored[] = {
         HPROG("", "{\"op\": \"neg\", \"in\": [\"a\"], \"out\": \"output_0\", "

@@ -209,10 +209,11 @@ struct observed {
 
 static void
 observe(void *ctx, size_t index, const char *op, const char *shapes,
-        uint64_t start_ns, uint64_t end_ns)
+        const char *note, uint64_t start_ns, uint64_t end_ns)
 {
     struct observed *o = ctx;
 
+    (void)note;
     (void)op;
     (void)shapes;
     o->ordered = o->ordered && index == o->count && start_ns <= end_ns &&

@@ -725,12 +725,13 @@ struct exec_watch {
 
 static void
 exec_observe(void *ctx, size_t index, const char *op, const char *shapes,
-             uint64_t start_ns, uint64_t end_ns)
+             const char *note, uint64_t start_ns, uint64_t end_ns)
 {
     struct exec_watch *w = ctx;
 
     if (w->rec != NULL) {
-        nrtemu__profile_observe(w->rec, index, op, shapes, start_ns, end_ns);
+        nrtemu__profile_observe(w->rec, index, op, shapes, note, start_ns,
+                                end_ns);
     }
     if (w->trace_cc && nrtemu__op_is_collective(op)) {
         nrtemu__sys_trace_span(NRTEMU_TRACE_CC_RUNNING, w->vnc, w->exec_id,

@@ -9,6 +9,11 @@
  *   {"traceEvents":[...], "displayTimeUnit":"ns",
  *    "otherData":{"format":"nrtpy-emulator-profile","version":1,...}}
  *
+ * Consecutive ops of one execution that carry the same "note" (the
+ * program's free-form op field: NKI gives every op of an instruction the
+ * instruction's description) are one event named by the note, whose args
+ * list the ops.
+ *
  * Timestamps are microseconds since nrt_profile_start().  A profile keeps
  * at most MAX_OPS ops; later ones are counted in otherData.dropped_ops.
  */
@@ -68,6 +73,7 @@ op_clear(struct nrtemu_profile_op *op)
 {
     free(op->name);
     free(op->shapes);
+    free(op->note);
 }
 
 /* Make room for one more element of `size` bytes in *items. */
@@ -135,7 +141,8 @@ nrtemu__profile_rec_free(struct nrtemu_profile_rec *rec)
 
 void
 nrtemu__profile_observe(void *ctx, size_t index, const char *op,
-                        const char *shapes, uint64_t start_ns, uint64_t end_ns)
+                        const char *shapes, const char *note,
+                        uint64_t start_ns, uint64_t end_ns)
 {
     struct nrtemu_profile_rec *rec = ctx;
     struct nrtemu_profile_op *slot;
@@ -148,7 +155,9 @@ nrtemu__profile_observe(void *ctx, size_t index, const char *op,
     slot = &rec->ops[rec->count];
     slot->name = strdup(op != NULL ? op : "?");
     slot->shapes = strdup(shapes != NULL ? shapes : "");
-    if (slot->name == NULL || slot->shapes == NULL) {
+    slot->note = note != NULL ? strdup(note) : NULL;
+    if (slot->name == NULL || slot->shapes == NULL ||
+        (note != NULL && slot->note == NULL)) {
         op_clear(slot);
         rec->truncated = true;
         return;
@@ -175,10 +184,13 @@ session_add_op(struct session *s, struct nrtemu_profile_op *op, bool move)
     if (move) {
         op->name = NULL;
         op->shapes = NULL;
+        op->note = NULL;
     } else {
         copy.name = strdup(op->name);
         copy.shapes = strdup(op->shapes);
-        if (copy.name == NULL || copy.shapes == NULL) {
+        copy.note = op->note != NULL ? strdup(op->note) : NULL;
+        if (copy.name == NULL || copy.shapes == NULL ||
+            (op->note != NULL && copy.note == NULL)) {
             op_clear(&copy);
             s->dropped_ops++;
             return;
@@ -323,6 +335,49 @@ render_meta(struct nrtemu_strbuf *sb, long pid, const char *what, uint32_t tid,
     nrtemu__strbuf_puts(sb, "}},\n");
 }
 
+/* Ops i, i+1, ... of one execution and core with the note of op i: one
+ * event named by the note.  Returns how many ops it covers. */
+static size_t
+render_noted(struct nrtemu_strbuf *sb, const struct session *s, size_t i,
+             long pid)
+{
+    const struct nrtemu_profile_op *first = &s->ops[i];
+    size_t n = 1;
+    uint64_t end;
+
+    while (i + n < s->op_count) {
+        const struct nrtemu_profile_op *next = &s->ops[i + n];
+        if (next->note == NULL || strcmp(next->note, first->note) != 0 ||
+            next->exec_id != first->exec_id || next->vnc != first->vnc ||
+            next->index != first->index + n) {
+            break;
+        }
+        n++;
+    }
+    end = s->ops[i + n - 1].end_ns;
+    nrtemu__strbuf_puts(sb, "{\"name\":");
+    nrtemu__strbuf_json_string(sb, first->note);
+    nrtemu__strbuf_printf(
+        sb,
+        ",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,"
+        "\"pid\":%ld,\"tid\":%" PRIu32 ",\"args\":{\"ops\":[",
+        micros(s, first->start_ns),
+        end > first->start_ns ? (double)(end - first->start_ns) / 1000.0 : 0.0,
+        pid, first->vnc);
+    for (size_t k = 0; k < n; k++) {
+        nrtemu__strbuf_puts(sb, k ? ",{\"name\":" : "{\"name\":");
+        nrtemu__strbuf_json_string(sb, s->ops[i + k].name);
+        nrtemu__strbuf_puts(sb, ",\"shapes\":");
+        nrtemu__strbuf_json_string(sb, s->ops[i + k].shapes);
+        nrtemu__strbuf_puts(sb, "}");
+    }
+    nrtemu__strbuf_puts(sb, "],\"note\":");
+    nrtemu__strbuf_json_string(sb, first->note);
+    nrtemu__strbuf_printf(sb, ",\"index\":%zu,\"exec_id\":%" PRIu64 "}},\n",
+                          first->index, first->exec_id);
+    return n;
+}
+
 static char *
 render(const struct session *s)
 {
@@ -356,8 +411,12 @@ render(const struct session *s)
     }
     for (size_t i = 0; i < s->op_count; i++) {
         const struct nrtemu_profile_op *op = &s->ops[i];
-        uint64_t dur =
-            op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
+        uint64_t dur;
+        if (op->note != NULL) {
+            i += render_noted(&sb, s, i, pid) - 1;
+            continue;
+        }
+        dur = op->end_ns > op->start_ns ? op->end_ns - op->start_ns : 0;
         nrtemu__strbuf_puts(&sb, "{\"name\":");
         nrtemu__strbuf_json_string(&sb, op->name);
         nrtemu__strbuf_printf(&sb,

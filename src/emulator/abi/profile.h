@@ -19,6 +19,7 @@
 struct nrtemu_profile_op {
     char *name;   /* owned */
     char *shapes; /* owned */
+    char *note;   /* owned, or NULL: the op's "note" */
     size_t index;
     uint64_t exec_id; /* set by nrtemu__profile_commit() */
     uint32_t vnc;
@@ -41,8 +42,8 @@ void nrtemu__profile_rec_free(struct nrtemu_profile_rec *rec);
 
 /* An nrtemu_op_observer; `ctx` is a struct nrtemu_profile_rec. */
 void nrtemu__profile_observe(void *ctx, size_t index, const char *op,
-                             const char *shapes, uint64_t start_ns,
-                             uint64_t end_ns);
+                             const char *shapes, const char *note,
+                             uint64_t start_ns, uint64_t end_ns);
 
 /*
  * Give the record of a successful execution [start_ns, end_ns) on `vnc`

@@ -716,6 +716,16 @@ read_op(const char *func, const struct nrtemu_program *p, struct op_list *list,
     if (op->shapes == NULL) {
         return out_of_memory(func, p, "the ops");
     }
+    if (nrtemu__json_get(jop, "note") != NULL) {
+        const char *note;
+        if (!nrtemu__json_get_string(jop, "note", &note)) {
+            return nrtemu__op_invalid(&ctx, "\"note\" must be a string");
+        }
+        op->note = strdup(note);
+        if (op->note == NULL) {
+            return out_of_memory(func, p, "the ops");
+        }
+    }
     if (op->out != NO_BUFFER) {
         nrtemu__written_mark(written, op->out);
     }
@@ -930,6 +940,7 @@ op_list_free(struct op_list *list)
         struct op *op = &list->ops[i];
         free(op->in);
         free(op->shapes);
+        free(op->note);
         free(op->coll);
         for (size_t k = 0; k < op->n_lists; k++) {
             op_list_free(&op->lists[k]);

@@ -72,10 +72,11 @@ void nrtemu__program_fusion_stats(const struct nrtemu_program *program,
                                   struct nrtemu_fusion_stats *stats);
 
 /* Called after each op when profiling; `shapes` describes the operands,
- * e.g. "float32[128,512], float32[512] -> float32[128,512]". */
+ * e.g. "float32[128,512], float32[512] -> float32[128,512]"; `note` is the
+ * op's free-form "note" (what the compiler made it for), or NULL. */
 typedef void (*nrtemu_op_observer)(void *ctx, size_t index, const char *op,
-                                   const char *shapes, uint64_t start_ns,
-                                   uint64_t end_ns);
+                                   const char *shapes, const char *note,
+                                   uint64_t start_ns, uint64_t end_ns);
 
 /* Whether the op of that name (as an observer gets it) is a collective. */
 bool nrtemu__op_is_collective(const char *op);

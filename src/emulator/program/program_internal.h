@@ -73,6 +73,7 @@ struct op {
     bool descending;               /* argsort */
     bool via_scratch;  /* out is also an operand: compute aside, then copy */
     char *shapes;      /* owned: "float32[2,3], ... -> float32[2,3]" */
+    char *note;        /* owned, or NULL: the op's "note", for profiles */
     const char *where; /* the `where` of the list holding the op */
     /* Control ops (no out: `out` is NO_BUFFER): while has lists[0] (cond),
      * lists[1] (body) and the buffer `pred`; conditional its branches. */

@@ -599,7 +599,7 @@ nrtemu__program_run(const char *func, struct nrtemu_program *program,
             for (size_t k = 0; k < n; k++) {
                 const struct op *op = &program->ops.ops[i + k];
                 observer(ctx, op->index, nrtemu__op_name(op->op), op->shapes,
-                         start + (end - start) * k / n,
+                         op->note, start + (end - start) * k / n,
                          start + (end - start) * (k + 1) / n);
             }
         }

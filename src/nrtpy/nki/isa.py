@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from nrtpy.neff._trace import Traced
-from nrtpy.nki import _core, _names
+from nrtpy.nki import _core, _names, _notes
 from nrtpy.nki import language as nl
 from nrtpy.nki._core import (MemoryRegion, NkiCompileError, NkiTensor, View,
                              as_view, current, fail, new_tile,
@@ -1006,5 +1006,6 @@ def local_gather(dst: Any, src_buffer: Any, index: Any, num_elem_per_idx: int = 
     return _local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
 
 
+_notes.instrument(globals(), _names.ISA)  # each call's ops: one instruction
 __getattr__ = _names.missing(__name__, "nki.isa")
 __all__ = [n for n in _names.ISA if n in globals()]

@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from nrtpy.neff._trace import Traced
-from nrtpy.nki import _core, _names
+from nrtpy.nki import _core, _names, _notes
 from nrtpy.nki._core import (MemoryRegion, NkiTensor, View, as_dtype, current,
                              fail, new_tile, require_on_chip, value_of)
 
@@ -785,5 +785,6 @@ def gather_flattened(data: Any, indices: Any, axis: int = 0, dtype: Any = None,
 bypass = copy  # the operator that passes data through
 
 
+_notes.instrument(globals(), _names.LANGUAGE + _names.LEGACY_LANGUAGE)
 __getattr__ = _names.missing(__name__, "nki.language")
 __all__ = [n for n in _names.LANGUAGE + _names.LEGACY_LANGUAGE if n in globals()]
