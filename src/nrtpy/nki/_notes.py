@@ -23,6 +23,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from nrtpy import _dtypes
 from nrtpy.nki import _core
 
 # Frames in these files are nrtpy's; the first other one is the kernel's.
@@ -93,25 +94,39 @@ def instrument(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
             namespace[name] = _wrap(fn, name)
 
 
+_operand_text: dict[tuple, str] = {}
+
+
 def _operand(value: Any) -> str | None:
-    if isinstance(value, (_core.NkiTensor, _core.View)):
-        from nrtpy import _dtypes
-        buf = value.buffer.value if hasattr(value.buffer, "value") else value.buffer
-        return f"{_dtypes.name_of(value.dtype)}[{','.join(map(str, value.shape))}]@{buf}"
-    return None
+    if not isinstance(value, (_core.NkiTensor, _core.View)):
+        return None
+    key = (value.dtype, value.shape, value.buffer)
+    text = _operand_text.get(key)
+    if text is None:
+        buf = getattr(value.buffer, "value", value.buffer)
+        text = f"{_dtypes.name_of(value.dtype)}[{','.join(map(str, value.shape))}]@{buf}"
+        _operand_text[key] = text
+    return text
+
+
+def _params(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The names of ``fn``'s positional parameters."""
+    code = fn.__code__
+    return code.co_varnames[:code.co_argcount]
 
 
 def describe(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
              where: tuple[str, int] | None, n_ops: int) -> str:
     """``name [engine] file:line operand=dtype[shape]@memory ... -> n ops``."""
-    try:
-        bound = inspect.signature(fn).bind_partial(*args, **kwargs).arguments
-    except (TypeError, ValueError):
-        bound = {f"arg{k}": v for k, v in enumerate(args)} | kwargs
     parts = [f"{name} [{_engine(name, kwargs)}]"]
     if where is not None:
         parts.append(f"{os.path.basename(where[0])}:{where[1]}")
-    for pname, value in bound.items():
+    names = _params(fn)
+    for k, value in enumerate(args):
+        d = _operand(value)
+        if d is not None:
+            parts.append(f"{names[k] if k < len(names) else f'arg{k}'}={d}")
+    for pname, value in kwargs.items():
         d = _operand(value)
         if d is not None:
             parts.append(f"{pname}={d}")
