@@ -79,6 +79,58 @@ def test_matmul_limits(m, n, rule):
                 "nc_matmul", rule, "# here")
 
 
+@pytest.mark.parametrize("sdt,mdt,rule", [
+    (np.int8, np.float32, "does not take stationary of dtype int8"),
+    (nl.bfloat16, np.int32, "does not take moving of dtype int32"),
+    (np.float32, nl.bfloat16, "stationary is float32, so moving must be float32 "
+                              "or tfloat32 too, not bfloat16"),
+])
+def test_matmul_operand_dtypes(sdt, mdt, rule):
+    @nki.jit
+    def kernel(s, m):
+        st, mv = nl.load(s), nl.load(m)
+        p = nl.ndarray((64, 32), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=st, moving=mv)  # here
+        return p
+    args = (np.ones((128, 64), sdt), np.ones((128, 32), mdt))
+    check_error(kernel, args, "nc_matmul", rule, "# here")
+
+
+def test_matmul_dst_dtype_and_fp8_operands():
+    @nki.jit
+    def kernel(s, m, out_dtype):
+        p = nl.ndarray((64, 32), out_dtype, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=nl.load(s), moving=nl.load(m))  # here
+        out = nl.ndarray((64, 32), nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, p)
+        return out
+    s = np.ones((128, 64), nl.float8_e4m3)
+    m = np.full((128, 32), 2, nl.float8_e5m2)  # two float8 formats may mix
+    np.testing.assert_array_equal(kernel(s, m, nl.float32), np.full((64, 32), 256.0))
+    check_error(kernel, (s, m, nl.bfloat16), "nc_matmul",
+                "dst must be a float32 tile on NeuronCore-v2 and v3", "# here")
+
+
+def test_bitvec_operators_need_integer_tiles():
+    @nki.jit
+    def kernel(a, b):
+        x, y = nl.load(a), nl.load(b)
+        t = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=t, data1=x, data2=y, op=nl.bitwise_xor)  # tt
+        u = nl.ndarray(a.shape, a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=u, data=t, op0=nl.add, operand0=1,
+                           op1=nl.left_shift, operand1=2)  # ts
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, u)
+        return out
+    a = np.arange(128 * 8, dtype=np.int32).reshape(128, 8)
+    np.testing.assert_array_equal(kernel(a, a + 5), ((a ^ (a + 5)) + 1) << 2)
+    f = a.astype(np.float32)
+    check_error(kernel, (f, f), "tensor_tensor",
+                "the bitvec operator bitwise_xor needs integer tiles, but data1 "
+                "is float32", "# tt")
+
+
 def test_compute_engine_reading_hbm():
     @nki.jit
     def kernel(a):

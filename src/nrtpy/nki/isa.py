@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from nrtpy import _dtypes
 from nrtpy.neff._trace import Traced
 from nrtpy.nki import _core, _names, _notes
 from nrtpy.nki import language as nl
@@ -260,11 +261,51 @@ def memset(dst: Any, value: Any, engine: Any = None, name: Any = None, **_: Any)
     return _memset(dst, value)
 
 
+# -- dtypes the engines take ---------------------------------------------------
+#: What the tensor engine multiplies (NeuronCore-v2 and v3; tfloat32 is
+#: float32 here).
+MATMUL_DTYPES = (nl.float8_e4m3, nl.float8_e5m2, nl.bfloat16, nl.float16, nl.float32)
+
+
+def _dtype_name(dt: np.dtype) -> str:
+    return _dtypes.name_of(dt) or str(dt)
+
+
+def check_matmul_dtypes(instruction: str, stationary: Any, moving: Any) -> None:
+    """The tensor engine's operand dtypes: one of :data:`MATMUL_DTYPES`
+    each, and float32 with float32 only."""
+    dts = {"stationary": _core.dtype_of(stationary), "moving": _core.dtype_of(moving)}
+    for what, dt in dts.items():
+        if dt is not None and dt not in MATMUL_DTYPES:
+            raise fail(instruction, f"the tensor engine does not take {what} of "
+                                    f"dtype {_dtype_name(dt)} (it takes float8_e4m3, "
+                                    f"float8_e5m2, bfloat16, float16, tfloat32 "
+                                    f"and float32)")
+    wide = [what for what, dt in dts.items() if dt == nl.float32]
+    if len(wide) == 1:
+        other = "moving" if wide[0] == "stationary" else "stationary"
+        raise fail(instruction, f"{wide[0]} is float32, so {other} must be "
+                                f"float32 or tfloat32 too, not "
+                                f"{_dtype_name(dts[other])}")
+
+
+def check_bitvec_dtypes(instruction: str, op: Any, **operands: Any) -> None:
+    """A bitvec operator (bitwise and/or/xor, shifts) works on bit
+    patterns: every tile it reads or writes must be of an integer type."""
+    for what, x in operands.items():
+        dt = _core.dtype_of(x)
+        if dt is not None and dt.kind not in "iub":
+            raise fail(instruction, f"the bitvec operator "
+                                    f"{getattr(op, '__name__', op)} needs integer "
+                                    f"tiles, but {what} is {_dtype_name(dt)}")
+
+
 # -- tensor engine ---------------------------------------------------------------
 def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
     """``stationary.T @ moving`` as a new PSUM tile of float32, with the
     tensor engine's limits checked."""
     require_on_chip(instruction, stationary, moving)
+    check_matmul_dtypes(instruction, stationary, moving)
     ss, ms = _core.shape_of(stationary), _core.shape_of(moving)
     if len(ss) < 2 or len(ms) < 2:
         raise fail(instruction, f"operands must be tiles of 2 or more "
@@ -299,6 +340,10 @@ def _nc_matmul(dst: Any, stationary: Any, moving: Any,
     if dst is None:
         return tile
     v = as_view(dst)
+    if v.dtype != nl.float32:
+        raise fail("nc_matmul", f"dst must be a float32 tile on NeuronCore-v2 "
+                                f"and v3 (the tensor engine accumulates in "
+                                f"float32), not {_dtype_name(v.dtype)}")
     t = v.tensor
     written = getattr(t, "matmul_written", None)
     if written is None:
@@ -362,6 +407,8 @@ def _tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any,
                    dtype: Any = None, mask: Any = None) -> Any:
     require_on_chip("tensor_tensor", data1, data2)
     fn = _alu(op, "tensor_tensor")
+    if _is_int_op(op):
+        check_bitvec_dtypes("tensor_tensor", op, data1=data1, data2=data2, dst=dst)
     out_dt = _core.operands_dtype(data1, data2)
     cdt = out_dt if _is_int_op(op) else F32
     r = fn(_f32(data1, cdt), _f32(data2, cdt))
@@ -380,7 +427,13 @@ def _tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any,
                    reverse0: bool = False, op1: Any = None, operand1: Any = None,
                    reverse1: bool = False, dtype: Any = None, mask: Any = None) -> Any:
     require_on_chip("tensor_scalar", data, operand0, operand1)
-    int_ops = _is_int_op(op0)
+    # (a bitvec operator anywhere in the chain: the chain works on the
+    # integers themselves)
+    int_ops = _is_int_op(op0) or (op1 is not None and _is_int_op(op1))
+    for op in (op0, op1):
+        if op is not None and _is_int_op(op):
+            check_bitvec_dtypes("tensor_scalar", op, data=data, operand0=operand0,
+                                operand1=operand1, dst=dst)
     in_dt = _core.dtype_of(data)
     cdt = in_dt if int_ops else F32
     v = _f32(data, cdt)
