@@ -1059,6 +1059,287 @@ def local_gather(dst: Any, src_buffer: Any, index: Any, num_elem_per_idx: int = 
     return _local_gather(dst, src_buffer, index, num_elem_per_idx, num_valid_indices)
 
 
+# -- more vector, scalar and gpsimd instructions -------------------------------------
+def _per_partition(x: Any, ndim: int) -> Traced:
+    """A scalar or [P, 1] operand as float32, shaped to broadcast against a
+    tile of ``ndim`` dimensions."""
+    v = _f32(x)
+    if v.ndim == 2 and ndim > 2:
+        v = v.reshape((v.shape[0],) + (1,) * (ndim - 1))
+    return v
+
+
+def _arithmetic_only(instruction: str, *ops: Any) -> None:
+    for op in ops:
+        if op is not None and _is_int_op(op):
+            raise fail(instruction, f"bitvec operator {getattr(op, '__name__', op)} "
+                                    f"is not supported: the operators must be "
+                                    f"arithmetic")
+
+
+def _is_bypass(op: Any) -> bool:
+    return op is None or getattr(op, "__name__", "") in ("copy", "bypass")
+
+
+def scalar_tensor_tensor(dst: Any, data: Any, op0: Any, operand0: Any, op1: Any,
+                         operand1: Any, reverse0: bool = False, reverse1: bool = False,
+                         name: Any = None, **_: Any) -> Any:
+    """``dst = (data <op0> operand0) <op1> operand1``: ``operand0`` a scalar
+    or [P, 1] tile, ``operand1`` a tile of ``data``'s shape; float32 math."""
+    require_on_chip("scalar_tensor_tensor", data, operand0, operand1)
+    _arithmetic_only("scalar_tensor_tensor", op0, op1)
+    fn0, fn1 = _alu(op0, "scalar_tensor_tensor"), _alu(op1, "scalar_tensor_tensor")
+    v = _f32(data)
+    o0 = _per_partition(operand0, v.ndim)
+    r = fn0(o0, v) if reverse0 else fn0(v, o0)
+    o1 = _f32(operand1)
+    if o1.shape != r.shape:
+        if o1.size != r.size:
+            raise fail("scalar_tensor_tensor", f"operand1 {o1.shape} does not hold "
+                                               f"the elements of data {r.shape}")
+        o1 = o1.reshape(r.shape)
+    r = fn1(o1, r) if reverse1 else fn1(r, o1)
+    return _finish("scalar_tensor_tensor", dst, r)
+
+
+def _into_registers(instruction: str, reduce_op: Any, red: Traced, cmd: Any,
+                    init: Any) -> Traced | None:
+    """Fold ``red`` (one value per partition) into the vector engine's
+    reduce registers as ``cmd`` says; returns the registers."""
+    trace = current()
+    fold = _alu(reduce_op, instruction)
+    if cmd is reduce_cmd.reset_reduce:
+        trace.reduce_regs = red
+    elif cmd is reduce_cmd.reduce:
+        prior = trace.reduce_regs
+        trace.reduce_regs = red if prior is None else fold(prior, red)
+    elif cmd is reduce_cmd.load_reduce:
+        if init is None:
+            raise fail(instruction, "reduce_cmd.load_reduce needs reduce_init")
+        trace.reduce_regs = fold(_per_partition(init, 2), red)
+    elif cmd is reduce_cmd.reset:
+        trace.reduce_regs = None
+    elif cmd is not reduce_cmd.idle:
+        raise ValueError(f"{instruction}: unknown reduce_cmd {cmd!r}")
+    return trace.reduce_regs
+
+
+def _registers_out(instruction: str, reduce_res: Any, regs: Traced | None,
+                   negate: bool = False) -> None:
+    if reduce_res is None:
+        return
+    if regs is None:
+        raise fail(instruction, "reduce_res asked for with the reduce registers "
+                                "never set (use reduce_cmd.reset_reduce)")
+    as_view(reduce_res).assign(-regs if negate else regs)
+
+
+_REDUCE_FOLD = {"sum": nl.add, "prod": nl.multiply, "max": nl.maximum, "min": nl.minimum}
+
+
+def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op: Any,
+                         reduce_res: Any = None, reverse0: bool = False,
+                         reduce_cmd: Any = None, reduce_init: Any = None,
+                         reduce_res_negate: bool = False, name: Any = None,
+                         **_: Any) -> Any:
+    """``dst = data <op0> operand0`` (float32 math; a unary ``op0`` such as
+    ``nl.abs`` takes no operand), reduced with ``reduce_op`` (add, multiply,
+    max, min) over the free axes into the vector engine's registers
+    (``reduce_cmd``: ``reset_reduce`` by default, ``reduce``,
+    ``load_reduce`` from ``reduce_init``) and out to ``reduce_res``
+    (negated with ``reduce_res_negate``)."""
+    require_on_chip("tensor_scalar_reduce", data, operand0)
+    _arithmetic_only("tensor_scalar_reduce", op0)
+    cmd = reduce_cmd if reduce_cmd is not None else globals()["reduce_cmd"].reset_reduce
+    v = _f32(data)
+    unary = getattr(op0, "_traced", None)
+    if unary is not None and (operand0 is None or (isinstance(operand0, (int, float))
+                                                   and operand0 == 0)):
+        r = unary(v)
+    else:
+        fn = _alu(op0, "tensor_scalar_reduce")
+        o = _per_partition(operand0, v.ndim)
+        r = fn(o, v) if reverse0 else fn(v, o)
+    kind = _REDUCE.get(reduce_op)
+    if kind is None:
+        raise NotImplementedError(f"nrtpy.nki: tensor_scalar_reduce: reduce operator "
+                                  f"{getattr(reduce_op, '__name__', reduce_op)!r}")
+    red = _reduce_value("tensor_scalar_reduce", reduce_op,
+                        r.reshape(r.shape[0], -1), (1,), True)
+    regs = _into_registers("tensor_scalar_reduce", _REDUCE_FOLD[kind], red, cmd,
+                           reduce_init)
+    _registers_out("tensor_scalar_reduce", reduce_res, regs, bool(reduce_res_negate))
+    return _finish("tensor_scalar_reduce", dst, r)
+
+
+def exponential(dst: Any, src: Any, max_value: Any = 0.0, reduce_res: Any = None,
+                reduce_cmd: Any = None, reduce_init: Any = 0.0, name: Any = None,
+                **_: Any) -> Any:
+    """``dst = exp(src - max_value)`` (a scalar or [P, 1] ``max_value``) on
+    the vector engine; with ``reduce_cmd`` ``reset_reduce``, ``reduce`` or
+    ``load_reduce`` (from ``reduce_init``) the sum of each partition's
+    results goes into the reduce registers and out to ``reduce_res``.
+    (NeuronCore-v4 on hardware; the emulator runs it for any target.)"""
+    require_on_chip("exponential", src, max_value)
+    cmd = reduce_cmd if reduce_cmd is not None else globals()["reduce_cmd"].idle
+    v = _f32(src)
+    r = np.exp(v - _per_partition(max_value, v.ndim))
+    regs = current().reduce_regs
+    if cmd is not globals()["reduce_cmd"].idle:
+        red = r.reshape(r.shape[0], -1).sum(axis=1, keepdims=True)
+        regs = _into_registers("exponential", nl.add, red, cmd, reduce_init)
+    _registers_out("exponential", reduce_res, regs)
+    return _finish("exponential", dst, r)
+
+
+def activate2(dst: Any, op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, op1: Any,
+              relu_param: Any = 0.0, reverse0: bool = False, reverse1: bool = False,
+              reduce_op: Any = None, reduce_res: Any = None, reduce_cmd: Any = None,
+              name: Any = None, **_: Any) -> Any:
+    """``dst = op((data <op0> imm0) <op1> imm1)`` on the scalar engine
+    (float32 math; ``nl.bypass`` skips a stage); with ``reduce_res`` (``reduce_cmd`` idle or
+    ``reset_reduce``) also the ``reduce_op`` of each partition's results.
+    (NeuronCore-v4 on hardware; the emulator runs it for any target.)"""
+    require_on_chip("activate2", data, imm0, imm1, relu_param)
+    if _is_bypass(op0) and not _is_bypass(op1):
+        raise fail("activate2", "op1 needs op0 (op0 is bypass)")
+    if reduce_cmd not in (None, globals()["reduce_cmd"].idle,
+                          globals()["reduce_cmd"].reset_reduce):
+        raise NotImplementedError("nrtpy.nki: activate2 reduce_cmd other than idle "
+                                  "and reset_reduce")
+    v = _f32(data)
+    for o, imm, rev in ((op0, imm0, reverse0), (op1, imm1, reverse1)):
+        if _is_bypass(o):
+            continue
+        _arithmetic_only("activate2", o)
+        fn = _alu(o, "activate2")
+        x = _per_partition(imm, v.ndim)
+        v = fn(x, v) if rev else fn(v, x)
+    if not (isinstance(relu_param, (int, float)) and relu_param == 0):
+        raise NotImplementedError("nrtpy.nki: activate2 relu_param (nl.prelu is "
+                                  "not implemented)")
+    r = _activation_fn(op)(v)
+    if reduce_res is not None:
+        red = _reduce_value("activate2", reduce_op or nl.add,
+                            r.reshape(r.shape[0], -1), (1,), True)
+        as_view(reduce_res).assign(red)
+    return _finish("activate2", dst, r)
+
+
+_COMPARE = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+            "greater_equal": np.greater_equal, "less": np.less,
+            "less_equal": np.less_equal}
+
+
+def affine_select(dst: Any, pattern: Any, channel_multiplier: int, on_true_tile: Any,
+                  on_false_value: Any, cmp_op: Any = None, offset: int = 0,
+                  name: Any = None, **_: Any) -> Any:
+    """``dst = on_true_tile`` where ``cmp_op(offset + c * channel_multiplier +
+    the pattern's index, 0)`` holds, else ``on_false_value`` (the predicate is
+    known when the kernel is traced, as ``iota``'s values are)."""
+    require_on_chip("affine_select", on_true_tile, dst)
+    cmp = _COMPARE.get(getattr(cmp_op, "__name__", "equal" if cmp_op is None else ""))
+    if cmp is None:
+        raise ValueError(f"affine_select: cmp_op must be a comparison (nl.equal, "
+                         f"nl.greater_equal, ...), got {cmp_op!r}")
+    shape = _core.shape_of(dst)
+    pred = cmp(_iota_values(shape, pattern, int(offset), int(channel_multiplier)), 0)
+    t = _f32(on_true_tile)
+    if t.shape != shape:
+        t = t.reshape(shape)
+    trace = current()
+    out = np.where(trace.program.const(np.ascontiguousarray(pred)), t,
+                   trace.program.full(float(on_false_value), (), F32))
+    return _finish("affine_select", dst, out)
+
+
+def nonzero_with_count(dst: Any, src: Any, index_offset: int = 0, padding_val: int = -1,
+                       name: Any = None, **_: Any) -> Any:
+    """For partitions 0, 16, ..., 112 (one per GpSimd core): the indices
+    (plus ``index_offset``) of the nonzero elements of ``src``, then
+    ``padding_val``, then their count, into ``dst`` (one element longer);
+    other partitions of ``dst`` are left as they are."""
+    require_on_chip("nonzero_with_count", src, dst)
+    s_shape, d_shape = _core.shape_of(src), _core.shape_of(dst)
+    sdt, ddt = _core.dtype_of(src), _core.dtype_of(dst)
+    if sdt not in (nl.float32, nl.int32):
+        raise fail("nonzero_with_count", f"src must be float32 or int32, not "
+                                         f"{_dtype_name(sdt)}")
+    if ddt != nl.int32:
+        raise fail("nonzero_with_count", f"dst must be int32, not {_dtype_name(ddt)}")
+    t = int(np.prod(s_shape[1:], dtype=np.int64))
+    if s_shape[0] != d_shape[0] or int(np.prod(d_shape[1:], dtype=np.int64)) != t + 1:
+        raise fail("nonzero_with_count", f"dst {d_shape} must have src's partitions "
+                                         f"and one more element per partition than "
+                                         f"src {s_shape}")
+    trace = current()
+    rows = np.arange(0, s_shape[0], 16)
+    v = np.take(value_of(src).reshape(s_shape[0], t), trace.program.const(rows), axis=0)
+    zero = np.equal(v, trace.program.full(0, (), v.dtype)).astype(np.int32)
+    perm = trace.program.emit("argsort", [zero], zero.shape, np.dtype(np.int32), axis=1)
+    flat = trace.program.const((np.arange(rows.size, dtype=np.int32)[:, None] * t)
+                               .astype(np.int32))
+    keys = np.take(zero.reshape(-1), perm + flat)
+    found = np.where(np.equal(keys, trace.program.full(0, (), np.int32)),
+                     perm + trace.program.full(int(index_offset), (), np.int32),
+                     trace.program.full(int(padding_val), (), np.int32))
+    count = np.subtract(trace.program.full(t, (), np.int32),
+                        zero.sum(axis=1, keepdims=True).astype(np.int32))
+    out = np.concatenate([found, count], axis=1)
+    idx = rows[:, None] * (t + 1) + np.arange(t + 1)[None, :]
+    view = as_view(dst).reshape((d_shape[0] * (t + 1),))[idx.reshape(-1)]
+    view.assign(out.reshape(-1))
+    return dst
+
+
+def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: Any = None,
+         **_: Any) -> Any:
+    """The ``K`` (``val_dst``'s free size) largest of the ``n`` bfloat16
+    elements of each 16-partition snake of ``src`` (element ``e`` of the
+    snake of partitions 16g..16g+15 at partition 16g + e % 16, column
+    e // 16), in ascending order, and their indices (uint32, the first of
+    equal values first) into every partition of the group."""
+    require_on_chip("topk", src, val_dst, idx_dst)
+    s_shape = _core.shape_of(src)
+    v_shape, i_shape = _core.shape_of(val_dst), _core.shape_of(idx_dst)
+    if _core.dtype_of(src) != nl.bfloat16 or _core.dtype_of(val_dst) != nl.bfloat16:
+        raise fail("topk", f"src and val_dst must be bfloat16, not "
+                           f"{_dtype_name(_core.dtype_of(src))} and "
+                           f"{_dtype_name(_core.dtype_of(val_dst))}")
+    if _core.dtype_of(idx_dst) != nl.uint32:
+        raise fail("topk", f"idx_dst must be uint32, not "
+                           f"{_dtype_name(_core.dtype_of(idx_dst))}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"topk: n must be an int, got {type(n).__name__}")
+    p = s_shape[0]
+    k = int(np.prod(v_shape[1:], dtype=np.int64))
+    x = int(np.prod(s_shape[1:], dtype=np.int64))
+    if not 8 <= n < 65536:
+        raise fail("topk", f"n = {n} is outside [8, 65536)")
+    if not 1 <= k <= n or k >= 32768:
+        raise fail("topk", f"K = {k} (val_dst's free size) must be from 1 to n = {n}")
+    if p % 16 or v_shape[0] != p or tuple(i_shape) != tuple(v_shape):
+        raise fail("topk", f"src {s_shape}, val_dst {v_shape} and idx_dst {i_shape}: "
+                           f"the partitions must match and be a multiple of 16, "
+                           f"the outputs of one shape")
+    if x < -(-n // 16):
+        raise fail("topk", f"src has {x} columns; n = {n} needs {-(-n // 16)}")
+    trace = current()
+    groups = p // 16
+    e = np.arange(n)
+    snake = (np.arange(groups)[:, None] * 16 + e[None, :] % 16) * x + e[None, :] // 16
+    vals = np.take(value_of(src).reshape(-1), trace.program.const(snake.astype(np.int32)))
+    perm = trace.program.emit("argsort", [vals], vals.shape, np.dtype(np.int32),
+                              axis=1, descending=True)
+    top = perm[:, :k][:, ::-1]
+    flat = top + trace.program.const((np.arange(groups, dtype=np.int32) * n)[:, None])
+    best = np.take(vals.reshape(-1), flat)
+    rows = trace.program.const((np.arange(p) // 16).astype(np.int32))
+    as_view(val_dst).assign(np.take(best, rows, axis=0).reshape(v_shape))
+    as_view(idx_dst).assign(np.take(top.astype(np.uint32), rows, axis=0).reshape(i_shape))
+    return val_dst
+
+
 _notes.instrument(globals(), _names.ISA)  # each call's ops: one instruction
 __getattr__ = _names.missing(__name__, "nki.isa")
 __all__ = [n for n in _names.ISA if n in globals()]
