@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import nrtpy.neff
+import nrtpy.nki.isa as nisa
 import nrtpy.nki.language as nl
 from hlo_support import F32, TUPLE, computation, f_bytes, f_int, instr, module, run_neff, shape
 from nrtpy import nki
@@ -160,3 +161,27 @@ def test_older_typing_annotations(ab):
     old.simulate_kernel(scale, a, b)
     np.testing.assert_array_equal(a, ab[0] * np.float32(3.0))
     np.testing.assert_array_equal(b, ab[1])
+
+
+def beta2_add(a_input, b_input):
+    # NKI's beta 2 frontend provides sbuf and hbm without an import
+    a = sbuf.view(dtype=a_input.dtype, shape=a_input.shape)  # noqa: F821
+    nisa.dma_copy(dst=a, src=a_input)
+    b = sbuf.view(dtype=b_input.dtype, shape=b_input.shape)  # noqa: F821
+    nisa.dma_copy(dst=b, src=b_input)
+    c = sbuf.view(dtype=a_input.dtype, shape=a_input.shape)  # noqa: F821
+    nisa.tensor_tensor(dst=c, data1=a, data2=b, op=nl.add)
+    out = hbm.view(dtype=a_input.dtype, shape=a_input.shape)  # noqa: F821
+    nisa.dma_copy(dst=out, src=c)
+    return out
+
+
+def test_beta2_kernels_get_their_implicit_memories(tmp_path, ab):
+    a, b = ab
+    np.testing.assert_array_equal(nki.jit(beta2_add)(a, b), a + b)
+    assert "sbuf" not in globals()  # the module's own names are left alone
+    op = old_compile.UnifiedKernel.trace(beta2_add, platform_target="trn2")
+    cfg = op.dump_config(a, b)
+    got = run_module(tmp_path, hlo_with_kernel(cfg.dumped_config, [a.shape, b.shape],
+                                               [a.shape], False), [a, b])
+    np.testing.assert_array_equal(got["output0"], a + b)

@@ -87,6 +87,12 @@ ALIASES: dict[str, str] = {
     "nki.framework": "nrtpy.nki.framework",
     "nki.framework.kernel": "nrtpy.nki.framework",
     "nki.framework.compiled": "nrtpy.nki.framework",
+    # NKI's beta 2 frontend's kernel classes: the older namespace's
+    "nki.compile": "nrtpy.nki.legacy.compile",
+    "nki.compiler": "nrtpy.nki.legacy.compile",
+    "nki.compiler.backends": "nrtpy.nki.legacy.compile",
+    "nki.compiler.backends.neuron": "nrtpy.nki.legacy.compile",
+    "nki.compiler.backends.neuron.FrameworkKernel": "nrtpy.nki.legacy.compile",
     "neuronxcc.nki": "nrtpy.nki.legacy",
     "neuronxcc.nki.language": "nrtpy.nki.legacy.language",
     "neuronxcc.nki.isa": "nrtpy.nki.legacy.isa",

@@ -282,13 +282,15 @@ class Kernel:
                 kw[pname] = call_args[pname]
             else:
                 pos.append(call_args[pname])
+        from nrtpy.nki.framework import with_implicit_memories
+        fn = with_implicit_memories(self.fn)
         _core._stack.append(trace)
         try:
             result: Any = None
             for pid in itertools.product(*(range(g) for g in self.grid)):
                 trace.pid = pid
                 trace.shared_next = 0
-                r = self.fn(*pos, **kw)
+                r = fn(*pos, **kw)
                 if result is None:
                     result = r
         finally:

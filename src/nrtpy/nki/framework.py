@@ -14,15 +14,57 @@ emulator allocates its own buffers.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import types
 from typing import Any, Callable
 
 import numpy as np
 
 from nrtpy.nki import Kernel
+from nrtpy.nki._core import MemoryRegion
 
 __all__ = ["Kernel", "CompileKernel", "CompileOptions", "FrameworkConfig",
            "OutputSpec", "NirResult"]
+
+
+class _ImplicitMemory:
+    """``sbuf``, ``psum`` or ``hbm`` as kernels of NKI's beta 2 frontend
+    use them without importing them: ``sbuf.view(dtype=..., shape=...)``
+    allocates a tensor there."""
+
+    def __init__(self, region: MemoryRegion) -> None:
+        self.region = region
+
+    def view(self, dtype: Any, shape: Any, name: str = "") -> Any:
+        from nrtpy.nki import language
+        return language.ndarray(tuple(shape), dtype, buffer=self.region, name=name)
+
+    def __repr__(self) -> str:
+        return f"<{self.region.value}>"
+
+
+_IMPLICIT = {"sbuf": MemoryRegion.sbuf, "psum": MemoryRegion.psum,
+             "hbm": MemoryRegion.shared_hbm}
+
+
+def with_implicit_memories(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, or a copy whose globals also hold the memories the beta 2
+    frontend provides (``sbuf``, ``psum``, ``hbm``) that it names without
+    defining them."""
+    code = getattr(fn, "__code__", None)
+    glob = getattr(fn, "__globals__", None)
+    if code is None or glob is None:
+        return fn
+    missing = [n for n in _IMPLICIT if n in code.co_names and n not in glob
+               and not hasattr(builtins, n)]
+    if not missing:
+        return fn
+    g = dict(glob)
+    g.update({n: _ImplicitMemory(_IMPLICIT[n]) for n in missing})
+    copy = types.FunctionType(code, g, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    return copy
 
 
 @dataclasses.dataclass(frozen=True)
