@@ -9,13 +9,15 @@ was >= 0.5, issue 28's is >= 1.0).  Also the compile time of a 5,000-instruction
 
 Needs JAX (a test dependency: ``make test`` installs it in .venv).
 
-Usage: python bench/bench_hlo.py [--quick | --full] [--only NAME,...]
+Usage: python bench/bench_hlo.py [--quick | --full] [--only NAME,...] [--phases N]
   --quick  small shapes (seconds)
   (none)   mid-size shapes
   --full   the issue's sizes: MLP 64x4096->11008->4096, attention 8 heads
            x 1024 tokens x 128, decoder block 512 tokens x 1024 hidden
   --only   the models whose row names start with one of these (rmsnorm,
            decoder, ...), and no compile-time row
+  --phases alternating phases per model (default 5, 3 with --full): more
+           steady figures on a busy machine
 """
 
 from __future__ import annotations
@@ -176,6 +178,8 @@ def main() -> None:
     g.add_argument("--full", action="store_true")
     ap.add_argument("--only", metavar="NAME,...",
                     help="only the models whose names start with one of these")
+    ap.add_argument("--phases", type=int, default=0,
+                    help="alternating phases per model (default 5; 3 with --full)")
     a = ap.parse_args()
     size = "quick" if a.quick else "full" if a.full else "mid"
     only = [w for w in (a.only or "").split(",") if w]
@@ -187,7 +191,8 @@ def main() -> None:
         for name, fn, args in cases(size):
             if only and not any(name.startswith(w) for w in only):
                 continue
-            bench_model(Path(d), name, fn, args, phases=3 if size == "full" else 5)
+            phases = a.phases or (3 if size == "full" else 5)
+            bench_model(Path(d), name, fn, args, phases=phases)
 
 
 if __name__ == "__main__":
