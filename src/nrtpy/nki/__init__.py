@@ -47,7 +47,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from nrtpy.nki import _core, _notes
+from nrtpy.nki import _core
 from nrtpy.nki._core import NkiCompileError, NkiTensor
 
 __all__ = ["jit", "simulate", "benchmark", "Kernel", "NkiCompileError", "language", "isa",
@@ -311,7 +311,6 @@ class Kernel:
         outs = [(f"output_{i}", r.traced()) for i, r in enumerate(results)]
         outs += [(f"{p}.out", inputs[p].traced()) for p in written]
         outputs = _attach_outputs(program, outs)
-        _notes.stamp(trace)  # each op's instruction, for traces
         folder = artifacts_dir()
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=True)

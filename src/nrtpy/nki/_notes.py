@@ -2,17 +2,17 @@
 
 Every public function of ``nki.isa`` and ``nki.language`` is wrapped
 (:func:`instrument`, at the end of each module) so that the ops one call
-appends, its nested calls included, are remembered with the instruction's
-name, its engine, its tensor operands and the kernel's source line.  When
-the NEFF is written (:func:`stamp`), each of those ops gets the
-instruction's description as its ``note`` (docs/neff-emulator-format.md),
-and a trace of the NEFF (``save_trace``, ``nrt_profile_start``) shows one
-event per instruction named by it::
+appends, its nested calls included, get the instruction's description (its
+name, its engine, its tensor operands and the kernel's source line) as
+their ``note`` (docs/neff-emulator-format.md); a trace of the NEFF
+(``save_trace``, ``nrt_profile_start``) shows one event per instruction
+named by it::
 
     tensor_tensor [vector] add.py:12 dst=float32[128,512]@sbuf data1=... -> 2 ops
 
-The description is made at write time, so tracing pays only for the
-bookkeeping.
+(The description is made at once: keeping the instruction's arguments
+until the NEFF is written would cost more, in garbage collection, than
+describing them.)
 """
 
 from __future__ import annotations
@@ -72,14 +72,15 @@ def _wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
             result = fn(*args, **kwargs)
         finally:
             _depth -= 1
-        if len(ops) > start:
+        end = len(ops)
+        if end > start:
             f = sys._getframe(1)
             while f is not None and f.f_code.co_filename.startswith(_NRTPY_DIR):
                 f = f.f_back
             where = (f.f_code.co_filename, f.f_lineno) if f is not None else None
-            trace = _core._stack[-1]
-            made = trace.__dict__.setdefault("instructions", [])
-            made.append((ops[start:], name, fn, args, kwargs, where))
+            note = describe(name, fn, args, kwargs, where, end - start)
+            for k in range(start, end):
+                ops[k]["note"] = note
         return result
     instruction.__wrapped__ = fn  # type: ignore[attr-defined]
     return instruction
@@ -133,11 +134,3 @@ def describe(name: str, fn: Callable[..., Any], args: tuple, kwargs: dict,
             parts.append(f"{pname}={d}")
     parts.append(f"-> {n_ops} op{'s' if n_ops != 1 else ''}")
     return " ".join(parts)
-
-
-def stamp(trace: Any) -> None:
-    """Give each op the recorded instructions made its ``note``."""
-    for ops, name, fn, args, kwargs, where in trace.__dict__.pop("instructions", ()):
-        note = describe(name, fn, args, kwargs, where, len(ops))
-        for op in ops:
-            op["note"] = note
