@@ -159,6 +159,9 @@ class Trace:
         # The vector engine's reduce registers (one value per partition)
         # as the last accumulating instruction left them.
         self.reduce_regs: Traced | None = None
+        # The nc_matmuls just traced into one PSUM access, traced as one
+        # matmul (isa._MatmulGroup), while the next may continue them.
+        self.matmul_group: Any = None
         # nl.rand's generator: values fixed when the kernel is traced.
         self.rng = np.random.default_rng(0)
 

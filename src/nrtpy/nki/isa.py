@@ -301,12 +301,9 @@ def check_bitvec_dtypes(instruction: str, op: Any, **operands: Any) -> None:
 
 
 # -- tensor engine ---------------------------------------------------------------
-def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
-    """``stationary.T @ moving`` as a new PSUM tile of float32, with the
-    tensor engine's limits checked."""
-    require_on_chip(instruction, stationary, moving)
-    check_matmul_dtypes(instruction, stationary, moving)
-    ss, ms = _core.shape_of(stationary), _core.shape_of(moving)
+def _matmul_checks(instruction: str, ss: tuple[int, ...],
+                   ms: tuple[int, ...]) -> None:
+    """The tensor engine's limits on operands of shapes ``ss`` and ``ms``."""
     if len(ss) < 2 or len(ms) < 2:
         raise fail(instruction, f"operands must be tiles of 2 or more "
                                 f"dimensions, got {ss} and {ms}")
@@ -315,7 +312,6 @@ def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
                                 f"stationary {ss}, moving {ms}")
     # [K, ..., M] x [K, ..., N]: every axis but the last contracts (the
     # double-row modes' [K, 2, M]).
-    k_total = int(np.prod(ss[:-1]))
     if ms[:-1] != ss[:-1]:
         raise fail(instruction, f"stationary {ss} and moving {ms} differ "
                                 f"outside their last axis")
@@ -328,17 +324,152 @@ def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
     if ms[-1] > 512:
         raise fail(instruction, f"the moving free size {ms[-1]} is over 512 "
                                 f"(nl.tile_size.gemm_moving_fmax)")
-    s = _f32(stationary).reshape(k_total, ss[-1])
-    m = _f32(moving).reshape(k_total, ms[-1])
-    r = np.matmul(s.transpose(), m)
+
+
+def _matmul_value(s: Traced, m: Traced) -> Traced:
+    """``s.T @ m`` in float32 for ``s`` [..., M] and ``m`` [..., N], every
+    axis but the last contracting.  Two bfloat16 (or two float16) operands
+    go to the emulator's matmul as they are: it decodes them exactly and
+    accumulates in float32, as it does after a cast, without the cast."""
+    if not (s.dtype == m.dtype and s.dtype.itemsize == 2 and _core.is_float(s.dtype)):
+        s, m = _f32(s), _f32(m)
+    s = s.reshape(-1, s.shape[-1]) if s.ndim != 2 else s
+    m = m.reshape(-1, m.shape[-1]) if m.ndim != 2 else m
+    p = s.program
+    return p.emit("matmul", [s.transpose(), m], (s.shape[1], m.shape[1]), F32)
+
+
+def matmul_tile(instruction: str, stationary: Any, moving: Any) -> NkiTensor:
+    """``stationary.T @ moving`` as a new PSUM tile of float32, with the
+    tensor engine's limits checked."""
+    require_on_chip(instruction, stationary, moving)
+    check_matmul_dtypes(instruction, stationary, moving)
+    _matmul_checks(instruction, _core.shape_of(stationary), _core.shape_of(moving))
+    r = _matmul_value(value_of(stationary), value_of(moving))
     return new_tile(r, MemoryRegion.psum, instruction)
+
+
+class _MatmulGroup:
+    """nc_matmuls in a row accumulating into one PSUM access, from
+    stationary and moving operands that are boxes of one tensor each, a
+    step apart along one of its axes (the k tiles of a kernel's
+    contraction loop): traced as a single matmul over their whole depth.
+
+    Each call that joins the group takes back the ops the group emitted
+    (nothing else was traced since, so no operand changed) and emits the
+    group again: one read of each operand's union box, one matmul, one
+    accumulation into ``dst``.  The sum runs over the same products in
+    float32, in another order (as the tensor engine's own order within a
+    tile is not NumPy's either)."""
+
+    def __init__(self, dst: View, accumulate: bool, stationary: View,
+                 moving: View, boxes: tuple, start: int, nbuffers: int) -> None:
+        self.dst = dst
+        self.accumulate = accumulate  # the first product adds onto dst
+        self.stationary = [stationary]
+        self.moving = [moving]
+        self.boxes = [boxes]
+        self.start = start  # the program's ops and buffers before the group
+        self.nbuffers = nbuffers
+        self.end = -1  # the ops after it (-1: not emitted yet)
+
+    def joins(self, trace: _core.Trace, dst: View, stationary: View,
+              moving: View) -> bool:
+        """Whether this call's product continues the group."""
+        if len(trace.program.ops) != self.end:
+            return False
+        d = self.dst
+        if dst.tensor is not d.tensor or dst.shape != d.shape or \
+                dst.dtype != d.dtype:
+            return False
+        if (dst.index is None) != (d.index is None) or (
+                dst.index is not None and not np.array_equal(dst.index, d.index)):
+            return False
+        s0, m0 = self.stationary[0], self.moving[0]
+        return (stationary.tensor is s0.tensor and moving.tensor is m0.tensor
+                and stationary.shape == s0.shape and moving.shape == m0.shape
+                and stationary.dtype == s0.dtype and moving.dtype == m0.dtype)
+
+    def emit(self) -> None:
+        """The group's ops: the union boxes, the matmul, the accumulation."""
+        trace = self.dst.tensor.trace
+        s = _union_read(self.stationary, [b[0] for b in self.boxes])
+        m = _union_read(self.moving, [b[1] for b in self.boxes])
+        tile = new_tile(_matmul_value(s, m), MemoryRegion.psum, "nc_matmul")
+        v = self.dst
+        value = nl.add(v, tile, dtype=v.dtype) if self.accumulate else tile
+        v.assign(value)
+        self.end = len(trace.program.ops)
+
+    def retract(self) -> None:
+        """Take back the ops and buffers the group emitted."""
+        p = self.dst.tensor.trace.program
+        del p.ops[self.start:]
+        for name in list(p.buffers)[self.nbuffers:]:
+            del p.buffers[name]
+
+
+def _box_of(x: Any) -> tuple | None:
+    """The box of its tensor that the operand ``x`` reads (as
+    ``_core._as_box`` gives it), or None when it is none."""
+    v = x if isinstance(x, View) else x.whole() if isinstance(x, NkiTensor) else None
+    if v is None or v.indirect is not None or v.oob is not None or \
+            v.dtype != v.tensor.dtype or not v.tensor.written:
+        return None
+    t = v.tensor
+    if v.index is None:
+        if v.shape != t.shape:
+            return None
+        n = len(t.shape)
+        return [0] * n, [1] * n, list(t.shape), list(range(n)), []
+    box = _core._as_box(v.index, t.shape)
+    return None if box is None or box[4] else box
+
+
+def _union_read(views: list[View], boxes: list[tuple]) -> Traced:
+    """The operands of a matmul group read at once, as [K, g, ..., F]:
+    the boxes, which differ only by their start along one axis of the
+    tensor that the views do not span, a fixed step apart."""
+    v0, b0 = views[0], boxes[0]
+    start, step, count, dims, _ = b0
+    if len(views) == 1:
+        return _core._read_box(v0.tensor.traced(), start, step, count, dims,
+                               [], v0.shape)
+    axis = next(k for k in range(len(start)) if boxes[1][0][k] != start[k])
+    delta = boxes[1][0][axis] - start[axis]
+    step, count = list(step), list(count)
+    step[axis], count[axis] = delta, len(views)
+    shape = v0.shape[:1] + (len(views),) + v0.shape[1:]
+    return _core._read_box(v0.tensor.traced(), start, step, count,
+                           dims[:1] + [axis] + dims[1:], [], shape)
+
+
+def _extends(boxes: list[tuple], new: tuple) -> bool:
+    """Whether the box ``new`` continues the run ``boxes`` (see
+    _union_read): the same but for its start along one axis that the view
+    does not span, one more step along it."""
+    b0 = boxes[0]
+    if new[1:] != b0[1:]:
+        return False
+    diff = [k for k in range(len(b0[0])) if new[0][k] != b0[0][k]]
+    if len(diff) != 1:
+        return False
+    axis = diff[0]
+    if b0[2][axis] != 1 or axis in b0[3]:
+        return False
+    if len(boxes) == 1:
+        return True
+    delta = boxes[1][0][axis] - b0[0][axis]
+    return new[0][axis] == b0[0][axis] + delta * len(boxes)
 
 
 def _nc_matmul(dst: Any, stationary: Any, moving: Any,
                accumulate: Any = None, mask: Any = None) -> Any:
-    tile = matmul_tile("nc_matmul", stationary, moving)
     if dst is None:
-        return tile
+        return matmul_tile("nc_matmul", stationary, moving)
+    require_on_chip("nc_matmul", stationary, moving)
+    check_matmul_dtypes("nc_matmul", stationary, moving)
+    _matmul_checks("nc_matmul", _core.shape_of(stationary), _core.shape_of(moving))
     v = as_view(dst)
     if v.dtype != nl.float32:
         raise fail("nc_matmul", f"dst must be a float32 tile on NeuronCore-v2 "
@@ -355,17 +486,44 @@ def _nc_matmul(dst: Any, stationary: Any, moving: Any,
             written.reshape(-1)[idx].reshape(v.shape)
     else:
         prior = np.full(v.shape, bool(accumulate))
-    if prior.all():
-        value = nl.add(v, tile, dtype=v.dtype)
-    elif prior.any():
-        value = nl.where(prior, nl.add(v, tile, dtype=v.dtype), tile, dtype=v.dtype)
+    trace = t.trace
+    group: _MatmulGroup | None = trace.matmul_group
+    trace.matmul_group = None
+    boxes = None
+    if mask is None and v.indirect is None and not t.readonly and \
+            (prior.all() and t.written or not prior.any()):
+        sb, mb = _box_of(stationary), _box_of(moving)
+        if sb is not None and mb is not None:
+            boxes = (sb, mb)
+    if boxes is not None:
+        s_view, m_view = as_view(stationary), as_view(moving)
+        if group is not None and prior.all() and \
+                group.joins(trace, v, s_view, m_view) and \
+                _extends([b[0] for b in group.boxes], boxes[0]) and \
+                _extends([b[1] for b in group.boxes], boxes[1]):
+            group.retract()
+            group.stationary.append(s_view)
+            group.moving.append(m_view)
+            group.boxes.append(boxes)
+        else:
+            p = trace.program
+            group = _MatmulGroup(v, bool(prior.all()), s_view, m_view, boxes,
+                                 len(p.ops), len(p.buffers))
+        group.emit()
+        trace.matmul_group = group
     else:
-        value = tile
+        tile = matmul_tile("nc_matmul", stationary, moving)
+        if prior.all():
+            value = nl.add(v, tile, dtype=v.dtype)
+        elif prior.any():
+            value = nl.where(prior, nl.add(v, tile, dtype=v.dtype), tile, dtype=v.dtype)
+        else:
+            value = tile
+        v.assign(value, None if mask is None else np.asarray(mask, bool))
     if idx is None:
         written[...] = True
     else:
         written.reshape(-1)[idx] = True
-    v.assign(value, None if mask is None else np.asarray(mask, bool))
     return dst
 
 
