@@ -506,6 +506,36 @@ test_scatter(void)
         ASSERT_TRUE(r[0] == 0 && r[1] == 1 && r[2] == 0);
     }
     {
+        /* Assignments by runs of consecutive indices, cut at the end of
+         * the out and at the block of 1024 converted indices; a later
+         * run overwrites an earlier one; bfloat16 bits copied as they are. */
+        enum { N = 2500, COUNT = 2000 };
+        static uint16_t base[COUNT], r[COUNT], want[COUNT], upd[N];
+        static int32_t k[N];
+        for (int j = 0; j < COUNT; j++) {
+            base[j] = (uint16_t)(0x3f80 + j % 7);
+        }
+        for (int j = 0; j < N; j++) {
+            /* 0..1499, then 1000..1999 again, then 2000.. (out of range) */
+            k[j] = j < 1500 ? j : j - 500;
+            upd[j] = (uint16_t)(0x7fc1 + j); /* NaN payloads among them */
+        }
+        k[700] = -3;
+        memcpy(want, base, sizeof want);
+        for (int j = 0; j < N; j++) {
+            if (k[j] >= 0 && k[j] < COUNT) {
+                want[k[j]] = upd[j];
+            }
+        }
+        struct nrtemu_array ob = array1(NRTEMU_DTYPE_BFLOAT16, r, COUNT);
+        struct nrtemu_array ab = array1(NRTEMU_DTYPE_BFLOAT16, base, COUNT);
+        struct nrtemu_array kb = array1(NRTEMU_DTYPE_INT32, k, N);
+        struct nrtemu_array ub = array1(NRTEMU_DTYPE_BFLOAT16, upd, N);
+        ASSERT_OK(nrtemu__kernel_scatter(NRTEMU_SCATTER_ASSIGN, &ob, &ab, &kb,
+                                         &ub, &scratch));
+        ASSERT_TRUE(memcmp(r, want, sizeof want) == 0);
+    }
+    {
         /* A huge uint64 index is out of range, not negative-wrapped in. */
         double d[] = {1, 2}, e[] = {9}, r[2];
         uint64_t k[] = {UINT64_MAX};

@@ -25,8 +25,8 @@ static const enum nrtemu_op_class op_class[NRTEMU_OP_COUNT] = {
 static const char *doc_path; /* docs/neff-emulator-format.md */
 
 static const uint32_t all_attrs = (1u << NRTEMU_ATTR_COUNT) - 1;
-static const uint32_t all_flags =
-    NRTEMU_OPF_STREAMS | NRTEMU_OPF_FLOAT_ONLY | NRTEMU_OPF_CONTROL;
+static const uint32_t all_flags = NRTEMU_OPF_STREAMS | NRTEMU_OPF_FLOAT_ONLY |
+                                  NRTEMU_OPF_CONTROL | NRTEMU_OPF_IN_PLACE;
 
 static void
 test_rows_complete(void)
@@ -91,6 +91,7 @@ test_rows_consistent(void)
                NRTEMU_OPF_FLOAT_ONLY);
     ASSERT_UEQ(nrtemu__op_defs[NRTEMU_OP_RESHAPE].flags, NRTEMU_OPF_STREAMS);
     ASSERT_UEQ(nrtemu__op_defs[NRTEMU_OP_ADD].flags, NRTEMU_OPF_STREAMS);
+    ASSERT_UEQ(nrtemu__op_defs[NRTEMU_OP_SCATTER].flags, NRTEMU_OPF_IN_PLACE);
     ASSERT_UEQ(nrtemu__op_defs[NRTEMU_OP_EXP].flags,
                NRTEMU_OPF_STREAMS | NRTEMU_OPF_FLOAT_ONLY);
     ASSERT_UEQ(nrtemu__op_defs[NRTEMU_OP_SLICE].attrs,

@@ -114,6 +114,34 @@ scatter_generic(enum nrtemu_scatter_mode mode, const struct nrtemu_array *out,
     }
 }
 
+/*
+ * Assignments a run at a time: updates whose indices go up by one (the
+ * writes of a box of the operand, row by row) are one copy.  The runs
+ * are copied in order, so the last assignment to an index still wins;
+ * the bytes are the updates', as the element loops store them.
+ */
+static void
+scatter_assign(char *o, uint64_t count, const int64_t *idx, const char *u,
+               size_t n, size_t size)
+{
+    size_t i = 0;
+
+    while (i < n) {
+        int64_t k = idx[i];
+        size_t j = i + 1;
+        if (k < 0 || (uint64_t)k >= count) {
+            i++;
+            continue;
+        }
+        while (j < n && idx[j] == k + (int64_t)(j - i) &&
+               (uint64_t)idx[j] < count) {
+            j++;
+        }
+        memcpy(o + (size_t)k * size, u + i * size, (j - i) * size);
+        i = j;
+    }
+}
+
 NRT_STATUS
 nrtemu__kernel_scatter(enum nrtemu_scatter_mode mode,
                        const struct nrtemu_array *out,
@@ -145,6 +173,10 @@ nrtemu__kernel_scatter(enum nrtemu_scatter_mode mode,
          * they are out of range anyway. */
         nrtemu__convert(NRTEMU_DTYPE_INT64, idx, indices->dtype,
                         (const char *)indices->data + j * isize, 1, b);
+        if (mode == NRTEMU_SCATTER_ASSIGN) {
+            scatter_assign(out->data, count, idx, u, b, size);
+            continue;
+        }
         switch (out->dtype) {
         case NRTEMU_DTYPE_FLOAT32:
             scatter_f32(mode, out->data, count, idx, (const float *)u, b);

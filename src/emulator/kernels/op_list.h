@@ -32,7 +32,9 @@
  *            so its out may be one of its operands (the others compute
  *            into scratch when it is); FLOAT_ONLY: defined only for a
  *            float compute dtype; CONTROL: control flow, which runs the
- *            nested op lists of its attributes and has no out; 0 for none
+ *            nested op lists of its attributes and has no out; IN_PLACE:
+ *            its out may be its first operand itself (the op changes it
+ *            where it writes, reading no other element of it); 0 for none
  */
 /* clang-format off */
 #define NRTEMU_OP_LIST(X)                                                                                                 \
@@ -117,7 +119,7 @@ X(ROUND_EVEN,    "round_even",     1, UNARY,   arith,       elementwise, element
 X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
 X(IS_FINITE,     "is_finite",      1, TEST,    is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)              \
-X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            0)                    \
+X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            IN_PLACE)             \
 X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)
 /* clang-format on */
 
@@ -156,6 +158,7 @@ enum nrtemu_attr {
 #define NRTEMU_OPF_STREAMS 1u
 #define NRTEMU_OPF_FLOAT_ONLY 2u
 #define NRTEMU_OPF_CONTROL 4u
+#define NRTEMU_OPF_IN_PLACE 8u
 
 /*
  * The names the attrs and flags columns of the rows use (AXES | KEEPDIMS,
@@ -169,6 +172,7 @@ enum nrtemu_attr {
         STREAMS = NRTEMU_OPF_STREAMS,               \
         FLOAT_ONLY = NRTEMU_OPF_FLOAT_ONLY,         \
         CONTROL = NRTEMU_OPF_CONTROL,               \
+        IN_PLACE = NRTEMU_OPF_IN_PLACE,             \
     }
 
 #endif /* NRTEMU_OP_LIST_H */

@@ -706,9 +706,12 @@ read_op(const char *func, const struct nrtemu_program *p, struct op_list *list,
     }
     /* Ops other than elementwise ones read their operands in another
      * order than they write: an out that is also an operand is computed
-     * aside first. */
+     * aside first (but for the first operand of an op that changes it in
+     * place). */
     if ((nrtemu__op_defs[op->op].flags & NRTEMU_OPF_STREAMS) == 0) {
-        for (size_t k = 0; k < n_in; k++) {
+        size_t first =
+            (nrtemu__op_defs[op->op].flags & NRTEMU_OPF_IN_PLACE) ? 1 : 0;
+        for (size_t k = first; k < n_in; k++) {
             op->via_scratch = op->via_scratch || op->in[k] == op->out;
         }
     }

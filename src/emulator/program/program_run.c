@@ -55,7 +55,8 @@ as_array(const struct buffer *b, void *data, struct nrtemu_array *a)
  * Whether the out memory of a non-elementwise op overlaps an operand's.
  * Besides an op naming its out as an operand (found at load), the caller
  * may pass one tensor as an input and an output.  Elementwise ops read
- * each element before writing it, so for them exact aliasing is fine.
+ * each element before writing it, so for them exact aliasing is fine, as
+ * it is for the first operand of an op that changes it in place.
  */
 static bool
 aliases_operand(const struct nrtemu_program *p, const struct op *op,
@@ -63,13 +64,17 @@ aliases_operand(const struct nrtemu_program *p, const struct op *op,
 {
     const char *o = data[op->out];
     size_t on = p->buffers[op->out].bytes;
+    uint32_t flags = nrtemu__op_defs[op->op].flags;
 
-    if (nrtemu__op_defs[op->op].flags & NRTEMU_OPF_STREAMS) {
+    if (flags & NRTEMU_OPF_STREAMS) {
         return false;
     }
     for (size_t k = 0; k < op->n_in; k++) {
         const char *i = data[op->in[k]];
         size_t in = p->buffers[op->in[k]].bytes;
+        if (k == 0 && (flags & NRTEMU_OPF_IN_PLACE) && i == o && in == on) {
+            continue;
+        }
         if (on != 0 && in != 0 && o < i + in && i < o + on) {
             return true;
         }
