@@ -667,6 +667,9 @@ class View:
             base = p.emit("bitcast", [base], t.shape, self.dtype)
         if self.index is None:
             return base if self.shape == t.shape else base.reshape(self.shape)
+        if self.size == t.size and _is_identity(self.index):
+            # the whole tensor in its own order (a reshape of it)
+            return base.reshape(self.shape)
         box = _as_box(self.index, t.shape)
         if box is not None:
             return _read_box(base, *box, self.shape)
