@@ -150,6 +150,7 @@ class Trace:
         self.shared: list[NkiTensor] = []
         self.shared_next = 0
         self.index_consts: dict[tuple, Traced] = {}
+        self.scalars: dict[tuple, Traced] = {}
         # Buffers that hold a tensor (never handed to a new one).
         self.owned: set[str] = set()
         # The program's indirect gathers: op index -> (elements per row,
@@ -164,6 +165,19 @@ class Trace:
         self.matmul_group: Any = None
         # nl.rand's generator: values fixed when the kernel is traced.
         self.rng = np.random.default_rng(0)
+
+    def scalar(self, value: Any, dtype: np.dtype) -> Traced:
+        """A scalar of ``dtype`` holding ``value`` (a Python number), one
+        buffer for equal ones in one op list.  It is never written: its
+        name is owned, so a tile made of it gets a copy."""
+        p = self.program
+        key = (type(value).__name__, repr(value), np.dtype(dtype).str, id(p.ops))
+        t = self.scalars.get(key)
+        if t is None or t.name not in p.buffers:
+            t = p.full(value, (), dtype)
+            self.owned.add(t.name)
+            self.scalars[key] = t
+        return t
 
     def index_const(self, idx: np.ndarray) -> Traced:
         """A constant holding ``idx`` (flat indices), shared by equal ones."""
@@ -788,8 +802,10 @@ class View:
             t.written = True
             return
         flat_idx = self.flat().reshape(-1)
-        upd = src.reshape(self.size) if src.ndim != 1 else src
+        # (a scatter takes its updates in any shape of as many elements)
+        upd = src
         if mask is not None:
+            upd = src.reshape(self.size) if src.ndim != 1 else src
             keep = np.flatnonzero(mask.reshape(-1))
             if keep.size == 0:
                 return
@@ -1043,12 +1059,12 @@ def _read_box(base: Traced, start: list[int], step: list[int],
                      step=step)
     # the mapped tensor dims, in the order of the view's axes
     order = [k for k in dims if k is not None]
-    kept = tuple(count[k] for k in sorted(order))
-    if tuple(out.shape) != kept:
-        out = out.reshape(kept) if kept else out.reshape(())
     ranks = sorted(order)
     perm = [ranks.index(k) for k in order]
     if perm != sorted(perm):
+        kept = tuple(count[k] for k in ranks)
+        if tuple(out.shape) != kept:
+            out = out.reshape(kept) if kept else out.reshape(())
         out = out.transpose(perm)
     pre = tuple(1 if d is None else shape[a] for a, d in enumerate(dims))
     if tuple(out.shape) != pre:
@@ -1128,8 +1144,7 @@ def value_of(x: Any, like: np.dtype | None = None,
         return trace.program.const(x)
     if isinstance(x, (bool, np.bool_, numbers.Number, np.generic)):
         dt = like if like is not None else np.asarray(x).dtype
-        return trace.program.full(x if not isinstance(x, np.generic) else x.item(),
-                                  (), dt)
+        return trace.scalar(x if not isinstance(x, np.generic) else x.item(), dt)
     raise TypeError(f"expected an NKI tensor, an access of one or a number, "
                     f"got {type(x).__name__}")
 

@@ -372,11 +372,12 @@ class _MatmulGroup:
         self.start = start  # the program's ops and buffers before the group
         self.nbuffers = nbuffers
         self.end = -1  # the ops after it (-1: not emitted yet)
+        self.ops = dst.tensor.trace.program.ops  # the op list it is in
 
     def joins(self, trace: _core.Trace, dst: View, stationary: View,
               moving: View) -> bool:
         """Whether this call's product continues the group."""
-        if len(trace.program.ops) != self.end:
+        if trace.program.ops is not self.ops or len(self.ops) != self.end:
             return False
         d = self.dst
         if dst.tensor is not d.tensor or dst.shape != d.shape or \
