@@ -102,7 +102,8 @@ test-sanitize: deps
 # would otherwise hide the rest); the target fails at the end, naming them.
 # bench_ops last: it exits non-zero when an op is below its floor.
 BENCHES := bench_tensor_copy bench_models bench_call_path bench_neff_load \
-	bench_elementwise bench_reduce bench_fusion bench_collectives bench_ops
+	bench_elementwise bench_reduce bench_fusion bench_collectives bench_nki \
+	bench_ops
 bench: install
 	@failed=""; \
 	for b in $(BENCHES); do \
