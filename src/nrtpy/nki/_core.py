@@ -20,6 +20,7 @@ source line and the rule.
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 import sys
@@ -272,7 +273,7 @@ class NkiTensor:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def itemsize(self) -> int:
@@ -451,6 +452,9 @@ class View:
         # Elements whose index arrays point outside the tensor (read clipped,
         # never written): only a mask that leaves them out makes them legal.
         self.oob: np.ndarray | None = None
+        # The box of the tensor that ``index`` selects, as _as_box gives it,
+        # when the key that made the view said so (None: not known).
+        self.box: tuple | None = None
 
     def check_oob(self, instruction: str, mask: np.ndarray | None) -> None:
         """Fail unless ``mask`` leaves out every element out of bounds."""
@@ -470,7 +474,7 @@ class View:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def buffer(self) -> MemoryRegion:
@@ -511,6 +515,13 @@ class View:
                for k in key) and sum(k is Ellipsis for k in key) <= 1:
             if len([k for k in key if k is not Ellipsis]) <= self.ndim:
                 return self
+        if self.index is None and self.dtype == self.tensor.dtype:
+            box = _slice_box(self.shape, key)
+            if box is not None:
+                view = View(self.tensor, _box_index(self.shape, box), tuple(
+                    c for c, d in zip(box[2], box[5]) if d))
+                view.box = box[:5]
+                return view
         try:
             direct = _select(self.shape, key) if self.index is None else None
             if direct is not None:
@@ -681,6 +692,8 @@ class View:
             base = p.emit("bitcast", [base], t.shape, self.dtype)
         if self.index is None:
             return base if self.shape == t.shape else base.reshape(self.shape)
+        if self.box is not None:
+            return _read_box(base, *self.box, self.shape)
         if self.size == t.size and _is_identity(self.index):
             # the whole tensor in its own order (a reshape of it)
             return base.reshape(self.shape)
@@ -875,6 +888,48 @@ def _assign_indirect(view: View, src: Traced, mask: np.ndarray | None,
                                           src.reshape(view.size).name],
                   "out": t.name, "mode": mode})
 
+
+
+def _slice_box(shape: tuple[int, ...], key: tuple) -> tuple | None:
+    """For a key of ints and slices only (no more than the tensor's axes),
+    the box it selects of a tensor of ``shape``: _as_box's (start, step,
+    count per tensor axis, the tensor axis of each view axis, broadcast
+    axes) and whether each tensor axis is kept (a slice) or dropped (an
+    int).  None for any other key, or one that selects
+    nothing or is out of bounds (the general path says why)."""
+    if len(key) > len(shape):
+        return None
+    start, step, count, dims, kept = [], [], [], [], []
+    for a, n in enumerate(shape):
+        k = key[a] if a < len(key) else slice(None)
+        if type(k) is slice:
+            r = range(*k.indices(n))
+            if not r:
+                return None
+            start.append(r.start)
+            step.append(r.step)
+            count.append(len(r))
+            dims.append(a if len(r) > 1 else None)
+            kept.append(True)
+        elif type(k) is int and -n <= k < n:
+            start.append(k % n)
+            step.append(1)
+            count.append(1)
+            kept.append(False)
+        else:
+            return None
+    return start, step, count, dims, [], kept
+
+
+def _box_index(shape: tuple[int, ...], box: tuple) -> np.ndarray:
+    """The flat indices of a box from _slice_box, in the view's shape."""
+    start, step, count, _, _, kept = box
+    flat = np.asarray(sum(s * st for s, st in zip(start, _c_strides(shape))),
+                      dtype=np.int64)
+    for st, s, c, k in zip(_c_strides(shape), step, count, kept):
+        if k:
+            flat = np.add.outer(flat, np.arange(c, dtype=np.int64) * (s * st))
+    return flat
 
 
 def _select(shape: tuple[int, ...], key: tuple) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -1108,7 +1163,7 @@ def check_tile(instruction: str, shape: tuple[int, ...], dtype: np.dtype,
                                 f"{partition_axis}); at most {PMAX} "
                                 f"(nl.tile_size.pmax)")
     rest = shape[:partition_axis] + shape[partition_axis + 1:]
-    per = int(np.prod(rest, dtype=np.int64)) * np.dtype(dtype).itemsize
+    per = math.prod(rest) * np.dtype(dtype).itemsize
     cap = trace.target.sbuf_bytes if buffer is MemoryRegion.sbuf \
         else trace.target.psum_bytes
     if per > cap:
