@@ -773,3 +773,21 @@ def test_inspect_gzip_bomb_stops_at_the_archive_end(tmp_path):
     path.write_bytes(header + payload)
     with pytest.raises(ValueError, match=r"after the end of its tar archive \(at byte 1024\)"):
         nrtpy.neff.inspect(path)
+
+
+def test_archive_reads_back_with_tarfile():
+    # The ustar members _container writes without tarfile, read by tarfile:
+    # sizes around the 512-byte blocks, a name of 100 bytes (UTF-8), one
+    # that only fits split into ustar's prefix and name.
+    files = {f"sg00/const.{n}.npy": bytes([n % 251]) * n
+             for n in (0, 1, 511, 512, 513, 1024, 10_000)}
+    files["a" * 98 + "é"] = b"x"
+    files["d" * 60 + "/" + "b" * 50] = b"yz"
+    archive = _container._tar(files, 1_700_000_000)
+    assert len(archive) % tarfile.RECORDSIZE == 0
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        members = tar.getmembers()
+        assert [m.name for m in members] == list(files)
+        for m in members:
+            assert m.isreg() and m.mode == 0o644 and m.mtime == 1_700_000_000
+            assert tar.extractfile(m).read() == files[m.name]

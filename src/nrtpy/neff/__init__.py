@@ -70,11 +70,23 @@ def _input_names(fn: Callable[..., Any], count: int) -> list[str]:
     return names[:count]
 
 
+_NPY_HEADERS: dict[tuple[str, tuple[int, ...]], bytes] = {}
+
+
 def _npy_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
+    """``array`` as np.save writes it, the header made once per dtype and
+    shape (a kernel's index constants share a few)."""
     array = np.ascontiguousarray(array).reshape(np.shape(array))
-    np.save(buf, array, allow_pickle=False)
-    return buf.getvalue()
+    key = (array.dtype.str, array.shape)
+    header = _NPY_HEADERS.get(key)
+    if header is None:
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(
+            buf, np.lib.format.header_data_from_array_1_0(array))
+        if len(_NPY_HEADERS) >= 4096:
+            _NPY_HEADERS.clear()
+        header = _NPY_HEADERS[key] = buf.getvalue()
+    return header + array.tobytes()
 
 
 def compile(fn: Callable[..., Any], *example_inputs: Any,
@@ -283,10 +295,11 @@ def _write_neff(path: str | Path, program: Program, input_names: list[str],
     files["neff.json"] = json.dumps({
         "name": neff_name, "version": "2.0", "generator": generator,
         "subgraphs": ["sg00"]}, indent=1).encode()
+    # (compact, as program.json: json's C encoder only runs without indent,
+    # and programs of thousands of ops and constants are common)
     files["sg00/def.json"] = json.dumps(
-        {"var": var, "emulator_program": "program.json"}, indent=1).encode()
-    # (compact: json's C encoder only runs without indent, and programs of
-    # thousands of ops are common)
+        {"var": var, "emulator_program": "program.json"},
+        separators=(",", ":")).encode()
     files["sg00/program.json"] = json.dumps(prog, separators=(",", ":")).encode()
     return _container.write(path, files, name=neff_name, compress=compress)
 
