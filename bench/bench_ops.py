@@ -243,6 +243,8 @@ CASES: list[Case] = [
     Case("round_away", "", why="nrtpy.neff.compile never emits it"),
     unary("is_finite", "np.isfinite(a)", np.isfinite, make=signed),
     Case("bitcast", "", why="nrtpy.neff.compile never emits it"),
+    Case("update_slice", "", why="nrtpy.neff.compile never emits it (nrtpy.nki's "
+         "writes to a box of a tile do)"),
     Case("scatter", "", why="nrtpy.neff.compile never emits it"),
     Case("argsort", "np.argsort(a, kind='stable')",
          lambda a: np.argsort(a, kind="stable"), one, memory_bound=False),

@@ -550,6 +550,39 @@ test_scatter(void)
 }
 
 static void
+test_update_slice(void)
+{
+    /* A [3, 4] int32 operand; a [2, 2] update at rows 0 and 2 from column
+     * 1 (rows of 2, copied whole), then backwards from [2, 3] in steps of
+     * -1 and -2 (an element at a time), in place. */
+    int32_t op[12], o[12], upd[4] = {-1, -2, -3, -4};
+    struct nrtemu_array out = array1(NRTEMU_DTYPE_INT32, o, 12);
+    struct nrtemu_array a = array1(NRTEMU_DTYPE_INT32, op, 12);
+    struct nrtemu_array u = array1(NRTEMU_DTYPE_INT32, upd, 4);
+    int64_t start[2] = {0, 1}, step[2] = {2, 1};
+    int64_t back[2] = {2, 3}, back_step[2] = {-1, -2};
+
+    for (int i = 0; i < 12; i++) {
+        op[i] = i;
+    }
+    out.ndim = a.ndim = u.ndim = 2;
+    out.shape[0] = a.shape[0] = 3;
+    out.shape[1] = a.shape[1] = 4;
+    u.shape[0] = u.shape[1] = 2;
+    nrtemu__kernel_update_slice(&out, &a, &u, start, step);
+    {
+        int32_t want[12] = {0, -1, -2, 3, 4, 5, 6, 7, 8, -3, -4, 11};
+        ASSERT_TRUE(memcmp(o, want, sizeof want) == 0);
+        ASSERT_EQ(op[1], 1); /* the operand is untouched */
+    }
+    nrtemu__kernel_update_slice(&a, &a, &u, back, back_step);
+    {
+        int32_t want[12] = {0, 1, 2, 3, 4, -4, 6, -3, 8, -2, 10, -1};
+        ASSERT_TRUE(memcmp(op, want, sizeof want) == 0);
+    }
+}
+
+static void
 argsort(const struct nrtemu_array *keys, uint32_t axis, bool descending,
         int32_t *out)
 {
@@ -637,6 +670,7 @@ main(void)
     RUN_TEST(test_rounding_and_classes);
     RUN_TEST(test_saturating_cast_and_pow);
     RUN_TEST(test_scatter);
+    RUN_TEST(test_update_slice);
     RUN_TEST(test_argsort);
     nrtemu__scratch_free(&scratch);
     return 0;

@@ -53,6 +53,7 @@ ELSEWHERE = {
     "collective_permute": "python/test_collectives.py",
     "bitcast": "python/test_xla_ops.py", "scatter": "python/test_xla_ops.py",
     "argsort": "python/test_xla_ops.py",
+    "update_slice": "python/test_xla_ops.py",
 }
 
 

@@ -394,3 +394,59 @@ def test_traced_numpy_functions(tmp_path):
 def _container_program(path) -> bytes:
     from support import neff_members
     return neff_members(path)["sg00/program.json"]
+
+
+# -- update_slice -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int8", "float64"])
+def test_update_slice(tmp_path, dtype):
+    import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    rng = np.random.default_rng(9)
+    x = rng.integers(-50, 50, (4, 6, 9)).astype(dt)
+    u = rng.integers(-50, 50, (2, 3, 4)).astype(dt)
+    cases = [([1, 0, 2], [2, 2, 1]),    # rows of 4, a copy each
+             ([3, 5, 8], [-2, -2, -2]),  # backwards
+             ([0, 1, 0], [3, 1, 2])]
+    for start, step in cases:
+        # into an output, then in place into a temporary copied out
+        got = run_program(
+            tmp_path, {"x": x, "u": u}, {"y": (dtype, x.shape), "z": (dtype, x.shape)},
+            [{"op": "update_slice", "in": ["x", "u"], "out": "y", "start": start,
+              "step": step},
+             {"op": "copy", "in": ["x"], "out": "t"},
+             {"op": "update_slice", "in": ["t", "u"], "out": "t", "start": start,
+              "step": step},
+             {"op": "copy", "in": ["t"], "out": "z"}],
+            temps={"t": (dtype, x.shape)})
+        want = x.copy()
+        want[tuple(slice(s, s + st * (n - 1) + (1 if st > 0 else -1) if
+                         s + st * (n - 1) + (1 if st > 0 else -1) >= 0 else None, st)
+                   for s, st, n in zip(start, step, u.shape))] = u
+        assert got["y"].tobytes() == want.tobytes(), (start, step)
+        assert got["z"].tobytes() == want.tobytes(), (start, step)
+
+
+@pytest.mark.parametrize("attrs, ins, out, detail", [
+    ({"start": [0, 3]}, [("float32", [4, 5]), ("float32", [2, 3])], ("float32", [4, 5]),
+     "dimension 1: 3 elements from 3 in steps of 1 run past the 5 of out 'y'"),
+    ({"start": [4, 0]}, [("float32", [4, 5]), ("float32", [2, 3])], ("float32", [4, 5]),
+     "start[0] = 4 is out of range [0, 4) of out 'y'"),
+    ({"step": [0, 1]}, [("float32", [4, 5]), ("float32", [2, 3])], ("float32", [4, 5]),
+     "step[0] is 0"),
+    ({}, [("float32", [4, 5]), ("float32", [6])], ("float32", [4, 5]),
+     "in[1] 'x1' has 1 dimensions and in[0] 'x0' 2: an update keeps them"),
+    ({}, [("float32", [4, 5]), ("float16", [2, 3])], ("float32", [4, 5]),
+     "out 'y' is float32 but in[1] 'x1' is float16: the op does not convert"),
+    ({}, [("float32", [4, 5]), ("float32", [2, 3])], ("float32", [5, 4]),
+     "out 'y' has shape [5,4]; the result has [4,5]"),
+])
+def test_bad_update_slice_is_invalid(tmp_path, attrs, ins, out, detail):
+    inputs = {f"x{i}": spec for i, spec in enumerate(ins)}
+    path = program_neff(tmp_path, inputs, {"y": out},
+                        [{"op": "update_slice", "in": list(inputs), "out": "y", **attrs}])
+    with pytest.raises(NrtError) as ei:
+        NrtpyModel.load_from_neff(path)
+    assert ei.value.status_code == 2
+    assert f"(update_slice): {detail}" in str(ei.value)

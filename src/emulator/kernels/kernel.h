@@ -235,6 +235,12 @@ void nrtemu__kernel_copy_bytes(void *dst, const void *src, size_t bytes);
 void nrtemu__kernel_slice(const struct nrtemu_array *out,
                           const struct nrtemu_array *in, const int64_t *start,
                           const int64_t *step);
+/* out = operand (unless out is operand), then out[start + i * step ...]
+ * = update[i...] per dimension: the inverse of a slice. */
+void nrtemu__kernel_update_slice(const struct nrtemu_array *out,
+                                 const struct nrtemu_array *operand,
+                                 const struct nrtemu_array *update,
+                                 const int64_t *start, const int64_t *step);
 /*
  * np.take(data, indices, axis).  An index outside [-n, n) stops the op
  * with NRT_EXEC_OOB and stores it in *bad_index (before anything is

@@ -1305,6 +1305,65 @@ nrtemu__kernel_slice(const struct nrtemu_array *out,
 }
 
 /*
+ * The rows of the update (its last dimension) go out one at a time: a
+ * copy of the row when its step is 1 (a box of whole runs), else an
+ * element at a time.
+ */
+void
+nrtemu__kernel_update_slice(const struct nrtemu_array *out,
+                            const struct nrtemu_array *operand,
+                            const struct nrtemu_array *update,
+                            const int64_t *start, const int64_t *step)
+{
+    ptrdiff_t strides[NRTEMU_MAX_DIMS], base = 0, row_step;
+    uint64_t idx[NRTEMU_MAX_DIMS] = {0};
+    uint64_t count = nrtemu__array_count(update), row;
+    size_t size = nrtemu__dtype_size(out->dtype);
+    uint32_t nd = out->ndim;
+    const char *u = update->data;
+    char *o = out->data;
+
+    if (out->data != operand->data) {
+        nrtemu__kernel_copy_bytes(out->data, operand->data,
+                                  nrtemu__array_count(out) * size);
+    }
+    if (count == 0) {
+        return;
+    }
+    contiguous_strides(out, strides);
+    for (uint32_t d = 0; d < nd; d++) {
+        base += (ptrdiff_t)start[d] * strides[d];
+    }
+    if (nd == 0) {
+        memcpy(o, u, size);
+        return;
+    }
+    row = update->shape[nd - 1];
+    row_step = (ptrdiff_t)step[nd - 1] * strides[nd - 1];
+    for (uint64_t done = 0; done < count; done += row) {
+        ptrdiff_t off = base;
+        for (uint32_t d = 0; d + 1 < nd; d++) {
+            off += (ptrdiff_t)idx[d] * (ptrdiff_t)step[d] * strides[d];
+        }
+        if (row_step == 1) {
+            memcpy(o + off * (ptrdiff_t)size, u, row * size);
+        } else {
+            for (uint64_t i = 0; i < row; i++) {
+                memcpy(o + (off + (ptrdiff_t)i * row_step) * (ptrdiff_t)size,
+                       u + i * size, size);
+            }
+        }
+        u += row * size;
+        for (int d = (int)nd - 2; d >= 0; d--) {
+            if (++idx[d] < update->shape[d]) {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+/*
  * A concatenation is one run of bytes per operand per index of the outer
  * dimensions (those before the axis).  Piece t of `tasks` copies the
  * outer indices of its share when there are enough of them, else its

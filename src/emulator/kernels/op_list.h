@@ -120,7 +120,8 @@ X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, element
 X(IS_FINITE,     "is_finite",      1, TEST,    is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)              \
 X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            IN_PLACE)             \
-X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)
+X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)                  \
+X(UPDATE_SLICE,  "update_slice",   2, NONE,    update_slice, update_slice, elements, START | STEP, IN_PLACE)
 /* clang-format on */
 
 /*

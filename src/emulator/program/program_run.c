@@ -324,6 +324,14 @@ nrtemu__op_run_slice(const struct op_call *c)
     return NRT_SUCCESS;
 }
 
+NRT_STATUS
+nrtemu__op_run_update_slice(const struct op_call *c)
+{
+    nrtemu__kernel_update_slice(c->out, &c->in[0], &c->in[1], c->op->start,
+                                c->op->step);
+    return NRT_SUCCESS;
+}
+
 /* An index out of bounds fails the execution, naming it. */
 NRT_STATUS
 nrtemu__op_run_take(const struct op_call *c)

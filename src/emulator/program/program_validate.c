@@ -654,24 +654,19 @@ nrtemu__op_check_concatenate(const struct op_ctx *ctx, struct op *op)
     return NRT_SUCCESS;
 }
 
-NRT_STATUS
-nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
+/*
+ * The start and step attributes of a box of `count` elements per
+ * dimension in `in` (a slice's operand, an update_slice's out): read into
+ * op->start and op->step (default 0 and 1), and checked to stay in `in`.
+ */
+static NRT_STATUS
+check_box(const struct op_ctx *ctx, struct op *op, const struct buffer *in,
+          const uint64_t *counts, const char *in_what)
 {
-    const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
     bool present;
     NRT_STATUS st;
 
-    if (in->ndim != out->ndim) {
-        return nrtemu__op_invalid(ctx,
-                                  "out '%s' has %u dimensions and in[0] "
-                                  "'%s' %u: a slice keeps them",
-                                  out->name, out->ndim, in->name, in->ndim);
-    }
-    st = check_same_dtype(ctx, 0);
-    if (st == NRT_SUCCESS) {
-        st = get_int_list(ctx, NRTEMU_ATTR_START, in->ndim, op->start,
-                          &present);
-    }
+    st = get_int_list(ctx, NRTEMU_ATTR_START, in->ndim, op->start, &present);
     if (st == NRT_SUCCESS && !present) {
         memset(op->start, 0, sizeof op->start);
     }
@@ -682,7 +677,7 @@ nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
         return st;
     }
     for (uint32_t d = 0; d < in->ndim; d++) {
-        int64_t n = (int64_t)in->shape[d], count = (int64_t)out->shape[d];
+        int64_t n = (int64_t)in->shape[d], count = (int64_t)counts[d];
         int64_t start = op->start[d];
         if (!present) {
             op->step[d] = 1;
@@ -703,9 +698,9 @@ nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
         if (start < 0 || start >= n) {
             return nrtemu__op_invalid(ctx,
                                       "start[%u] = %lld is out of range [0, "
-                                      "%lld) of in[0] '%s'",
+                                      "%lld) of %s '%s'",
                                       d, (long long)start, (long long)n,
-                                      in->name);
+                                      in_what, in->name);
         }
         /* The last index read, without overflow: |step| * (count - 1) is
          * compared with the room left first (|step| unsigned: the step
@@ -717,13 +712,54 @@ nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
             return nrtemu__op_invalid(ctx,
                                       "dimension %u: %lld elements from %lld "
                                       "in steps of %lld run past the %lld of "
-                                      "in[0] '%s'",
+                                      "%s '%s'",
                                       d, (long long)count, (long long)start,
                                       (long long)op->step[d], (long long)n,
-                                      in->name);
+                                      in_what, in->name);
         }
     }
     return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__op_check_slice(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
+    NRT_STATUS st;
+
+    if (in->ndim != out->ndim) {
+        return nrtemu__op_invalid(ctx,
+                                  "out '%s' has %u dimensions and in[0] "
+                                  "'%s' %u: a slice keeps them",
+                                  out->name, out->ndim, in->name, in->ndim);
+    }
+    st = check_same_dtype(ctx, 0);
+    return st != NRT_SUCCESS ? st
+                             : check_box(ctx, op, in, out->shape, "in[0]");
+}
+
+NRT_STATUS
+nrtemu__op_check_update_slice(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *operand = in_buf(ctx, 0), *upd = in_buf(ctx, 1);
+    const struct buffer *out = out_buf(ctx);
+    NRT_STATUS st;
+
+    if (upd->ndim != operand->ndim) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[1] '%s' has %u dimensions and in[0] "
+                                  "'%s' %u: an update keeps them",
+                                  upd->name, upd->ndim, operand->name,
+                                  operand->ndim);
+    }
+    st = check_same_dtype(ctx, 0);
+    if (st == NRT_SUCCESS) {
+        st = check_same_dtype(ctx, 1);
+    }
+    if (st == NRT_SUCCESS) {
+        st = check_out_shape(ctx, operand->shape, operand->ndim);
+    }
+    return st != NRT_SUCCESS ? st : check_box(ctx, op, out, upd->shape, "out");
 }
 
 NRT_STATUS

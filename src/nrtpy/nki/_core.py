@@ -8,9 +8,10 @@ every instruction appends ops to it.  Indexing never computes: a view holds
 the flat element indices it selects, worked out with NumPy at trace time
 (loops unroll, so every index is a constant).  Reading a view becomes a
 ``slice`` (with ``reshape``/``transpose``/``broadcast_to``) when its indices
-form a box of the tensor, a ``take`` otherwise; writing one becomes a
-``scatter`` of constant indices into the tensor's buffer (in place), or the
-op's own ``out`` when the view is the whole tensor.
+form a box of the tensor, a ``take`` otherwise; writing one becomes an
+``update_slice`` of the tensor's buffer (in place) when they form a box
+with its axes in order, a ``scatter`` of constant indices otherwise, or
+the op's own ``out`` when the view is the whole tensor.
 
 The compiler's checks (partition axis, capacity per partition, matmul
 limits, engines reading HBM) are made here, when the instruction is traced,
@@ -814,6 +815,18 @@ class View:
             p.ops.append(rec)
             t.written = True
             return
+        box = self.box if self.box is not None else \
+            None if mask is not None or self.oob is not None else _as_box(idx, t.shape)
+        if mask is None and box is not None and not box[4]:
+            order = [d for d in box[3] if d is not None]
+            if order == sorted(order):
+                # a box of the tensor, its axes in order: written in place
+                start, step, count = box[0], box[1], tuple(box[2])
+                upd = src if tuple(src.shape) == count else src.reshape(count)
+                base = t.traced()
+                p.ops.append({"op": "update_slice", "in": [base.name, upd.name],
+                              "out": t.name, "start": start, "step": step})
+                return
         flat_idx = self.flat().reshape(-1)
         # (a scatter takes its updates in any shape of as many elements)
         upd = src
