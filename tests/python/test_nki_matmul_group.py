@@ -134,3 +134,27 @@ def test_tiles_out_of_order_are_one_matmul_each():
     lhsT, rhs = rand(384, 16), rand(384, 24)
     assert program_ops(kernel, lhsT, rhs).count("matmul") == 2
     np.testing.assert_allclose(kernel(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def test_k_tiles_into_a_transposed_psum_access():
+    # dst is no box in the tensor's order (a scatter of constant indices),
+    # emitted again with each k tile: the constants taken back with it.
+    @nki.jit
+    def kernel(lhsT, rhs):
+        out = nl.ndarray((48, 32), nl.float32, buffer=nl.shared_hbm)
+        lt = nl.ndarray((128, 3, 32), lhsT.dtype, buffer=nl.sbuf)
+        rt = nl.ndarray((128, 3, 48), rhs.dtype, buffer=nl.sbuf)
+        for k in nl.affine_range(3):
+            nisa.dma_copy(dst=lt[0:128, k, 0:32], src=lhsT[k * 128:(k + 1) * 128, 0:32])
+            nisa.dma_copy(dst=rt[0:128, k, 0:48], src=rhs[k * 128:(k + 1) * 128, 0:48])
+        acc = nl.ndarray((48, 32), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(3):
+            nisa.nc_matmul(dst=acc.permute((1, 0)), stationary=lt[0:128, k, 0:32],
+                           moving=rt[0:128, k, 0:48])
+        res = nl.ndarray((48, 32), nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nl.store(out, res)
+        return out
+    lhsT, rhs = rand(384, 32), rand(384, 48)
+    assert program_ops(kernel, lhsT, rhs).count("matmul") == 1
+    np.testing.assert_allclose(kernel(lhsT, rhs), (lhsT.T @ rhs).T, rtol=1e-4, atol=1e-4)

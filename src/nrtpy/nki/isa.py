@@ -373,6 +373,7 @@ class _MatmulGroup:
         self.nbuffers = nbuffers
         self.end = -1  # the ops after it (-1: not emitted yet)
         self.ops = dst.tensor.trace.program.ops  # the op list it is in
+        self.written = dst.tensor.written  # (a write into dst may zero it first)
 
     def joins(self, trace: _core.Trace, dst: View, stationary: View,
               moving: View) -> bool:
@@ -403,11 +404,22 @@ class _MatmulGroup:
         self.end = len(trace.program.ops)
 
     def retract(self) -> None:
-        """Take back the ops and buffers the group emitted."""
-        p = self.dst.tensor.trace.program
+        """Take back the ops and buffers the group emitted (with the
+        constants among them, which the caches then forget)."""
+        trace = self.dst.tensor.trace
+        p = trace.program
         del p.ops[self.start:]
-        for name in list(p.buffers)[self.nbuffers:]:
+        self.dst.tensor.written = self.written
+        gone = list(p.buffers)[self.nbuffers:]
+        for name in gone:
             del p.buffers[name]
+        if any(name in p.consts for name in gone):
+            for name in gone:
+                p.consts.pop(name, None)
+            trace.index_consts = {k: t for k, t in trace.index_consts.items()
+                                  if t.name in p.buffers}
+            p._const_ids = {k: v for k, v in p._const_ids.items()
+                            if v[1].name in p.buffers}
 
 
 def _box_of(x: Any) -> tuple | None:
@@ -423,7 +435,7 @@ def _box_of(x: Any) -> tuple | None:
             return None
         n = len(t.shape)
         return [0] * n, [1] * n, list(t.shape), list(range(n)), []
-    box = _core._as_box(v.index, t.shape)
+    box = v.box if v.box is not None else _core._as_box(v.index, t.shape)
     return None if box is None or box[4] else box
 
 
