@@ -158,3 +158,22 @@ def test_k_tiles_into_a_transposed_psum_access():
     lhsT, rhs = rand(384, 32), rand(384, 48)
     assert program_ops(kernel, lhsT, rhs).count("matmul") == 1
     np.testing.assert_allclose(kernel(lhsT, rhs), (lhsT.T @ rhs).T, rtol=1e-4, atol=1e-4)
+
+
+def test_a_group_is_one_nc_matmul_event_in_a_trace(tmp_path):
+    from nrtpy import NrtpyModel, NrtpyTensor
+    lhsT, rhs = rand(512, 128), rand(512, 256)
+    path = blocked(4).specialize(lhsT, rhs).path
+    model = NrtpyModel.load_from_neff(path)
+    ntff = tmp_path / "k.ntff"
+    model(inputs={"lhsT": NrtpyTensor.from_numpy(lhsT, name="lhsT"),
+                  "rhs": NrtpyTensor.from_numpy(rhs, name="rhs")},
+          save_trace=True, ntff_name=str(ntff))
+    events = [e for e in json.loads(ntff.read_text())["traceEvents"]
+              if e.get("cat") == "op"]
+    # every op is an instruction's, the matmul nc_matmul's
+    assert all(e["name"].split(" ")[0] in ("dma_copy", "nc_matmul", "tensor_copy",
+                                           "store") for e in events), events
+    matmuls = [e for e in events if e["name"].startswith("nc_matmul ")]
+    assert len(matmuls) == 1
+    assert "matmul" in [o["name"] for o in matmuls[0]["args"]["ops"]]

@@ -165,6 +165,10 @@ class Trace:
         # The nc_matmuls just traced into one PSUM access, traced as one
         # matmul (isa._MatmulGroup), while the next may continue them.
         self.matmul_group: Any = None
+        # The first op the instruction being traced emitted, when it took
+        # back ops before its own (a matmul group emitted again): its
+        # description covers them (nki/_notes.py).
+        self.rewound = 0
         # nl.rand's generator: values fixed when the kernel is traced.
         self.rng = np.random.default_rng(0)
 

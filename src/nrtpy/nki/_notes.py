@@ -65,13 +65,15 @@ def _wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
         global _depth
         if _depth or not _core._stack:
             return fn(*args, **kwargs)
-        ops = _core._stack[-1].program.ops
-        start = len(ops)
+        trace = _core._stack[-1]
+        ops = trace.program.ops
+        start = trace.rewound = len(ops)
         _depth += 1
         try:
             result = fn(*args, **kwargs)
         finally:
             _depth -= 1
+        start = min(start, trace.rewound)
         end = len(ops)
         if end > start:
             f = sys._getframe(1)

@@ -409,6 +409,7 @@ class _MatmulGroup:
         trace = self.dst.tensor.trace
         p = trace.program
         del p.ops[self.start:]
+        trace.rewound = min(trace.rewound, self.start)
         self.dst.tensor.written = self.written
         gone = list(p.buffers)[self.nbuffers:]
         for name in gone:
