@@ -345,3 +345,39 @@ def test_benchmark_gives_the_models_latency_figures():
         nki.benchmark(add, iters=0)
     with pytest.raises(ValueError, match="mode"):
         nki.benchmark(add, mode="cycles")
+
+
+def test_dynamic_range_and_fori_loop_with_int_bounds():
+    # Bounds known when the kernel is traced: the loops unroll, and every
+    # row block is doubled exactly once.
+    @nki.jit
+    def kernel(a):
+        out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)
+        for i in nl.dynamic_range(2):
+            t = nl.load(a[i * 128:(i + 1) * 128, :])
+            nl.store(out[i * 128:(i + 1) * 128, :], nl.add(t, t))
+
+        def body(i):
+            t = nl.load(a[i * 128:(i + 1) * 128, :])
+            nl.store(out[i * 128:(i + 1) * 128, :], nl.multiply(t, 2.0))
+
+        nl.fori_loop(2, 4, body)
+        return out
+    a = rand(512, 64)
+    np.testing.assert_array_equal(kernel(a), a * 2)
+
+
+def test_fori_loop_refuses_bad_arguments():
+    @nki.jit
+    def kernel(a):
+        nl.fori_loop(0, 2, "not a function")
+        return a
+    with pytest.raises(TypeError, match="body_fun must be callable"):
+        kernel(rand(128, 4))
+
+    @nki.jit
+    def kernel2(a):
+        nl.fori_loop(0, 2, lambda i: None, step=0)
+        return a
+    with pytest.raises(ValueError, match="step must be a positive int"):
+        kernel2(rand(128, 4))

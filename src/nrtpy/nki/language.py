@@ -205,6 +205,26 @@ def static_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) 
     return _range(start, stop, step, **kw)
 
 
+def dynamic_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) -> range:
+    """A loop the device runs with bounds it reads at run time; bounds
+    known when the kernel is traced (ints) give the same iterations, so the
+    loop unrolls.  Bounds in registers are not implemented."""
+    return _range(start, stop, step, **kw)
+
+
+def fori_loop(lower: int, upper: int, body_fun: Any, step: int = 1) -> None:
+    """``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``: bounds
+    known when the kernel is traced (ints) unroll the loop, as
+    :func:`dynamic_range` does; ``step`` must be a positive int."""
+    if not callable(body_fun):
+        raise TypeError(f"fori_loop: body_fun must be callable, not "
+                        f"{type(body_fun).__name__}")
+    if not isinstance(step, numbers.Integral) or isinstance(step, bool) or step <= 0:
+        raise ValueError(f"fori_loop: step must be a positive int, not {step!r}")
+    for i in _range(lower, upper, step):
+        body_fun(i)
+
+
 # -- the SPMD grid ----------------------------------------------------------
 def program_id(axis: int = 0) -> int:
     """This instance's index along ``axis`` of the launch grid."""
