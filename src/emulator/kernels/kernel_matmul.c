@@ -46,6 +46,10 @@
 #define MAX_TASKS (MAX_THREADS * NRTEMU_POOL_TASKS_PER_THREAD)
 /* Products under this many multiply-adds run on the calling thread. */
 #define THREAD_MIN_WORK ((uint64_t)1 << 22)
+/* A product is cut into more tasks than threads only while each task keeps
+ * this many multiply-adds: every task packs its own panels, which at mid
+ * sizes costs more than handing tasks out as threads free up gains. */
+#define TASK_MIN_WORK ((uint64_t)1 << 28)
 
 /* Blocking in elements, for cores of 32 KiB L1 and 1 MiB L2: an MR x KC
  * sliver of A and the tile's lines of B stream through L1, the MC x KC
@@ -1185,6 +1189,10 @@ nrtemu__kernel_matmul(enum nrtemu_dtype compute,
     split = impl != NULL && vecmat_split_wanted(batch, M, N, K, work);
     if (impl != NULL) {
         ntasks = (int)nrtemu__pool_tasks(work, THREAD_MIN_WORK);
+        if (ntasks > cpus && (uint64_t)ntasks > work / TASK_MIN_WORK) {
+            uint64_t fit = work / TASK_MIN_WORK;
+            ntasks = fit > (uint64_t)cpus ? (int)fit : cpus;
+        }
         ntasks = ntasks < MAX_TASKS ? ntasks : MAX_TASKS;
         nthreads = cpus < MAX_THREADS ? cpus : MAX_THREADS;
         nthreads = nthreads < ntasks ? nthreads : ntasks;
