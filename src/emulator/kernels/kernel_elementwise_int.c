@@ -116,6 +116,36 @@ i64_rem(int64_t a, int64_t b)
 }
 
 /*
+ * The cases every integer rule switch shares: the unary ops that are the
+ * identity on integers (NumPy 2: an integer is its own floor and
+ * rounding), and the rows of the class no integer computes (float only:
+ * the validator refuses them on integers) with those of other classes.
+ */
+#define INT_SELF_UNARY_CASES   \
+    case NRTEMU_OP_FLOOR:      \
+    case NRTEMU_OP_CEIL:       \
+    case NRTEMU_OP_ROUND_EVEN: \
+    case NRTEMU_OP_ROUND_AWAY:
+#define INT_NO_UNARY_CASES  \
+    case NRTEMU_OP_EXP:     \
+    case NRTEMU_OP_LOG:     \
+    case NRTEMU_OP_SQRT:    \
+    case NRTEMU_OP_RSQRT:   \
+    case NRTEMU_OP_TANH:    \
+    case NRTEMU_OP_SIGMOID: \
+    case NRTEMU_OP_GELU:    \
+    case NRTEMU_OP_SIN:     \
+    case NRTEMU_OP_COS:     \
+    case NRTEMU_OP_EXPM1:   \
+    case NRTEMU_OP_LOG1P:   \
+    case NRTEMU_OP_CBRT:    \
+    case NRTEMU_OP_ERF:     \
+        NRTEMU_OP_CASES_OUTSIDE(UNARY)
+#define INT_NO_BINARY_CASES \
+    case NRTEMU_OP_ATAN2:   \
+        NRTEMU_OP_CASES_OUTSIDE(BINARY)
+
+/*
  * The signed integer ops that wrap, for int64 and int32 (suffix SFX,
  * type T, its unsigned twin U): arithmetic is done on U, whose conversion
  * back GCC defines as modulo 2^width.  Unary ops whole; the binary ones
@@ -146,28 +176,10 @@ i64_rem(int64_t a, int64_t b)
         case NRTEMU_OP_SIGN:                                               \
             UN_LOOP(T, (x > 0) - (x < 0));                                 \
             break;                                                         \
-        case NRTEMU_OP_FLOOR:                                              \
-        case NRTEMU_OP_CEIL:                                               \
-        case NRTEMU_OP_ROUND_EVEN:                                         \
-        case NRTEMU_OP_ROUND_AWAY:                                         \
-            /* integers are their own floor and rounding (NumPy 2) */      \
+            INT_SELF_UNARY_CASES                                           \
             UN_LOOP(T, x);                                                 \
             break;                                                         \
-        case NRTEMU_OP_EXP:                                                \
-        case NRTEMU_OP_LOG:                                                \
-        case NRTEMU_OP_SQRT:                                               \
-        case NRTEMU_OP_RSQRT:                                              \
-        case NRTEMU_OP_TANH:                                               \
-        case NRTEMU_OP_SIGMOID:                                            \
-        case NRTEMU_OP_GELU:                                               \
-        case NRTEMU_OP_SIN:                                                \
-        case NRTEMU_OP_COS:                                                \
-        case NRTEMU_OP_EXPM1:                                              \
-        case NRTEMU_OP_LOG1P:                                              \
-        case NRTEMU_OP_CBRT:                                               \
-        case NRTEMU_OP_ERF:                                                \
-            /* float only: the validator refuses them on integers */       \
-            NRTEMU_OP_CASES_OUTSIDE(UNARY)                                 \
+            INT_NO_UNARY_CASES                                             \
             break;                                                         \
         }                                                                  \
     }
@@ -211,27 +223,10 @@ u64_unary(enum nrtemu_op op, size_t n, const uint64_t *a, uint64_t *o)
         break;
     case NRTEMU_OP_ABS:
     case NRTEMU_OP_RELU:
-    case NRTEMU_OP_FLOOR:
-    case NRTEMU_OP_CEIL:
-    case NRTEMU_OP_ROUND_EVEN:
-    case NRTEMU_OP_ROUND_AWAY:
+        INT_SELF_UNARY_CASES
         UN_LOOP(uint64_t, x);
         break;
-    case NRTEMU_OP_EXP:
-    case NRTEMU_OP_LOG:
-    case NRTEMU_OP_SQRT:
-    case NRTEMU_OP_RSQRT:
-    case NRTEMU_OP_TANH:
-    case NRTEMU_OP_SIGMOID:
-    case NRTEMU_OP_GELU:
-    case NRTEMU_OP_SIN:
-    case NRTEMU_OP_COS:
-    case NRTEMU_OP_EXPM1:
-    case NRTEMU_OP_LOG1P:
-    case NRTEMU_OP_CBRT:
-    case NRTEMU_OP_ERF:
-        /* float only: the validator refuses them on integers */
-        NRTEMU_OP_CASES_OUTSIDE(UNARY)
+        INT_NO_UNARY_CASES
         break;
     }
 }
@@ -259,8 +254,7 @@ i64_binary(enum nrtemu_op op, size_t n, const int64_t *a, bool sa,
     case NRTEMU_OP_TRUNC_DIVIDE:
         BIN_LOOP(int64_t, i64_trunc_divide(x, y));
         break;
-    case NRTEMU_OP_ATAN2: /* float only */
-        NRTEMU_OP_CASES_OUTSIDE(BINARY)
+        INT_NO_BINARY_CASES
         break;
     }
 }
@@ -302,8 +296,7 @@ u64_binary(enum nrtemu_op op, size_t n, const uint64_t *a, bool sa,
     case NRTEMU_OP_TRUNC_DIVIDE:
         BIN_LOOP(uint64_t, y != 0 ? x / y : UINT64_MAX);
         break;
-    case NRTEMU_OP_ATAN2: /* float only */
-        NRTEMU_OP_CASES_OUTSIDE(BINARY)
+        INT_NO_BINARY_CASES
         break;
     }
 }
