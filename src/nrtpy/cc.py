@@ -18,15 +18,25 @@ An option it does not know takes the next word as its value unless written
 in neuronx-cc, and ``--enable-*``/``--disable-*``/``--no-*`` take none.  So
 name the module before any ignored option that has no value.
 
-Exit status: 0 when the NEFF is written; 1 with one line on stderr when the
+``--print-nki`` (neuronx-cc spells it ``--tensorizer-options=--print-nki``,
+as nkipy's ``lower_to_nki`` does) also writes the module as an NKI kernel,
+``nki.py`` in the working directory (``--print-nki=PATH`` elsewhere), with
+:func:`nrtpy.hlo.print_nki`.  ``--pipeline`` without its ``compile`` stage
+(``--pipeline tensorize SaveTemps``) stops before the NEFF: nothing but
+``nki.py`` is written.  Both files are written only once everything is
+known to succeed, so a failure leaves neither.
+
+Exit status: 0 when the NEFF (or nki.py) is written; 1 with one line on stderr when the
 module cannot be compiled (missing file, malformed module, an opcode the
-emulator does not implement); 2 for a command line it cannot use (no module,
+emulator does not implement, an instruction that does not print as NKI);
+2 for a command line it cannot use (no module,
 a framework other than XLA, an unknown command).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +44,10 @@ from typing import Sequence
 
 PROG = "nrtpy-cc"
 DEFAULT_OUTPUT = "file.neff"  # neuronx-cc's default
+DEFAULT_NKI = "nki.py"  # where neuronx-cc's tensorizer prints NKI source
+# The pipeline stage that writes the NEFF: a --pipeline without it stops
+# before (nkipy's lower_to_nki asks for "tensorize SaveTemps").
+NEFF_STAGE = "compile"
 
 USAGE = f"""\
 usage: {PROG} compile --framework XLA MODULE.pb [--output OUT.neff] [neuronx-cc options]
@@ -45,18 +59,21 @@ nrtpy's emulated Neuron device; the command line is neuronx-cc's.
   --framework XLA        the module's front end: only XLA (an HloModuleProto)
   --output PATH, -o PATH the NEFF to write (default {DEFAULT_OUTPUT}, relative
                          to the working directory)
+  --print-nki[=PATH]     also write the module as an NKI kernel (Python
+                         source, `import nki`): nki.py in the working
+                         directory unless PATH is given; neuronx-cc's
+                         spelling --tensorizer-options=--print-nki works too
+  --pipeline STAGE...    without `compile` (e.g. `tensorize SaveTemps`) no
+                         NEFF is written, only what --print-nki asks for
   --version              print the version and exit
   --help, -h             print this help and exit
 
-Other neuronx-cc options (--target, --lnc, --pipeline, --model-type,
+Other neuronx-cc options (--target, --lnc, --model-type,
 --auto-cast, --optlevel/-O, --internal-*, ...) are accepted and ignored,
 with one note on stderr naming them.  Exit status: 0 on success, 1 when the
 module cannot be compiled, 2 for a command line that cannot be used.
 """
 
-# Options that take every following word up to the next option (argparse's
-# nargs="+" in neuronx-cc).
-_MULTI_VALUE = ("--pipeline",)
 # Prefixes of switches that take no value.
 _SWITCH_PREFIXES = ("--enable-", "--disable-", "--no-")
 
@@ -73,6 +90,8 @@ class Command:
     framework: str | None = None
     module: str | None = None
     output: str = DEFAULT_OUTPUT
+    pipeline: list[str] | None = None
+    print_nki: str | None = None  # where to write nki.py; None: not asked
     ignored: list[str] = field(default_factory=list)
     help: bool = False
     version: bool = False
@@ -118,6 +137,29 @@ def parse(argv: Sequence[str]) -> Command:
             cmd.output, i = _value(argv, i, word)
         elif word.startswith("-o") and not word.startswith("--"):
             cmd.output = word[2:]
+        elif name == "--print-nki":
+            cmd.print_nki = word.split("=", 1)[1] if "=" in word else DEFAULT_NKI
+            if not cmd.print_nki:
+                raise UsageError("--print-nki= needs a path (or no '=')")
+        elif name == "--pipeline":
+            cmd.pipeline = []
+            while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                i += 1
+                cmd.pipeline.append(argv[i])
+            if "=" in word:
+                cmd.pipeline[:0] = word.split("=", 1)[1].split()
+            if not cmd.pipeline:
+                raise UsageError("--pipeline needs at least one stage")
+        elif name == "--tensorizer-options":
+            # The tensorizer's own options, one word: --print-nki is read,
+            # the others concern Trainium and are ignored.
+            value, i = _value(argv, i, name)
+            words = shlex.split(value)
+            if "--print-nki" in words and cmd.print_nki is None:
+                cmd.print_nki = DEFAULT_NKI
+            rest = [w for w in words if w != "--print-nki"]
+            if rest:
+                cmd.ignored.append(f"{name}={' '.join(rest)}")
         elif word.startswith("-") and word != "-":
             # Ignored: the option and the words that are its value.
             start = i
@@ -125,9 +167,6 @@ def parse(argv: Sequence[str]) -> Command:
                 pass
             elif word.startswith("-O") and len(word) > 2:
                 pass  # -O2
-            elif name in _MULTI_VALUE:
-                while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
-                    i += 1
             elif i + 1 < len(argv) and not argv[i + 1].startswith("-"):
                 i += 1
             cmd.ignored.append(" ".join(argv[start:i + 1]))
@@ -145,9 +184,11 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def compile_module(cmd: Command) -> Path:
+def compile_module(cmd: Command) -> Path | None:
     """Compile ``cmd.module`` to ``cmd.output`` (both relative to the working
-    directory) with :func:`nrtpy.neff.compile_hlo`.
+    directory) with :func:`nrtpy.neff.compile_hlo`, and print it as NKI
+    source to ``cmd.print_nki`` when asked.  Returns the NEFF's path (else
+    nki.py's; None when the pipeline asks for neither).
 
     Raises:
         UsageError: no command, a command other than ``compile``, no module,
@@ -155,6 +196,7 @@ def compile_module(cmd: Command) -> Path:
         FileNotFoundError, IsADirectoryError, PermissionError: the module
             cannot be read.
         ValueError, NotImplementedError: from compile_hlo.
+        NkiPrintError: an instruction that does not print as NKI.
     """
     if cmd.command is None:
         raise UsageError("no command: use 'compile' (see --help)")
@@ -174,14 +216,35 @@ def compile_module(cmd: Command) -> Path:
         raise IsADirectoryError(f"{cmd.module}: is a directory, not an HloModuleProto file")
     if not os.access(module, os.R_OK):
         raise PermissionError(f"{cmd.module}: not readable")
+    write_neff = cmd.pipeline is None or NEFF_STAGE in cmd.pipeline
     output = Path(cmd.output)
-    if not output.parent.is_dir():
-        raise FileNotFoundError(f"{cmd.output}: its folder {str(output.parent)!r} "
-                                f"does not exist")
+    targets = ([output] if write_neff else []) + \
+        ([Path(cmd.print_nki)] if cmd.print_nki else [])
+    for target in targets:
+        if not target.parent.is_dir():
+            raise FileNotFoundError(f"{target}: its folder {str(target.parent)!r} "
+                                    f"does not exist")
 
-    from nrtpy.neff import compile_hlo  # (the compiler is imported on use)
+    # (the compiler is imported on use)
+    from nrtpy.hlo._compile import module_bytes
+    from nrtpy.hlo._print_nki import print_nki
+    from nrtpy.neff import compile_hlo
 
-    return compile_hlo(module, output)
+    data = module_bytes(module)
+    # The source is printed before the NEFF is compiled and written after
+    # it, so that a module either fails to do both leaves no file.
+    source = print_nki(data) if cmd.print_nki else None
+    written = compile_hlo(data, output) if write_neff else None
+    if source is not None:
+        nki_path = Path(cmd.print_nki)
+        partial = nki_path.with_name(f".{nki_path.name}.{os.getpid()}.tmp")
+        try:
+            partial.write_text(source)
+            os.replace(partial, nki_path)
+        finally:
+            partial.unlink(missing_ok=True)
+        written = written or nki_path
+    return written
 
 
 def version_line(prog: str = PROG) -> str:
@@ -216,6 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
     except NotImplementedError as e:
+        from nrtpy.hlo._print_nki import NkiPrintError
+        if isinstance(e, NkiPrintError):
+            print(f"{PROG}: error: --print-nki: cannot print {cmd.module} as NKI: "
+                  f"{_one_line(str(e))}", file=sys.stderr)
+            return 1
         print(f"{PROG}: error: not supported by the emulator: {_one_line(str(e))}",
               file=sys.stderr)
         return 1
