@@ -142,6 +142,7 @@ def parse(argv: Sequence[str]) -> Command:
             if not cmd.print_nki:
                 raise UsageError("--print-nki= needs a path (or no '=')")
         elif name == "--pipeline":
+            start = i
             cmd.pipeline = []
             while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
                 i += 1
@@ -150,10 +151,18 @@ def parse(argv: Sequence[str]) -> Command:
                 cmd.pipeline[:0] = word.split("=", 1)[1].split()
             if not cmd.pipeline:
                 raise UsageError("--pipeline needs at least one stage")
+            if NEFF_STAGE in cmd.pipeline:
+                # The whole pipeline runs: its other stages change nothing.
+                cmd.ignored.append(" ".join(argv[start:i + 1]))
         elif name == "--tensorizer-options":
-            # The tensorizer's own options, one word: --print-nki is read,
-            # the others concern Trainium and are ignored.
-            value, i = _value(argv, i, name)
+            # The tensorizer's own options, one word (which starts with a
+            # dash, so it is this option's value even when not attached):
+            # --print-nki is read, the others concern Trainium and are ignored.
+            if "=" not in word and i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                value, i = _value(argv, i, name)
             words = shlex.split(value)
             if "--print-nki" in words and cmd.print_nki is None:
                 cmd.print_nki = DEFAULT_NKI
