@@ -674,8 +674,9 @@ class _Printer:
         for m in stores:
             self.hbm(m)
         names = ", ".join(m.name for m in group.members)
-        out.line(f"# {names}: {list(group.dims)} as [{rows}, {cols}], "
-                 f"tiles of at most [{PARTITIONS}, {FREE}]")
+        flat = "" if len(group.dims) == 2 else f" as [{rows}, {cols}]"
+        out.line(f"# {names}: {list(group.dims)}{flat}, tiles of at most "
+                 f"[{PARTITIONS}, {FREE}]")
         r = _Tiling(rows, PARTITIONS, self.v("r0"), self.v("nr"))
         c = _Tiling(cols, FREE, self.v("c0"), self.v("nc"))
         depth = out.indent
