@@ -95,6 +95,8 @@ CASES = [
      lambda x: jax.lax.reduce(x, np.float32(5.0), jax.lax.add, (1, 2)),
      (f32(3, 40, 30),), 1e-5),
     ("matmul_ragged", lambda a, b: a @ b, (f32(200, 300), f32(300, 600)), 1e-4),
+    ("matmul_bfloat16", lambda a, b: a @ b,
+     (f32(130, 70).astype(jnp.bfloat16), f32(70, 20).astype(jnp.bfloat16)), 1e-2),
     ("matmul_transposed_rhs", lambda a, b: a @ b.T, (f32(64, 130), f32(70, 130)), 1e-4),
     ("matmul_batched", lambda a, b: jnp.einsum("bmk,bkn->bmn", a, b),
      (f32(3, 20, 30), f32(3, 30, 40)), 1e-4),
@@ -160,6 +162,7 @@ def test_refused_op_names_the_instruction():
     (lambda a, b: a @ b, (i32(4, 5), i32(5, 3)), "the tensor engine multiplies floats"),
     (lambda a, b: jax.lax.div(a, b), (i32(4, 5), i32(4, 5) | 1), "integer divide"),
     (lambda a: jnp.sort(a), (f32(4, 5),), r"\(sort\)"),
+    (lambda a: jnp.argmax(a, axis=-1), (f32(4, 5),), "a reduce of 2 operands"),
 ])
 def test_refusals(fn, args, match):
     with pytest.raises(NkiPrintError, match=match):

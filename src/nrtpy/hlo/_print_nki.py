@@ -110,6 +110,8 @@ _REDUCTIONS = {
     "minimum": ("nl.min", "nl.minimum",
                 lambda v: v == math.inf or (isinstance(v, int) and v >= 2**31 - 1)),
 }
+# The float types the tensor engine multiplies (NKI has no float64).
+_FLOATS = {"f16", "bf16", "f32", "f8e5m2", "f8e4m3fn", "f8e4m3"}
 _ELEMENTWISE = set(_UNARY) | set(_BINARY) | set(_LOGICAL) | {
     "compare", "select", "clamp", "broadcast"}
 _VIEWS = {"reshape", "bitcast"}
@@ -341,6 +343,10 @@ class _Printer:
         op = ins.opcode
         if op == "tuple" and ins.id == self.entry.root_id:
             return
+        if op == "reduce" and len(ins.operand_ids) != 2:
+            raise _refuse(ins, f"a reduce of {len(ins.operand_ids) // 2} operands "
+                               f"(argmax, argmin: one operand and one init value "
+                               f"print)")
         if not ins.shape.is_array or ins.shape.is_tuple:
             raise _refuse(ins, f"{op} of a tuple or token")
         self.nl_dtype(ins)
@@ -390,9 +396,6 @@ class _Printer:
         raise _refuse(ins, f"opcode {op!r} is outside the subset")
 
     def check_reduce(self, ins: Instruction) -> tuple[str, str, Any]:
-        if len(ins.operand_ids) != 2 or len(ins.called_computation_ids) != 1:
-            raise _refuse(ins, "a reduce of several operands (only one operand "
-                               "and one init value print)")
         src, init = self.operand(ins, 0), self.operand(ins, 1)
         rank = len(src.shape.dims)
         dims = sorted(ins.dimensions)
@@ -430,7 +433,7 @@ class _Printer:
         if lr not in (nb + 1, nb + 2) or rr not in (nb + 1, nb + 2):
             raise _refuse(ins, "a dot with more than one free dimension per operand")
         for o in (lhs, rhs):
-            if o.shape.dtype.kind != "f" or o.shape.type_name == "f64":
+            if o.shape.type_name not in _FLOATS:
                 raise _refuse(ins, f"a dot of {o.shape.type_name} (the tensor engine "
                                    f"multiplies floats)")
         if (lhs.shape.type_name == "f32") != (rhs.shape.type_name == "f32"):
