@@ -15,7 +15,8 @@ import sys
 import numpy as np
 import pytest
 
-from hlo_support import from_neff_io, jax, jnp, run_neff
+from hlo_support import F32, computation, f_int, from_neff_io, instr, jax, jnp, \
+    module, run_neff, shape
 import nrtpy.neff
 from nrtpy import cc
 from nrtpy.hlo import NkiPrintError, print_nki
@@ -167,6 +168,25 @@ def test_refused_op_names_the_instruction():
 def test_refusals(fn, args, match):
     with pytest.raises(NkiPrintError, match=match):
         print_nki(jax.jit(fn).lower(*args))
+
+
+def test_names_from_the_module_cannot_change_the_code(nki_import, tmp_path):
+    # Module, parameter and instruction names are the module's text: a
+    # newline or quotes in them must not reach the code.
+    evil = 'x"""\nimport os; os._exit(3)\n#'
+    f32_23 = shape(F32, (2, 3))
+    data = module(evil, [computation("main", 1, [
+        instr(evil, "parameter", f32_23, 1, **{"p": f_int(9, 0)}),
+        instr("class", "parameter", f32_23, 2, **{"p": f_int(9, 1)}),
+        instr(evil + "2", "add", f32_23, 3, (1, 2)),
+    ], 3)], 1)
+    source = print_nki(data)
+    assert "os._exit(3)" not in source and "\nimport os" not in source
+    assert "def kernel(x____import_os__os__exit_3, class_):" in source
+    path = tmp_path / "nki.py"
+    path.write_text(source)
+    x, y = f32(2, 3), f32(2, 3)
+    np.testing.assert_array_equal(import_source(path).kernel(x, y), x + y)
 
 
 # -- the command line -----------------------------------------------------------------

@@ -145,6 +145,13 @@ def _rows_cols(dims: tuple[int, ...]) -> tuple[int, int]:
     return _prod(dims[:-1]), dims[-1]
 
 
+def _label(name: str) -> str:
+    """An HLO name as it may appear in a comment or the docstring: names
+    are the module's text, so anything but letters, digits, '_', '.' and
+    '-' (a newline, quotes) is replaced, and cannot change the code."""
+    return re.sub(r"[^0-9A-Za-z_.\-]", "_", name)
+
+
 def _literal(value: Any) -> str:
     """A number as Python source."""
     if isinstance(value, (bool, np.bool_)):
@@ -185,7 +192,7 @@ class _Names:
                      "float", "True", "False", "None"}
 
     def new(self, hint: str) -> str:
-        base = re.sub(r"\W", "_", hint).strip("_") or "v"
+        base = re.sub(r"[^0-9A-Za-z_]", "_", hint).strip("_") or "v"
         if base[0].isdigit():
             base = "v_" + base
         if keyword.iskeyword(base):
@@ -293,10 +300,23 @@ def _inline_calls(module: Module) -> Computation:
     return Computation(entry.name, entry.id, instructions, root, by_id)
 
 
+def _live(comp: Computation) -> Computation:
+    """``comp`` without the instructions its root does not depend on (they
+    would print code whose values nothing reads); parameters stay, as the
+    kernel's arguments."""
+    live = {comp.root_id}
+    for ins in reversed(comp.instructions):  # users come after operands
+        if ins.id in live:
+            live.update(ins.operand_ids)
+    kept = [i for i in comp.instructions if i.id in live or i.opcode == "parameter"]
+    return Computation(comp.name, comp.id, kept, comp.root_id,
+                       {i.id: i for i in kept})
+
+
 class _Printer:
     def __init__(self, module: Module, kernel_name: str) -> None:
         self.module = module
-        self.entry: Computation = _inline_calls(module)
+        self.entry: Computation = _live(_inline_calls(module))
         self.kernel_name = kernel_name
         self.names = _Names()
         self.names.used.add(kernel_name)
@@ -305,12 +325,11 @@ class _Printer:
         self.storage: dict[int, str] = {}
         # instruction id -> its number, for constants printed as numbers
         self.numbers: dict[int, Any] = {}
-        self.users: dict[int, list[Instruction]] = {}
         self.group_of: dict[int, int] = {}
         self.uses_numpy = False
         self.loop_names: dict[str, str] = {}
 
-    def v(self, name: str) -> str:
+    def loop_var(self, name: str) -> str:
         """The kernel's name for the loop variable ``name`` (given after the
         arguments' names, so that it never hides one)."""
         if name not in self.loop_names:
@@ -337,7 +356,7 @@ class _Printer:
                 raise _refuse(leaf, "a nested tuple result")
         return leaves
 
-    def check(self, ins: Instruction, outputs: list[Instruction]) -> None:
+    def check(self, ins: Instruction) -> None:
         """Refuse what does not print; every instruction passes here first,
         so that nothing is printed for a module with one it cannot."""
         op = ins.opcode
@@ -519,9 +538,7 @@ class _Printer:
                 self.numbers[ins.id] = _python_number(ins)
         outputs = self.outputs()
         for ins in entry.instructions:
-            self.check(ins, outputs)
-            for oid in ins.operand_ids:
-                self.users.setdefault(oid, []).append(ins)
+            self.check(ins)
         params = entry.parameters
         arg_names = []
         for p in params:
@@ -570,7 +587,7 @@ class _Printer:
         out.line(f"return {returned}")
 
         head = ['"""NKI kernel printed by nrtpy-cc --print-nki from the HLO module '
-                f'{self.module.name!r}.', "",
+                f'{_label(self.module.name)!r}.', "",
                 "Arguments (the module's parameters, in order):"]
         for p, name in zip(params, arg_names):
             head.append(f"    {name}: {p.shape.type_name}{list(_dims(p))}")
@@ -676,12 +693,12 @@ class _Printer:
         # allocate the HBM tensors the group writes before its loops
         for m in stores:
             self.hbm(m)
-        names = ", ".join(m.name for m in group.members)
+        names = ", ".join(_label(m.name) for m in group.members)
         flat = "" if len(group.dims) == 2 else f" as [{rows}, {cols}]"
         out.line(f"# {names}: {list(group.dims)}{flat}, tiles of at most "
                  f"[{PARTITIONS}, {FREE}]")
-        r = _Tiling(rows, PARTITIONS, self.v("r0"), self.v("nr"))
-        c = _Tiling(cols, FREE, self.v("c0"), self.v("nc"))
+        r = _Tiling(rows, PARTITIONS, self.loop_var("r0"), self.loop_var("nr"))
+        c = _Tiling(cols, FREE, self.loop_var("c0"), self.loop_var("nc"))
         depth = out.indent
         r.open(out)
         c.open(out)
@@ -779,9 +796,9 @@ class _Printer:
         out = self.out
         dims = _dims(src)
         rows, cols = _rows_cols(dims)
-        out.line(f"# {result}: a copy of {src.name}")
-        r = _Tiling(rows, PARTITIONS, self.v("r0"), self.v("nr"))
-        c = _Tiling(cols, FREE, self.v("c0"), self.v("nc"))
+        out.line(f"# {result}: a copy of {_label(src.name)}")
+        r = _Tiling(rows, PARTITIONS, self.loop_var("r0"), self.loop_var("nr"))
+        c = _Tiling(cols, FREE, self.loop_var("c0"), self.loop_var("nc"))
         depth = out.indent
         r.open(out)
         c.open(out)
@@ -819,12 +836,12 @@ class _Printer:
         source = self.hbm(src)
         result = self.hbm(ins)
         dt = self.nl_dtype(ins)
-        out.line(f"# {ins.name}: {reduction[3:]} of {src.name} over dimensions "
+        out.line(f"# {_label(ins.name)}: {reduction[3:]} of {_label(src.name)} over dimensions "
                  f"{sorted(ins.dimensions)}: [{rows}, {cols}] reduced along "
                  f"its free axis")
         src_view = source if self.tensor_dims(src) == (rows, cols) else f"{source}.reshape({(rows, cols)})"
         dst_view = f"{result}.reshape({(rows, 1)})"
-        r = _Tiling(rows, PARTITIONS, self.v("r0"), self.v("nr"))
+        r = _Tiling(rows, PARTITIONS, self.loop_var("r0"), self.loop_var("nr"))
         depth = out.indent
         r.open(out)
         first = min(cols, FREE)
@@ -832,7 +849,7 @@ class _Printer:
         out.line(f"{acc} = {reduction}(nl.load({src_view}[{r.span}, 0:{first}]), "
                  f"axis=1, dtype={dt}, keepdims=True)")
         if cols > FREE:
-            c0, nc = self.v("c0"), self.v("nc")
+            c0, nc = self.loop_var("c0"), self.loop_var("nc")
             out.line(f"for {c0} in nl.static_range({FREE}, {cols}, {FREE}):")
             out.indent += 1
             size = nc
@@ -866,19 +883,19 @@ class _Printer:
                 f"{tensor}.reshape({lead + shape})"
         lhs_v, rhs_v, res_v = view(lhs_t, lhs, lhs_shape), view(rhs_t, rhs, rhs_shape), \
             view(res_t, ins, (m, n))
-        out.line(f"# {ins.name}: {'a batch of ' + str(batch) + ' ' if batched else ''}"
+        out.line(f"# {_label(ins.name)}: {'a batch of ' + str(batch) + ' ' if batched else ''}"
                  f"[{m}, {k}] @ [{k}, {n}] on the tensor engine: stationary "
                  f"[K, M] and moving [K, N] tiles, K and M by {PARTITIONS}, N by "
                  f"{FREE}, summed in PSUM")
         depth = out.indent
         b = ""
         if batched:
-            out.line(f"for {self.v('b')} in nl.static_range({batch}):")
+            out.line(f"for {self.loop_var('b')} in nl.static_range({batch}):")
             out.indent += 1
-            b = f"{self.v('b')}, "
-        mt = _Tiling(m, PARTITIONS, self.v("m0"), self.v("nm"))
-        nt = _Tiling(n, FREE, self.v("n0"), self.v("nn"))
-        kt = _Tiling(k, PARTITIONS, self.v("k0"), self.v("nk"))
+            b = f"{self.loop_var('b')}, "
+        mt = _Tiling(m, PARTITIONS, self.loop_var("m0"), self.loop_var("nm"))
+        nt = _Tiling(n, FREE, self.loop_var("n0"), self.loop_var("nn"))
+        kt = _Tiling(k, PARTITIONS, self.loop_var("k0"), self.loop_var("nk"))
         mt.open(out)
         nt.open(out)
         psum = self.names.new(f"{ins.name}_psum")
@@ -933,21 +950,21 @@ class _Printer:
                                f"{MAX_STRIDED_ITERATIONS})")
         source = self.hbm(src)
         result = self.hbm(ins)
-        out.line(f"# {ins.name}: {what} of {src.name}, read with a strided access "
+        out.line(f"# {_label(ins.name)}: {what} of {_label(src.name)}, read with a strided access "
                  f"pattern (element strides {result_strides})")
         depth = out.indent
         index = []
         offset_terms = []
         for d, extent in enumerate(outer):
-            var = self.v(f"i{d}")
+            var = self.loop_var(f"i{d}")
             out.line(f"for {var} in nl.static_range({extent}):")
             out.indent += 1
             index.append(var)
             if result_strides[d]:
                 offset_terms.append(f"{var} * {result_strides[d]}")
         sp, sf = result_strides[-2], result_strides[-1]
-        r = _Tiling(dims[-2], PARTITIONS, self.v("r0"), self.v("nr"))
-        c = _Tiling(dims[-1], FREE, self.v("c0"), self.v("nc"))
+        r = _Tiling(dims[-2], PARTITIONS, self.loop_var("r0"), self.loop_var("nr"))
+        c = _Tiling(dims[-1], FREE, self.loop_var("c0"), self.loop_var("nc"))
         r.open(out)
         c.open(out)
         if r.loops and sp:
