@@ -568,7 +568,7 @@ class _Printer:
                 copies.append((res, name))
 
         # Values read by a later step, or by a view, are kept in HBM.
-        needed = self.materialized(steps, outputs)
+        needed = self.materialized(outputs)
         for ins in entry.instructions:
             if ins.opcode in ("constant", "iota") and ins.id in needed and \
                     ins.id not in self.storage:
@@ -603,7 +603,7 @@ class _Printer:
         text += out.lines
         return "\n".join(text) + "\n"
 
-    def materialized(self, steps: list[Any], outputs: list[Instruction]) -> set[int]:
+    def materialized(self, outputs: list[Instruction]) -> set[int]:
         """Ids of the values some step reads from HBM: operands of stages
         and views, values a group reads from outside itself, results."""
         needed = {res.id for res in outputs}
@@ -624,16 +624,9 @@ class _Printer:
                     continue  # the init value is a number
                 if ins.opcode == "tuple":
                     continue
+                # (a view's operand too: every reader of a view loads it
+                # from its operand's HBM tensor)
                 needed.add(oid)
-        # A view's operand is stored where the view is read.
-        changed = True
-        while changed:
-            changed = False
-            for ins in self.entry.instructions:
-                if self.is_view(ins) and ins.id in needed and \
-                        ins.operand_ids[0] not in needed:
-                    needed.add(ins.operand_ids[0])
-                    changed = True
         return needed
 
     def hbm(self, ins: Instruction) -> str:
@@ -839,7 +832,8 @@ class _Printer:
         out.line(f"# {_label(ins.name)}: {reduction[3:]} of {_label(src.name)} over dimensions "
                  f"{sorted(ins.dimensions)}: [{rows}, {cols}] reduced along "
                  f"its free axis")
-        src_view = source if self.tensor_dims(src) == (rows, cols) else f"{source}.reshape({(rows, cols)})"
+        src_view = source if self.tensor_dims(src) == (rows, cols) else \
+            f"{source}.reshape({(rows, cols)})"
         dst_view = f"{result}.reshape({(rows, 1)})"
         r = _Tiling(rows, PARTITIONS, self.loop_var("r0"), self.loop_var("nr"))
         depth = out.indent
