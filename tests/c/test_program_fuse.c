@@ -493,6 +493,112 @@ test_long_program(void)
     free(def_q);
 }
 
+/*
+ * A row group (program_fuse_rows.c): a softmax over rows of 3001 (blocks
+ * of 10 rows, the last of 7), whose sum is also an output and whose
+ * reshapes never run.  Results equal the unfused ones bit for bit, also
+ * when the caller passes x and y as one tensor, and when y overlaps x
+ * shifted by 8 floats (the group then runs op by op).
+ */
+#define GR 37
+#define GC 3001
+static void
+test_row_group(void)
+{
+    static const char *def =
+        "{'var': {"
+        "'x': {'type': 'input', 'size': 444148, 'shape': [37, 3001], "
+        "'dtype': 'float32'},"
+        "'y': {'type': 'output', 'size': 444148, 'shape': [37, 3001], "
+        "'dtype': 'float32'},"
+        "'w': {'type': 'output', 'size': 148, 'shape': [37], "
+        "'dtype': 'float32'}},"
+        "'emulator_program': 'program.json'}";
+    static const char *prog =
+        "{'format': 'nrtpy-emulator-program', 'version': 1, 'buffers': {"
+        "'x': {'kind': 'input', 'dtype': 'float32', 'shape': [37, 3001]},"
+        "'y': {'kind': 'output', 'dtype': 'float32', 'shape': [37, 3001]},"
+        "'w': {'kind': 'output', 'dtype': 'float32', 'shape': [37]},"
+        "'m': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 1]},"
+        "'m2': {'kind': 'temp', 'dtype': 'float32', 'shape': [37]},"
+        "'m3': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 1]},"
+        "'h': {'kind': 'temp', 'dtype': 'float32', 'shape': [1, 1]},"
+        "'d': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 3001]},"
+        "'e': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 3001]},"
+        "'s': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 1]}},"
+        "'ops': ["
+        "{'op': 'max', 'in': ['x'], 'out': 'm', 'axes': [1], "
+        "'keepdims': true},"
+        "{'op': 'reshape', 'in': ['m'], 'out': 'm2'},"
+        "{'op': 'reshape', 'in': ['m2'], 'out': 'm3'},"
+        "{'op': 'full', 'out': 'h', 'value': 0.5},"
+        "{'op': 'sub', 'in': ['x', 'm3'], 'out': 'd'},"
+        "{'op': 'exp', 'in': ['d'], 'out': 'e'},"
+        "{'op': 'sum', 'in': ['e'], 'out': 'w', 'axes': [1]},"
+        "{'op': 'reshape', 'in': ['w'], 'out': 's'},"
+        "{'op': 'div', 'in': ['e', 's'], 'out': 'd'},"
+        "{'op': 'mul', 'in': ['d', 'h'], 'out': 'y'}]}";
+    struct loaded fused, plain;
+    struct nrtemu_fusion_stats s;
+    float *xa = malloc((GR * GC + 8) * sizeof *xa);
+    float *xb = malloc((GR * GC + 8) * sizeof *xb);
+    float *ya = malloc(GR * GC * sizeof *ya),
+          *yb = malloc(GR * GC * sizeof *yb);
+    float wa[GR], wb[GR];
+
+    ASSERT_TRUE(xa && xb && ya && yb);
+    ASSERT_OK(load_text(def, prog, "1", &fused));
+    ASSERT_OK(load_text(def, prog, "0", &plain));
+    nrtemu__program_fusion_stats(fused.program, &s);
+    ASSERT_UEQ(s.row_groups, 1);
+    ASSERT_UEQ(s.row_ops, 9);
+    ASSERT_UEQ(s.row_reductions, 2);
+    ASSERT_UEQ(s.hoisted, 1);
+    /* m and e (slots), m2 and m3 (reshapes of m), s (a reshape of w, which
+     * reaches memory: it is an output); d, written twice, is no
+     * intermediate */
+    ASSERT_UEQ(s.row_intermediates, 5);
+    ASSERT_UEQ(s.chains, 0);
+    /* 0: y apart from x; 1: y is x; 2: y is x shifted by 8 floats */
+    for (int mode = 0; mode < 3; mode++) {
+        void *da[3], *db[3];
+        for (int i = 0; i < GR * GC + 8; i++) {
+            xa[i] = xb[i] = (float)((i * 37) % 101) / 9 - 5;
+        }
+        for (size_t i = 0; i < fused.neff->io_count; i++) {
+            const char *n = fused.neff->io[i].name;
+            da[i] = n[0] == 'x'   ? (void *)xa
+                    : n[0] == 'w' ? (void *)wa
+                    : mode == 0   ? (void *)ya
+                                  : (void *)(xa + (mode == 2 ? 8 : 0));
+            db[i] = n[0] == 'x'   ? (void *)xb
+                    : n[0] == 'w' ? (void *)wb
+                    : mode == 0   ? (void *)yb
+                                  : (void *)(xb + (mode == 2 ? 8 : 0));
+        }
+        ASSERT_OK(nrtemu__program_run(FUNC, fused.program, da, 0, NULL, NULL));
+        ASSERT_OK(nrtemu__program_run(FUNC, plain.program, db, 0, NULL, NULL));
+        ASSERT_TRUE(memcmp(wa, wb, sizeof wa) == 0);
+        if (mode == 0) {
+            ASSERT_TRUE(memcmp(ya, yb, GR * GC * sizeof *ya) == 0);
+            /* y = softmax(x) / 2: a row sums to 1/2 */
+            double t = 0;
+            for (int i = 0; i < GC; i++) {
+                t += ya[GC * 36 + i];
+            }
+            ASSERT_TRUE(fabs(t - 0.5) < 1e-4);
+        } else {
+            ASSERT_TRUE(memcmp(xa, xb, (GR * GC + 8) * sizeof *xa) == 0);
+        }
+    }
+    unload(&fused);
+    unload(&plain);
+    free(xa);
+    free(xb);
+    free(ya);
+    free(yb);
+}
+
 int
 main(void)
 {
@@ -502,5 +608,6 @@ main(void)
     RUN_TEST(test_overlapping_io);
     RUN_TEST(test_broadcasts);
     RUN_TEST(test_long_program);
+    RUN_TEST(test_row_group);
     return 0;
 }

@@ -205,3 +205,61 @@ def test_bad_fusion_setting(fresh_runtime, tmp_path):
     fresh_runtime.setenv("NRTPY_EMU_FUSION", "maybe")
     with pytest.raises(NrtError, match="invalid NRTPY_EMU_FUSION='maybe'"):
         NrtpyModel.load_from_neff(path)
+
+
+# Row groups (program_fuse_rows.c): a reduction over trailing axes, the
+# chain before it and the ops after it that read its result run one block
+# of whole rows at a time.
+
+def softmax(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def rmsnorm(x, g):
+    # widened for the reduction, the input read again after it, the
+    # result narrowed; the sum is also an output of the program.
+    xf = x.astype(np.float32)
+    ss = np.sum(xf * xf, axis=-1)
+    r = 1 / np.sqrt(ss.reshape(ss.shape + (1,)) / np.float32(x.shape[-1])
+                    + np.float32(1e-6))
+    return (xf * r * g.astype(np.float32)).astype(x.dtype), ss
+
+
+ROW_SHAPES = [(37, 3001),      # blocks of 10 rows, the last of 7
+              (4097, 1024),    # shared among the pool's threads
+              (3, 5, 700),     # rows of two dimensions
+              (7, 1),          # rows of one element
+              (2, 65537)]      # rows too wide: no group
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16], ids=str)
+@pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
+@pytest.mark.parametrize("fn", [softmax, rmsnorm, layernorm], ids=lambda f: f.__name__)
+def test_row_groups_equal_unfused(fresh_runtime, tmp_path, fn, shape, dtype):
+    x, g = arrays([shape, shape[-1:]], dtype, 8)
+    arrs = [x] if fn is softmax else [x, g]
+    got = check_same(tmp_path, fresh_runtime, fn, arrs)
+    if np.dtype(dtype) == np.float32:
+        want = fn(*arrs)
+        want = want if isinstance(want, tuple) else (want,)
+        for g_, w in zip(got, want):
+            np.testing.assert_allclose(g_.astype(np.float64), np.asarray(w, np.float64),
+                                       rtol=1e-4, atol=1e-4)
+
+
+def test_row_group_aliased_input_and_output(fresh_runtime, tmp_path):
+    # One tensor as the input and the output of a row group: each block
+    # reads its rows before it writes them, as the ops one by one do.
+    x = arrays([(300, 257)], np.float32, 9)[0]
+    path = nrtpy.neff.compile(softmax, x, path=tmp_path / "s.neff")
+    results = []
+    for fusion in ("1", "0"):
+        fresh_runtime.setenv("NRTPY_EMU_FUSION", fusion)
+        model = NrtpyModel.load_from_neff(path)
+        t = NrtpyTensor.from_numpy(x)
+        model(inputs={"x": t}, outputs={"output_0": t})
+        results.append(t.numpy())
+    assert results[0].tobytes() == results[1].tobytes()
+    np.testing.assert_allclose(results[0], softmax(x), rtol=1e-5, atol=1e-6)

@@ -950,6 +950,7 @@ op_list_free(struct op_list *list)
         }
         free(op->lists);
         nrtemu__fusion_free(op->fusion);
+        nrtemu__row_group_free(op->row_group);
     }
     free(list->ops);
     free(list->where);

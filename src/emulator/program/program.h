@@ -66,6 +66,10 @@ struct nrtemu_fusion_stats {
     size_t hoisted;            /* ops run before a chain they were inside */
     size_t intermediates;      /* results that never reach their buffer */
     size_t virtual_broadcasts; /* of them, broadcast_to ops not run at all */
+    size_t row_groups;         /* row groups (program_fuse_rows.c) */
+    size_t row_ops;            /* ops in them, hoisted ones not counted */
+    size_t row_reductions;     /* of them, reductions */
+    size_t row_intermediates;  /* their results that never reach memory */
 };
 
 void nrtemu__program_fusion_stats(const struct nrtemu_program *program,

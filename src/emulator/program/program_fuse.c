@@ -36,6 +36,11 @@
  * tensors (other than one tensor for both at once), the run checks it and
  * runs that chain op by op instead.
  *
+ * Before a chain, the planner tries a row group at each op
+ * (program_fuse_rows.c): a reduction over trailing axes with the ops
+ * before and after it that are row-independent, run a block of whole rows
+ * at a time; ops a row group takes form no chain.
+ *
  * NRTPY_EMU_FUSION=0 turns fusion off (read when a program is loaded).
  */
 #include <stdatomic.h>
@@ -118,11 +123,6 @@ struct fusion {
     size_t n_io;
 };
 
-/* Reads and writes of each buffer in the whole program. */
-struct uses {
-    size_t *reads, *writes;
-};
-
 /* Ops a chain takes: elementwise ones, and broadcast_to (a copy that
  * broadcasts, which the chain runs as `copy`). */
 static bool
@@ -148,7 +148,7 @@ same_shape(const struct buffer *b, uint32_t ndim, const uint64_t *shape)
 }
 
 static void
-count_uses(const struct op_list *list, struct uses *u)
+count_uses(const struct op_list *list, struct fuse_uses *u)
 {
     for (size_t i = 0; i < list->count; i++) {
         const struct op *op = &list->ops[i];
@@ -167,14 +167,8 @@ count_uses(const struct op_list *list, struct uses *u)
     }
 }
 
-/* A small set of buffer indices (a chain touches few). */
-struct set {
-    size_t *items;
-    size_t count, cap;
-};
-
-static bool
-set_has(const struct set *s, size_t b)
+bool
+nrtemu__fuse_set_has(const struct fuse_set *s, size_t b)
 {
     for (size_t i = 0; i < s->count; i++) {
         if (s->items[i] == b) {
@@ -184,10 +178,10 @@ set_has(const struct set *s, size_t b)
     return false;
 }
 
-static bool
-set_add(struct set *s, size_t b)
+bool
+nrtemu__fuse_set_add(struct fuse_set *s, size_t b)
 {
-    if (set_has(s, b)) {
+    if (nrtemu__fuse_set_has(s, b)) {
         return true;
     }
     if (s->count == s->cap) {
@@ -296,14 +290,15 @@ widens(const struct nrtemu_program *p, const struct op_list *list,
  */
 static bool
 build(const struct nrtemu_program *p, const struct op_list *list,
-      const struct uses *u, const size_t *chain, size_t n_chain, uint32_t kept,
-      const size_t *hoisted, size_t n_hoisted, struct fusion **out)
+      const struct fuse_uses *u, const size_t *chain, size_t n_chain,
+      uint32_t kept, const size_t *hoisted, size_t n_hoisted,
+      struct fusion **out)
 {
     struct fusion *f = calloc(1, sizeof *f);
     size_t *last_use = NULL, *slot_of = NULL, n_free = 0, *free_slots = NULL;
     bool *inter = NULL;
     const struct buffer *sb;
-    struct set io = {0};
+    struct fuse_set io = {0};
     bool ok = false;
 
     if (f == NULL) {
@@ -428,7 +423,7 @@ build(const struct nrtemu_program *p, const struct op_list *list,
                 (kind != BUFFER_INPUT && kind != BUFFER_OUTPUT)) {
                 continue;
             }
-            if (!set_add(&io, a->buffer)) {
+            if (!nrtemu__fuse_set_add(&io, a->buffer)) {
                 goto done;
             }
             for (at = 0; io.items[at] != a->buffer; at++) {
@@ -454,24 +449,24 @@ done:
     return true;
 }
 
-/* Whether `op` may run before the chain ops so far (which wrote `w` and
- * read `r`). */
-static bool
-hoistable(const struct op *op, const struct set *w, const struct set *r)
+bool
+nrtemu__fuse_hoistable(const struct op *op, const struct fuse_set *w,
+                       const struct fuse_set *r)
 {
     if (op->out == NO_BUFFER || op->n_lists != 0) {
         return false;
     }
     for (size_t k = 0; k < op->n_in; k++) {
-        if (set_has(w, op->in[k])) {
+        if (nrtemu__fuse_set_has(w, op->in[k])) {
             return false;
         }
     }
-    return !set_has(w, op->out) && !set_has(r, op->out);
+    return !nrtemu__fuse_set_has(w, op->out) &&
+           !nrtemu__fuse_set_has(r, op->out);
 }
 
 static NRT_STATUS fuse_list(const char *func, const struct nrtemu_program *p,
-                            struct op_list *list, const struct uses *u);
+                            struct op_list *list, const struct fuse_uses *u);
 
 /*
  * The leading axes a reduction `op` of the chain's result keeps, when it
@@ -481,15 +476,16 @@ static NRT_STATUS fuse_list(const char *func, const struct nrtemu_program *p,
  */
 static uint32_t
 joining_reduction(const struct nrtemu_program *p, const struct op *op,
-                  const struct set *w, const struct set *r)
+                  const struct fuse_set *w, const struct fuse_set *r)
 {
     const struct buffer *in;
     uint32_t kept = 0;
     uint64_t row = 1;
 
     if (nrtemu__op_defs[op->op].run != nrtemu__op_run_reduce ||
-        !set_has(w, op->in[0]) || op->via_scratch || op->out == op->in[0] ||
-        set_has(w, op->out) || set_has(r, op->out)) {
+        !nrtemu__fuse_set_has(w, op->in[0]) || op->via_scratch ||
+        op->out == op->in[0] || nrtemu__fuse_set_has(w, op->out) ||
+        nrtemu__fuse_set_has(r, op->out)) {
         return UINT32_MAX;
     }
     in = &p->buffers[op->in[0]];
@@ -509,12 +505,13 @@ joining_reduction(const struct nrtemu_program *p, const struct op *op,
  * goes on. */
 static NRT_STATUS
 fuse_from(const char *func, const struct nrtemu_program *p,
-          struct op_list *list, const struct uses *u, size_t i, size_t *next)
+          struct op_list *list, const struct fuse_uses *u, size_t i,
+          size_t *next)
 {
     const struct buffer *sb = &p->buffers[list->ops[i].out];
     size_t chain[FUSE_MAX_CHAIN + 1], hoisted[FUSE_MAX_HOIST];
     size_t n_chain = 0, n_hoisted = 0;
-    struct set w = {0}, r = {0};
+    struct fuse_set w = {0}, r = {0};
     uint32_t kept = UINT32_MAX;
     NRT_STATUS st = NRT_SUCCESS;
 
@@ -524,14 +521,15 @@ fuse_from(const char *func, const struct nrtemu_program *p,
             same_shape(&p->buffers[op->out], sb->ndim, sb->shape)) {
             chain[n_chain++] = j;
             for (size_t k = 0; k < op->n_in; k++) {
-                if (!set_add(&r, op->in[k])) {
+                if (!nrtemu__fuse_set_add(&r, op->in[k])) {
                     goto oom;
                 }
             }
-            if (!set_add(&w, op->out)) {
+            if (!nrtemu__fuse_set_add(&w, op->out)) {
                 goto oom;
             }
-        } else if (n_hoisted < FUSE_MAX_HOIST && hoistable(op, &w, &r)) {
+        } else if (n_hoisted < FUSE_MAX_HOIST &&
+                   nrtemu__fuse_hoistable(op, &w, &r)) {
             hoisted[n_hoisted++] = j;
         } else {
             /* A reduction of the chain's result may end it. */
@@ -568,7 +566,7 @@ done:
 
 static NRT_STATUS
 fuse_list(const char *func, const struct nrtemu_program *p,
-          struct op_list *list, const struct uses *u)
+          struct op_list *list, const struct fuse_uses *u)
 {
     NRT_STATUS st = NRT_SUCCESS;
 
@@ -580,7 +578,13 @@ fuse_list(const char *func, const struct nrtemu_program *p,
         if (st != NRT_SUCCESS) {
             break;
         }
-        if (is_elementwise(op)) {
+        st = nrtemu__row_group_plan(func, p, list, u, i);
+        if (st != NRT_SUCCESS) {
+            break;
+        }
+        if (op->row_group != NULL) {
+            i += nrtemu__row_group_span(list, i);
+        } else if (is_elementwise(op)) {
             st = fuse_from(func, p, list, u, i, &i);
         } else {
             i++;
@@ -594,7 +598,7 @@ nrtemu__program_fuse(const char *func, struct nrtemu_program *p)
 {
     const char *env = getenv("NRTPY_EMU_FUSION");
     bool enabled = true;
-    struct uses u;
+    struct fuse_uses u;
     NRT_STATUS st;
 
     if (env != NULL && !nrtemu__env_blank(env) &&
@@ -629,6 +633,9 @@ fusion_stats(const struct op_list *list, struct nrtemu_fusion_stats *s)
         const struct fusion *f = op->fusion;
         for (size_t k = 0; k < op->n_lists; k++) {
             fusion_stats(&op->lists[k], s);
+        }
+        if (op->row_group != NULL) {
+            nrtemu__row_group_stats(op->row_group, s);
         }
         if (f == NULL) {
             continue;

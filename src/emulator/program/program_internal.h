@@ -41,6 +41,7 @@ struct buffer {
 
 struct op;
 struct fusion;
+struct row_group;
 
 /*
  * A list of ops run in order: a program's own, or one nested in a control
@@ -83,6 +84,8 @@ struct op {
     struct nrtemu_coll_attrs *coll; /* owned: collective ops' attributes */
     /* The fused chain that starts here (program_fuse.c), or NULL. */
     struct fusion *fusion; /* owned */
+    /* The row group that starts here (program_fuse_rows.c), or NULL. */
+    struct row_group *row_group; /* owned */
 };
 
 /* The `out` of an op that has none (control ops). */
@@ -271,6 +274,47 @@ size_t nrtemu__fusion_span(const struct op_list *list, size_t first);
  */
 NRT_STATUS nrtemu__fusion_run(const struct op_call *c,
                               const struct op_list *list, size_t first);
+
+/* What the fusion planners share (program_fuse.c). */
+
+/* Reads and writes of each buffer in the whole program. */
+struct fuse_uses {
+    size_t *reads, *writes;
+};
+
+/* A small set of buffer indices (a fused span touches few). */
+struct fuse_set {
+    size_t *items;
+    size_t count, cap;
+};
+
+bool nrtemu__fuse_set_has(const struct fuse_set *s, size_t b);
+/* @return false when memory runs out. */
+bool nrtemu__fuse_set_add(struct fuse_set *s, size_t b);
+
+/* Whether `op` may run before the fused ops so far (which wrote `w` and
+ * read `r`): it reads nothing they wrote and writes nothing they used. */
+bool nrtemu__fuse_hoistable(const struct op *op, const struct fuse_set *w,
+                            const struct fuse_set *r);
+
+/*
+ * Plan the row group that would start at list->ops[i] (program_fuse_rows.c):
+ * sets list->ops[i].row_group, or leaves it NULL when none fits there.
+ * @return NRT_SUCCESS; NRT_RESOURCE.
+ */
+NRT_STATUS nrtemu__row_group_plan(const char *func,
+                                  const struct nrtemu_program *p,
+                                  struct op_list *list,
+                                  const struct fuse_uses *u, size_t i);
+void nrtemu__row_group_free(struct row_group *g);
+/* The ops of `list` covered by the row group of list->ops[first]. */
+size_t nrtemu__row_group_span(const struct op_list *list, size_t first);
+/* Add what row group `g` holds to `s`. */
+void nrtemu__row_group_stats(const struct row_group *g,
+                             struct nrtemu_fusion_stats *s);
+/* Run the row group that starts at list->ops[first]. */
+NRT_STATUS nrtemu__row_group_run(const struct op_call *c,
+                                 const struct op_list *list, size_t first);
 
 /* Record NRT_INVALID with "<path>: <where>op N (name): <detail>". */
 NRT_STATUS nrtemu__op_invalid(const struct op_ctx *ctx, const char *fmt, ...)

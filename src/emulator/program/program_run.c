@@ -532,6 +532,10 @@ run_step(const struct op_call *c, const struct op_list *list, size_t first,
                  op->index, nrtemu__op_name(op->op));
         return past_deadline(c, when);
     }
+    if (op->row_group != NULL) {
+        *count = nrtemu__row_group_span(list, first);
+        return nrtemu__row_group_run(c, list, first);
+    }
     if (op->fusion != NULL) {
         *count = nrtemu__fusion_span(list, first);
         return nrtemu__fusion_run(c, list, first);
