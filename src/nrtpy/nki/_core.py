@@ -171,6 +171,16 @@ class Trace:
         self.rewound = 0
         # nl.rand's generator: values fixed when the kernel is traced.
         self.rng = np.random.default_rng(0)
+        # The run-time loops whose bodies are being traced, outermost
+        # first (nki/_dynamic.py).
+        self.loops: list[Any] = []
+
+    def setup_ops(self) -> list[dict[str, Any]]:
+        """The op list for what must happen once, before any run-time loop
+        being traced (zero-filling a tile first read there, copying an
+        input first written there): in a loop's body it would happen again
+        at every iteration, undoing the previous ones."""
+        return self.loops[0].outer if self.loops else self.program.ops
 
     def scalar(self, value: Any, dtype: np.dtype) -> Traced:
         """A scalar of ``dtype`` holding ``value`` (a Python number), one
@@ -306,8 +316,8 @@ class NkiTensor:
         """The buffer as the program's value, zero-filled first if nothing
         wrote it yet (the emulator reads no unwritten buffer)."""
         if not self.written:
-            p = self.trace.program
-            p.ops.append({"op": "full", "in": [], "out": self.name, "value": 0})
+            self.trace.setup_ops().append(
+                {"op": "full", "in": [], "out": self.name, "value": 0})
             self.written = True
         return Traced(self.trace.program, self.name, self.shape, self.dtype)
 
@@ -422,6 +432,14 @@ def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+class Dynamic:
+    """A value known only when the kernel runs (a register, an expression
+    of one, index arrays shifted by one: nki/_dynamic.py)."""
+
+    def to_dyn(self) -> Any:
+        raise NotImplementedError
+
+
 class Indirect:
     """A view's run-time part: the row of its partition ``w`` is
     ``offsets[w]`` (an SBUF tile), not ``w``: the access is ``base`` row
@@ -458,6 +476,12 @@ class View:
         # The box of the tensor that ``index`` selects, as _as_box gives it,
         # when the key that made the view said so (None: not known).
         self.box: tuple | None = None
+        # Run-time offsets (nki/_dynamic.py), a list of (DynInt r, axis,
+        # unit): the access is ``index`` moved by ``r * unit`` elements,
+        # ``unit`` the stride of tensor axis ``axis``, within which it must
+        # stay (axis -1: on the flat storage, as .ap(scalar_offset=) says,
+        # where only the tensor's ends bound it).
+        self.dyn: list[tuple[Any, int, int]] | None = None
 
     def check_oob(self, instruction: str, mask: np.ndarray | None) -> None:
         """Fail unless ``mask`` leaves out every element out of bounds."""
@@ -495,12 +519,17 @@ class View:
 
     def flat(self) -> np.ndarray:
         """The flat indices of the view (computed for the whole tensor)."""
-        if self.indirect is not None:
+        if self.indirect is not None or self.dyn is not None:
             raise fail("indexing", "an indirect (run-time offset) view cannot "
                                    "be indexed further")
         if self.index is None:
             return np.arange(self.tensor.size, dtype=np.int64).reshape(self.shape)
         return self.index
+
+    def is_indirect(self) -> bool:
+        """Whether the access has a run-time part (rows an index tile
+        names, or a register's offset)."""
+        return self.indirect is not None or self.dyn is not None
 
     # -- indexing -------------------------------------------------------------
     def __getitem__(self, key: Any) -> View:
@@ -511,6 +540,10 @@ class View:
         if any(isinstance(k, (View, NkiTensor)) for k in key):
             raise fail("indexing", "a run-time index (a tile) is supported on "
                                    "the first axis only")
+        if any(isinstance(k, Dynamic) or (isinstance(k, slice) and (
+                isinstance(k.start, Dynamic) or isinstance(k.stop, Dynamic)))
+               for k in key):
+            return self._dynamic(key)
         key = tuple(_index_part(k) for k in key)
         if self.dtype != self.tensor.dtype:
             raise fail("indexing", "a view of another dtype cannot be indexed")
@@ -573,6 +606,49 @@ class View:
         static = np.broadcast_to(within, shape)
         return View(t, None, tuple(shape), indirect=Indirect(offsets, row, static))
 
+    def _dynamic(self, key: tuple) -> View:
+        """A key with a run-time part (a register, ``i * 128 +
+        nl.arange(128)[:, None]``, ``nl.ds(i * 128, 128)``) on one axis:
+        the static view the key gives with that part 0, moved along the
+        axis when the ops run."""
+        from nrtpy.nki._dynamic import DynArray, DynInt
+        if self.index is not None or self.indirect is not None or \
+                self.dtype != self.tensor.dtype:
+            raise NotImplementedError("nrtpy.nki: a run-time index applies "
+                                      "to a whole tensor, not to a view of one")
+        if any(k is Ellipsis for k in key):
+            i = next(j for j, k in enumerate(key) if k is Ellipsis)
+            key = key[:i] + (slice(None),) * (self.ndim - len(key) + 1) + key[i + 1:]
+        static, dyn = list(key), []
+        for a, k in enumerate(key):
+            if isinstance(k, slice) and (isinstance(k.start, Dynamic) or
+                                         isinstance(k.stop, Dynamic)):
+                if k.stop is None or k.start is None:
+                    raise fail("indexing", "a slice with a run-time start needs "
+                                           "a stop (nl.ds(start, size))")
+                size = k.stop - k.start
+                size = size.to_dyn() if isinstance(size, Dynamic) else size
+                if isinstance(size, Dynamic):
+                    if not size.is_const:
+                        raise fail("indexing", "a slice's size must be known "
+                                               "when the kernel is traced")
+                    size = size.const
+                r = k.start.to_dyn() if isinstance(k.start, Dynamic) else \
+                    DynInt((), int(k.start))
+                part, static[a] = r, slice(0, int(size), k.step)
+            elif isinstance(k, DynArray):
+                part, static[a] = k.dyn, k.static
+            elif isinstance(k, Dynamic):
+                part, static[a] = k.to_dyn(), 0
+            else:
+                continue
+            dyn.append((part, a, _c_strides(self.tensor.shape)[a]))
+        view = self[tuple(static)]
+        out = View(self.tensor, view.flat(), view.shape)
+        out.box, out.oob = view.box, view.oob
+        out.dyn = dyn
+        return out
+
     def ap(self, pattern: Sequence[Sequence[int]], offset: int | None = None,
            scalar_offset: Any = None, vector_offset: Any = None,
            indirect_dim: int = 0, dtype: Any = None) -> View:
@@ -598,8 +674,20 @@ class View:
         if scalar_offset is not None and vector_offset is not None:
             raise ValueError(".ap: give scalar_offset or vector_offset, not both")
         if scalar_offset is not None:
-            raise NotImplementedError("nrtpy.nki: .ap(scalar_offset=...) is "
-                                      "not implemented")
+            from nrtpy.nki._dynamic import value_dyn
+            if not 0 <= indirect_dim < t.ndim:
+                raise ValueError(f".ap: indirect_dim {indirect_dim} is not an "
+                                 f"axis of the tensor of shape {t.shape}")
+            r = value_dyn(scalar_offset, "ap")
+            if idx.size and (idx.min() < 0 or idx.max() >= t.size):
+                raise fail("ap", f"access pattern {[list(p) for p in pattern]} "
+                                 f"at offset {off} reaches outside the tensor "
+                                 f"of {t.size} elements (shape {t.shape})")
+            view = View(t, idx, tuple(counts), dt)
+            unit = _c_strides(t.shape)[indirect_dim]
+            # (on axis 0 the flat storage's ends are the axis's)
+            view.dyn = [(r, 0 if indirect_dim == 0 else -1, unit)]
+            return view
         if vector_offset is not None:
             if indirect_dim != 0:
                 raise NotImplementedError("nrtpy.nki: vector_offset with "
@@ -644,6 +732,10 @@ class View:
         return self[tuple(key)]
 
     def select(self, dim: int, index: Any) -> View:
+        if isinstance(index, Dynamic):
+            key = [slice(None)] * self.ndim
+            key[dim] = index
+            return self[tuple(key)]
         if not isinstance(index, numbers.Integral):
             raise NotImplementedError("nrtpy.nki: select with a run-time "
                                       "index is not implemented")
@@ -675,7 +767,9 @@ class View:
         if dt.itemsize != self.tensor.dtype.itemsize:
             raise NotImplementedError("nrtpy.nki: .view() to a dtype of "
                                       "another size is not implemented")
-        return View(self.tensor, self.index, self.shape, dt, self.indirect)
+        view = View(self.tensor, self.index, self.shape, dt, self.indirect)
+        view.dyn = self.dyn
+        return view
 
     def astype(self, dtype: Any) -> NkiTensor:
         from nrtpy.nki import language
@@ -693,6 +787,8 @@ class View:
         base = t.traced()
         if self.dtype != t.dtype:
             base = p.emit("bitcast", [base], t.shape, self.dtype)
+        if self.dyn is not None:
+            return _read_dynamic(self, base)
         if self.index is None:
             return base if self.shape == t.shape else base.reshape(self.shape)
         if self.box is not None:
@@ -792,6 +888,9 @@ class View:
         if self.indirect is not None:
             _assign_indirect(self, src, mask, mode, oob_error)
             return
+        if self.dyn is not None:
+            _assign_dynamic(self, src, mask, mode)
+            return
         if mode != "assign":
             raise NotImplementedError(f"nrtpy.nki: a write of mode {mode!r} "
                                       f"without a run-time index")
@@ -799,7 +898,8 @@ class View:
             # An input written by the kernel: its own copy from here on.
             old = t.traced()
             fresh = p.buffer("temp", t.shape, t.dtype)
-            p.ops.append({"op": "copy", "in": [old.name], "out": fresh.name})
+            t.trace.setup_ops().append({"op": "copy", "in": [old.name],
+                                        "out": fresh.name})
             t.name, t.readonly = fresh.name, False
             t.trace.owned.add(fresh.name)
         idx = self.index
@@ -903,6 +1003,113 @@ def _assign_indirect(view: View, src: Traced, mask: np.ndarray | None,
                                           src.reshape(view.size).name],
                   "out": t.name, "mode": mode})
 
+
+def _dynamic_offset(view: View) -> tuple[Traced, Traced, np.dtype]:
+    """A view's run-time offsets, summed: (the offset, int64, in steps
+    along the axis of its one part when it has one, else in elements of
+    the flat storage; whether the access then leaves an axis or the
+    storage; the index dtype).  Callers replace the offset of an access
+    out of bounds by one that every index of it exceeds, so that the
+    gather reading it fails the execution with NRT_EXEC_OOB (the
+    emulator's take also takes negative indices, NumPy's way, which must
+    fail here)."""
+    t = view.tensor
+    idx = view.index if view.index is not None else \
+        np.arange(t.size, dtype=np.int64).reshape(view.shape)
+    total: Traced | None = None
+    bad: Traced | None = None
+    parts = view.dyn or []
+    for r, axis, unit in parts:
+        off = r.value()
+        if axis >= 0:
+            along = (idx // _c_strides(t.shape)[axis]) % t.shape[axis]
+            n = t.shape[axis]
+        else:
+            along, n = idx, t.size
+            off = np.multiply(off, np.int64(unit))
+        lo, hi = int(along.min()), int(along.max())
+        out = np.logical_or(np.less(off, np.int64(-lo)),
+                            np.greater(off, np.int64(n - 1 - hi)))
+        bad = out if bad is None else np.logical_or(bad, out)
+        if len(parts) > 1 and axis >= 0:
+            off = np.multiply(off, np.int64(unit))
+        total = off if total is None else np.add(total, off)
+    assert total is not None and bad is not None
+    return total, bad, _index_dtype(t.size + 1)
+
+
+def _read_dynamic(view: View, base: Traced) -> Traced:
+    """Read a view with run-time offsets.  One along a tensor axis, the
+    rest a box: a slice of the other axes, then a gather of the
+    hyperplanes along that axis (an index per element of the axis only);
+    otherwise a gather of every element from the flat storage."""
+    t = view.tensor
+    p = t.trace.program
+    off, bad, dt = _dynamic_offset(view)
+    parts = view.dyn or []
+    _, axis, unit = parts[0]
+    idx = view.index if view.index is not None else \
+        np.arange(t.size, dtype=np.int64).reshape(view.shape)
+    box = None
+    if len(parts) == 1 and axis >= 0:
+        box = view.box if view.box is not None else _as_box(idx, t.shape)
+    if box is not None:
+        start, step, count, dims, broadcast = box
+        full_start, full_step, full_count = list(start), list(step), list(count)
+        full_start[axis], full_step[axis], full_count[axis] = 0, 1, t.shape[axis]
+        out = base
+        if tuple(full_count) != base.shape or any(s != 1 for s in full_step):
+            out = p.emit("slice", [base], tuple(full_count), base.dtype,
+                         start=full_start, step=full_step)
+        along = start[axis] + np.arange(count[axis], dtype=np.int64) * step[axis]
+        off = np.where(bad, np.int64(t.shape[axis]), off).astype(dt)
+        rows = np.add(t.trace.index_const(along.astype(dt)), off)
+        out = p.emit("take", [out, rows], tuple(count), base.dtype, axis=axis)
+        n = len(count)
+        return _read_box(out, [0] * n, [1] * n, count, dims, broadcast,
+                         view.shape)
+    flat = base.reshape(t.size) if t.ndim != 1 else base
+    if len(parts) == 1 and axis >= 0:
+        off = np.multiply(off, np.int64(unit))
+    off = np.where(bad, np.int64(t.size), off).astype(dt)
+    where = np.add(t.trace.index_const(idx.astype(dt)), off)
+    return p.emit("take", [flat, where], view.shape, base.dtype, axis=0)
+
+
+def _assign_dynamic(view: View, src: Traced, mask: np.ndarray | None,
+                    mode: str) -> None:
+    """Write through a view with a run-time offset: a scatter at the
+    moved indices.  The emulator's scatter skips indices out of bounds, so
+    a one-element gather first fails the execution with NRT_EXEC_OOB when
+    the access leaves the tensor."""
+    if mask is not None and not np.all(mask):
+        raise NotImplementedError("nrtpy.nki: a masked write through a "
+                                  "run-time offset")
+    t = view.tensor
+    p = t.trace.program
+    if t.readonly:
+        old = t.traced()
+        fresh = p.buffer("temp", t.shape, t.dtype)
+        t.trace.setup_ops().append({"op": "copy", "in": [old.name],
+                                    "out": fresh.name})
+        t.name, t.readonly = fresh.name, False
+        t.trace.owned.add(fresh.name)
+    off, bad, dt = _dynamic_offset(view)
+    parts = view.dyn or []
+    _, axis, unit = parts[0]
+    base = t.traced()
+    flat = base.reshape(t.size) if t.ndim != 1 else base
+    probe = np.where(bad, np.int64(t.size), np.int64(0)).astype(dt).reshape(1)
+    p.emit("take", [flat, probe], (1,), t.dtype, axis=0)
+    if len(parts) == 1 and axis >= 0:
+        off = np.multiply(off, np.int64(unit))
+    off = off.astype(dt)
+    idx = view.index if view.index is not None else \
+        np.arange(t.size, dtype=np.int64).reshape(view.shape)
+    where = np.add(t.trace.index_const(idx.reshape(-1).astype(dt)), off)
+    p.ops.append({"op": "scatter", "in": [base.name, where.name,
+                                          src.reshape(view.size).name],
+                  "out": t.name, "mode": mode})
 
 
 def _slice_box(shape: tuple[int, ...], key: tuple) -> tuple | None:

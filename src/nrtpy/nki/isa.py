@@ -18,7 +18,7 @@ import numpy as np
 
 from nrtpy import _dtypes
 from nrtpy.neff._trace import Traced
-from nrtpy.nki import _core, _names, _notes
+from nrtpy.nki import _core, _dynamic, _names, _notes
 from nrtpy.nki import language as nl
 from nrtpy.nki._core import (MemoryRegion, NkiCompileError, NkiTensor, View,
                              as_view, current, fail, new_tile,
@@ -427,7 +427,7 @@ def _box_of(x: Any) -> tuple | None:
     """The box of its tensor that the operand ``x`` reads (as
     ``_core._as_box`` gives it), or None when it is none."""
     v = x if isinstance(x, View) else x.whole() if isinstance(x, NkiTensor) else None
-    if v is None or v.indirect is not None or v.oob is not None or \
+    if v is None or v.indirect is not None or v.dyn is not None or v.oob is not None or \
             v.dtype != v.tensor.dtype or not v.tensor.written:
         return None
     t = v.tensor
@@ -501,10 +501,25 @@ def _nc_matmul(dst: Any, stationary: Any, moving: Any,
     else:
         prior = np.full(v.shape, bool(accumulate))
     trace = t.trace
+    if accumulate is None and trace.loops and not prior.all():
+        # In a run-time loop's body, traced once: elements no matmul wrote
+        # before the loop are written by this one in the first iteration,
+        # and added onto in the next ones.
+        prior_rt = np.logical_or(prior, np.logical_not(_dynamic.first_iteration(trace)))
+        tile = matmul_tile("nc_matmul", stationary, moving)
+        old = value_of(v, like=v.dtype)
+        v.assign(np.where(prior_rt, np.add(old, value_of(tile, like=v.dtype)),
+                          value_of(tile, like=v.dtype)),
+                 None if mask is None else np.asarray(mask, bool))
+        if idx is None:
+            written[...] = True
+        else:
+            written.reshape(-1)[idx] = True
+        return dst
     group: _MatmulGroup | None = trace.matmul_group
     trace.matmul_group = None
     boxes = None
-    if mask is None and v.indirect is None and not t.readonly and \
+    if mask is None and v.indirect is None and v.dyn is None and not t.readonly and \
             (prior.all() and t.written or not prior.any()):
         sb, mb = _box_of(stationary), _box_of(moving)
         if sb is not None and mb is not None:
@@ -1510,6 +1525,68 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: Any = None,
     as_view(val_dst).assign(np.take(best, rows, axis=0).reshape(v_shape))
     as_view(idx_dst).assign(np.take(top.astype(np.uint32), rows, axis=0).reshape(i_shape))
     return val_dst
+
+
+# -- registers --------------------------------------------------------------------
+VirtualRegister = _dynamic.VirtualRegister
+
+
+def _register(x: Any, instruction: str) -> VirtualRegister:
+    if not isinstance(x, VirtualRegister):
+        raise TypeError(f"{instruction}: expected a register "
+                        f"(nisa.register_alloc), not {type(x).__name__}")
+    return x
+
+
+def register_alloc(x: Any = None) -> VirtualRegister:
+    """A new 32-bit register: an int32 scalar of the program, set to ``x``
+    (an int) or, with None, unset (it reads 0 until written)."""
+    trace = current()
+    p = trace.program
+    reg = VirtualRegister(trace, p.buffer("temp", (), _dynamic.I32).name,
+                          written=False)
+    if x is not None:
+        register_move(reg, x)
+    return reg
+
+
+def register_move(dst: Any, src: Any) -> None:
+    """``dst = src``: an int known when the kernel is traced, or another
+    register."""
+    reg = _register(dst, "register_move")
+    if isinstance(src, VirtualRegister):
+        value = src.traced()
+    elif isinstance(src, int) and not isinstance(src, bool):
+        if not -2**31 <= src < 2**32:
+            raise fail("register_move", f"{src} does not fit a 32-bit register")
+        value = current().program.full(int(np.uint32(src & 0xFFFFFFFF).view(np.int32)),
+                                       (), _dynamic.I32)
+    else:
+        raise TypeError(f"register_move: src must be an int or a register, "
+                        f"not {type(src).__name__}")
+    reg.write(value, "register_move")
+
+
+def register_load(dst: Any, src: Any) -> None:
+    """``dst = src``: the value of a one-element tensor (HBM or SBUF),
+    converted to int32 (a float toward zero)."""
+    reg = _register(dst, "register_load")
+    v = as_view(src)
+    if v.size != 1:
+        raise fail("register_load", f"src must hold one element, not "
+                                    f"{v.shape}")
+    reg.write(v.read().reshape(()), "register_load")
+
+
+def register_store(dst: Any, src: Any) -> None:
+    """``dst = src``: the register's value into a one-element tensor, in
+    its dtype."""
+    reg = _register(src, "register_store")
+    v = as_view(dst)
+    if v.size != 1:
+        raise fail("register_store", f"dst must hold one element, not "
+                                     f"{v.shape}")
+    v.assign(reg.traced().reshape(v.shape).astype(v.dtype))
 
 
 _notes.instrument(globals(), _names.ISA)  # each call's ops: one instruction

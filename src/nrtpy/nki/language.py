@@ -21,7 +21,7 @@ import ml_dtypes
 import numpy as np
 
 from nrtpy.neff._trace import Traced
-from nrtpy.nki import _core, _names, _notes
+from nrtpy.nki import _core, _dynamic, _names, _notes
 from nrtpy.nki._core import (MemoryRegion, NkiTensor, View, as_dtype, current,
                              fail, new_tile, require_on_chip, value_of)
 
@@ -172,50 +172,60 @@ class _MGrid:
 mgrid = _MGrid()
 
 
-def ds(start: int, size: int) -> slice:
-    """``start : start + size`` (a dynamic slice with a known start)."""
+def ds(start: Any, size: int) -> slice:
+    """``start : start + size``; ``start`` may be a register or an
+    expression of one (a loop's index), known when the kernel runs."""
+    if isinstance(start, _core.Dynamic):
+        return slice(start, start + int(size))
     if not isinstance(start, numbers.Integral):
-        raise NotImplementedError("nrtpy.nki: nl.ds with a run-time start")
+        raise TypeError(f"nl.ds: start must be an int or a register, not "
+                        f"{type(start).__name__}")
     return slice(int(start), int(start) + int(size))
 
 
-# -- loops: unrolled when the kernel is traced -----------------------------
-def _range(start: int, stop: int | None = None, step: int = 1, **_: Any) -> range:
+# -- loops ----------------------------------------------------------------------
+# Bounds known when the kernel is traced (ints) unroll the loop: the same
+# iterations, with the index a Python int, and the emulator runs straight
+# code faster than a loop of the same ops.  A bound in a register (or an
+# expression of one) makes a loop the device runs: an emulator ``while``
+# whose body is traced once, its index a register (nki/_dynamic.py).
+def _range(start: Any, stop: Any = None, step: Any = 1, **_: Any) -> Any:
     if stop is None:
         start, stop = 0, start
+    if isinstance(start, _core.Dynamic) or isinstance(stop, _core.Dynamic):
+        return _dynamic.RangeLoop(start, stop, step)
     for v in (start, stop, step):
         if not isinstance(v, numbers.Integral):
-            raise NotImplementedError("nrtpy.nki: loops with run-time bounds "
-                                      "are not implemented (bounds must be ints)")
+            raise TypeError(f"loop bounds must be ints or registers, not "
+                            f"{type(v).__name__}")
     return range(int(start), int(stop), int(step))
 
 
-def affine_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) -> range:
-    """A loop without carried dependencies, unrolled at trace time."""
+def affine_range(start: Any, stop: Any = None, step: int = 1, **kw: Any) -> Any:
+    """A loop without carried dependencies (see _range)."""
     return _range(start, stop, step, **kw)
 
 
-def sequential_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) -> range:
-    """A loop with carried dependencies, unrolled at trace time (in order)."""
+def sequential_range(start: Any, stop: Any = None, step: int = 1, **kw: Any) -> Any:
+    """A loop with carried dependencies, in order (see _range)."""
     return _range(start, stop, step, **kw)
 
 
-def static_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) -> range:
-    """A loop the compiler unrolls."""
+def static_range(start: Any, stop: Any = None, step: int = 1, **kw: Any) -> Any:
+    """A loop the compiler unrolls (see _range)."""
     return _range(start, stop, step, **kw)
 
 
-def dynamic_range(start: int, stop: int | None = None, step: int = 1, **kw: Any) -> range:
-    """A loop the device runs with bounds it reads at run time; bounds
-    known when the kernel is traced (ints) give the same iterations, so the
-    loop unrolls.  Bounds in registers are not implemented."""
+def dynamic_range(start: Any, stop: Any = None, step: int = 1, **kw: Any) -> Any:
+    """A loop the device runs with bounds it reads at run time (see
+    _range: int bounds give the same iterations, unrolled)."""
     return _range(start, stop, step, **kw)
 
 
-def fori_loop(lower: int, upper: int, body_fun: Any, step: int = 1) -> None:
-    """``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``: bounds
-    known when the kernel is traced (ints) unroll the loop, as
-    :func:`dynamic_range` does; ``step`` must be a positive int."""
+def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1) -> None:
+    """``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``, bounds
+    ints or registers as :func:`dynamic_range`'s; ``step`` must be a
+    positive int."""
     if not callable(body_fun):
         raise TypeError(f"fori_loop: body_fun must be callable, not "
                         f"{type(body_fun).__name__}")
@@ -223,6 +233,13 @@ def fori_loop(lower: int, upper: int, body_fun: Any, step: int = 1) -> None:
         raise ValueError(f"fori_loop: step must be a positive int, not {step!r}")
     for i in _range(lower, upper, step):
         body_fun(i)
+
+
+def while_loop(init: Any, body_fun: Any) -> None:
+    """``r = init; while r != 0: r = body_fun(r)``, run by the device: the
+    body is traced once, ``r`` a register holding the condition, and
+    returns the register of the next one."""
+    _dynamic.while_loop(init, body_fun)
 
 
 # -- the SPMD grid ----------------------------------------------------------
