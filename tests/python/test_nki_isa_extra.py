@@ -260,3 +260,104 @@ def test_topk_checks():
         kernel(np.ones((16, 4), ml_dtypes.bfloat16), 80)
     with pytest.raises(TypeError, match="n must be an int"):
         kernel(np.ones((16, 4), ml_dtypes.bfloat16), 40.0)
+
+
+def test_prelu_language_and_activate2():
+    a = rand(128, 40)
+    alpha = rand(128, 1, lo=0.05, hi=0.5)
+
+    @nki.jit
+    def k(x, al):
+        o1, o2, o3 = hbm(x.shape), hbm(x.shape), hbm(x.shape)
+        t = nl.load(x)
+        s = nl.load(al)
+        nl.store(o1, nl.prelu(t, 0.25))
+        nl.store(o2, nl.prelu(t, s))
+        r = nl.ndarray(x.shape, nl.float32)
+        nisa.activate2(dst=r, op=nl.prelu, data=t, imm0=2.0, imm1=0.0,
+                       op0=nl.multiply, op1=nl.add, relu_param=s)
+        nl.store(o3, r)
+        return o1, o2, o3
+
+    o1, o2, o3 = k(a, alpha)
+    np.testing.assert_allclose(o1, np.where(a > 0, a, 0.25 * a), rtol=1e-6)
+    np.testing.assert_allclose(o2, np.where(a > 0, a, alpha * a), rtol=1e-6)
+    np.testing.assert_allclose(o3, np.where(a > 0, 2 * a, alpha * 2 * a), rtol=1e-6)
+
+
+def test_arctan():
+    a = rand(128, 64, lo=-50, hi=50)
+
+    @nki.jit
+    def k(x):
+        o = hbm(x.shape)
+        nl.store(o, nl.arctan(nl.load(x)))
+        return o
+
+    np.testing.assert_allclose(k(a), np.arctan(a), rtol=2e-6, atol=1e-6)
+
+
+def test_nc_n_gather():
+    data = rand(64, 4, 32)
+    idx = RNG.integers(0, 128, (64, 10)).astype(np.uint32)
+
+    @nki.jit
+    def k(d, i):
+        o = hbm((64, 10))
+        dt, it = nl.load(d), nl.load(i)
+        r = nl.ndarray((64, 10), nl.float32)
+        nisa.nc_n_gather(dst=r, data=dt, indices=it)
+        nl.store(o, r)
+        return o
+
+    ref = np.take_along_axis(data.reshape(64, -1), idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(k(data, idx), ref)
+    idx[5, 3] = 128
+    from nrtpy import NrtError
+    with pytest.raises(NrtError) as info:
+        k(data, idx)
+    assert info.value.status_name == "NRT_EXEC_OOB"
+
+
+def test_rng_rand2_dropout_values():
+    @nki.jit
+    def k(lo):
+        o1, o2 = hbm((128, 256), nl.uint16), hbm((128, 256))
+        o3 = hbm((128, 256))
+        r = nl.ndarray((128, 256), nl.uint16)
+        nisa.rng(dst=r)
+        nl.store(o1, r)
+        u = nl.ndarray((128, 256), nl.float32)
+        nisa.rand2(dst=u, min=nl.load(lo), max=3.0)
+        nl.store(o2, u)
+        nl.store(o3, nl.dropout(nl.full((128, 256), 1.0, nl.float32), 0.25))
+        return o1, o2, o3
+
+    lo = np.linspace(-1, 2, 128, dtype=np.float32).reshape(128, 1)
+    bits, u, d = k(lo)
+    assert bits.dtype == np.uint16 and len(np.unique(bits)) > 1000
+    assert (u >= lo).all() and (u <= 3.0).all()
+    assert set(np.unique(d)) <= {0.0, 1.0}
+    assert 0.2 < (d == 0).mean() < 0.3
+    assert nisa.get_nc_sub_version() == 0
+
+
+def test_dma_compute_sum_and_scatter_add():
+    a, b, c = rand(16, 32), rand(16, 32), rand(16, 32)
+    rows = np.array([[3], [0], [7], [1]], np.int32)
+
+    @nki.jit
+    def k(x, y, z, r):
+        o = hbm(x.shape)
+        tx, ty = nl.load(x), nl.load(y)
+        nisa.dma_compute(dst=o, srcs=[tx, ty, z], reduce_op=nl.add)
+        t = nl.load(x[0:4, :])
+        idx = nl.load(r)
+        tgt = o.ap([[32, 4], [1, 32]], vector_offset=idx, indirect_dim=0)
+        nisa.dma_compute(dst=tgt, srcs=[tgt, t], reduce_op=nl.add)
+        return o
+
+    ref = a + b + c
+    ref[rows[:, 0]] += a[0:4]
+    np.testing.assert_allclose(k(a, b, c, rows), ref, rtol=1e-6)
+    assert isinstance(nl.NkiTensor, type) and issubclass(nl.NkiTensor, nl.NKIObject)

@@ -44,7 +44,7 @@ def test_table_matches_the_module(public, module, names):
 def test_the_older_namespace_forwards_the_same_names():
     assert old_nl.add is nl.add and old_nl.mgrid is nl.mgrid
     assert old_isa.engine is nisa.engine
-    with pytest.raises(NotImplementedError, match="nc_n_gather"):
-        old_isa.nc_n_gather
+    with pytest.raises(NotImplementedError, match="quantize_mx"):
+        old_isa.quantize_mx
     with pytest.raises(AttributeError):
         old_nl.no_such_name

@@ -253,7 +253,11 @@ def promote(*dts: np.dtype) -> np.dtype:
 
 
 # -- tensors ------------------------------------------------------------------
-class NkiTensor:
+class NKIObject:
+    """The base class of NKI's objects: tensors and registers."""
+
+
+class NkiTensor(NKIObject):
     """A tensor of the kernel: an HBM array or an SBUF/PSUM tile.
 
     It names one buffer of the program; writes change that buffer in place,

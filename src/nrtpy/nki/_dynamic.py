@@ -203,7 +203,7 @@ class DynArray(Dynamic):
     __hash__ = object.__hash__
 
 
-class VirtualRegister(Dynamic):
+class VirtualRegister(Dynamic, _core.NKIObject):
     """A 32-bit register of an engine (``nisa.register_alloc``): an int32
     scalar buffer of the program.  A loop's index is frozen."""
 

@@ -87,6 +87,19 @@ class nc_version(Enum):
     gen4 = 4
 
 
+class dma_engine(Enum):
+    """The DMA engine a transfer uses (accepted, not needed here)."""
+
+    dma = 1
+    gpsimd_dma = 2
+
+
+def get_nc_sub_version() -> int:
+    """The silicon revision within the target's NeuronCore version: 0, the
+    first (the emulator models no other)."""
+    return 0
+
+
 def get_nc_version() -> nc_version:
     """The NeuronCore version of the kernel's target."""
     t = current().target if _core.tracing() else _core.target()
@@ -232,6 +245,54 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = None,
     ``NRT_EXEC_OOB``.
     """
     return _dma_copy(dst, src, oob_mode=oob_mode)
+
+
+def dma_compute(dst: Any, srcs: Any, reduce_op: Any, scales: Any = None,
+                unique_indices: bool = True, oob_mode: Any = None,
+                name: Any = None, **_: Any) -> Any:
+    """``dst = srcs[0] + srcs[1] + ...`` in float32 by the DMA engines
+    (reduce_op nl.add, every scale 1.0: the instruction's only forms).
+    With an indirect access, a read-modify-write of two sources: the
+    rows of an HBM ``dst`` added to (scatter), or an SBUF ``dst`` plus
+    the rows of an HBM source (gather), as dma_copy's indirect forms."""
+    srcs = list(srcs)
+    if not 1 <= len(srcs) <= 16:
+        raise fail("dma_compute", f"srcs must hold 1 to 16 tensors, not {len(srcs)}")
+    if reduce_op is not np.add and getattr(reduce_op, "__name__", "") != "add":
+        raise fail("dma_compute", "reduce_op must be nl.add")
+    if scales is not None and any(float(x) != 1.0 for x in scales):
+        raise fail("dma_compute", "every scale must be 1.0")
+    d = dst if isinstance(dst, View) else None
+    gathers = [x for x in srcs if isinstance(x, View) and x.indirect is not None]
+    if (d is not None and d.indirect is not None) or gathers:
+        if len(srcs) != 2:
+            raise fail("dma_compute", "a read-modify-write takes 2 sources")
+        if not unique_indices:
+            raise NotImplementedError("nrtpy.nki: dma_compute with "
+                                      "unique_indices=False")
+        target = as_view(dst).tensor
+        if d is not None and d.indirect is not None:
+            rest = [x for x in srcs if as_view(x).tensor is not target]
+            if len(rest) != 1:
+                raise fail("dma_compute", "a scatter read-modify-write reads "
+                                          "dst and one data tensor")
+            return _dma_copy(dst, rest[0], oob_mode=oob_mode, rmw_add=True)
+        other = [x for x in srcs if x is not gathers[0]]
+        if len(gathers) != 1 or as_view(other[0]).tensor is not target:
+            raise fail("dma_compute", "a gather read-modify-write reads dst "
+                                      "and one indirect source")
+        return _dma_copy(dst, gathers[0], oob_mode=oob_mode, rmw_add=True)
+    shape = _core.shape_of(dst)
+    total: Traced | None = None
+    for x in srcs:
+        v = _f32(x)
+        if v.size != int(np.prod(shape)):
+            raise fail("dma_compute", f"a source of {v.size} elements for a "
+                                      f"dst of shape {shape}")
+        v = v if v.shape == shape else v.reshape(shape)
+        total = v if total is None else np.add(total, v)
+    assert total is not None
+    return _finish("dma_compute", dst, total)
 
 
 def _tensor_copy(dst: Any, src: Any, dtype: Any = None, mask: Any = None) -> Any:
@@ -1402,10 +1463,13 @@ def activate2(dst: Any, op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, op1:
         fn = _alu(o, "activate2")
         x = _per_partition(imm, v.ndim)
         v = fn(x, v) if rev else fn(v, x)
-    if not (isinstance(relu_param, (int, float)) and relu_param == 0):
-        raise NotImplementedError("nrtpy.nki: activate2 relu_param (nl.prelu is "
-                                  "not implemented)")
-    r = _activation_fn(op)(v)
+    if op is nl.prelu:
+        r = nl._prelu(v, _per_partition(relu_param, v.ndim))
+    elif not (isinstance(relu_param, (int, float)) and relu_param == 0):
+        raise NotImplementedError("nrtpy.nki: activate2 relu_param with an op "
+                                  "other than nl.prelu")
+    else:
+        r = _activation_fn(op)(v)
     if reduce_res is not None:
         red = _reduce_value("activate2", reduce_op or nl.add,
                             r.reshape(r.shape[0], -1), (1,), True)
@@ -1525,6 +1589,62 @@ def topk(val_dst: Any, idx_dst: Any, src: Any, n: int, name: Any = None,
     as_view(val_dst).assign(np.take(best, rows, axis=0).reshape(v_shape))
     as_view(idx_dst).assign(np.take(top.astype(np.uint32), rows, axis=0).reshape(i_shape))
     return val_dst
+
+
+def nc_n_gather(dst: Any, data: Any, indices: Any, name: Any = None,
+                **_: Any) -> Any:
+    """Per partition, the elements of ``data`` (its free axes flattened) at
+    ``indices`` (uint32, in ``dst``'s free shape).  An index outside the
+    partition's elements fails the execution with NRT_EXEC_OOB."""
+    for what, x in (("data", data), ("indices", indices), ("dst", dst)):
+        if _core.memory_of(x) is not MemoryRegion.sbuf:
+            raise fail("nc_n_gather", f"{what} must be in SBUF (GpSimd "
+                                      f"cannot access PSUM or HBM)")
+    v = value_of(data)
+    idx = value_of(indices)
+    if idx.dtype != np.uint32:
+        raise fail("nc_n_gather", f"indices must be uint32, not {_dtype_name(idx.dtype)}")
+    if _core.dtype_of(dst) != v.dtype:
+        raise fail("nc_n_gather", "dst must have data's dtype")
+    p = v.shape[0]
+    if idx.shape[0] != p or _core.shape_of(dst)[0] != p:
+        raise fail("nc_n_gather", "data, indices and dst must have the same "
+                                  "partitions")
+    f = v.size // p
+    cols = idx.reshape(p, -1).astype(np.int64)
+    prog = current().program
+    rows = prog.const((np.arange(p, dtype=np.int64) * f).reshape(p, 1))
+    flat = np.where(np.less(cols, np.int64(f)), np.add(cols, rows), np.int64(p * f))
+    r = np.take(v.reshape(-1), flat.reshape(-1))
+    return _finish("nc_n_gather", dst, r.reshape(_core.shape_of(dst)))
+
+
+def rng(dst: Any, engine: Any = None, name: Any = None, **_: Any) -> Any:
+    """32 random bits per element, truncated to ``dst``'s integer dtype.
+    The emulator has no random engine: the bits are drawn when the kernel
+    is traced (``nl.random_seed``), so every run gives the same."""
+    v = as_view(dst)
+    if v.dtype.kind not in "iu":
+        raise fail("rng", f"dst must be an integer dtype, not {_dtype_name(v.dtype)}")
+    require_on_chip("rng", dst)
+    trace = current()
+    # (the low bits: NumPy's integer conversion wraps)
+    bits = trace.rng.integers(0, 2**32, v.shape, dtype=np.uint64).astype(v.dtype)
+    v.assign(trace.program.const(np.ascontiguousarray(bits)))
+    return dst
+
+
+def rand2(dst: Any, min: Any, max: Any, name: Any = None, **_: Any) -> Any:  # noqa: A002
+    """Uniform values in [min, max] (numbers or per-partition columns),
+    converted to ``dst``'s dtype.  As ``rng``: drawn when the kernel is
+    traced, from the trace's generator."""
+    require_on_chip("rand2", dst)
+    v = as_view(dst)
+    trace = current()
+    u = trace.program.const(trace.rng.random(v.shape).astype(np.float32))
+    lo = _per_partition(min, v.ndim)
+    hi = _per_partition(max, v.ndim)
+    return _finish("rand2", dst, np.add(lo, np.multiply(u, np.subtract(hi, lo))))
 
 
 # -- registers --------------------------------------------------------------------

@@ -22,7 +22,7 @@ import numpy as np
 
 from nrtpy.neff._trace import Traced
 from nrtpy.nki import _core, _dynamic, _names, _notes
-from nrtpy.nki._core import (MemoryRegion, NkiTensor, View, as_dtype, current,
+from nrtpy.nki._core import (MemoryRegion, NKIObject, NkiTensor, View, as_dtype, current,
                              fail, new_tile, require_on_chip, value_of)
 
 # -- dtypes -----------------------------------------------------------------
@@ -624,6 +624,28 @@ reciprocal = _unary("reciprocal", np.reciprocal, "1 / x.")
 sin = _unary("sin", np.sin, "Sine.")
 cos = _unary("cos", np.cos, "Cosine.")
 tan = _unary("tan", lambda x: np.sin(x) / np.cos(x), "Tangent.")
+arctan = _unary("arctan", lambda x: np.arctan2(x, np.float32(1.0)),
+                "Inverse tangent, in (-pi/2, pi/2): the emulator's atan2(x, 1).")
+
+
+def _prelu(x: Traced, alpha: Any = 0.0) -> Traced:
+    """x where x > 0, else alpha * x (alpha a number or a per-partition
+    column)."""
+    return np.where(np.greater(x, 0), x, np.multiply(x, alpha))
+
+
+def prelu(x: Any, alpha: Any = 0.0, dtype: Any = None, mask: Any = None,
+          **_: Any) -> NkiTensor:
+    """Parametric ReLU: x where x > 0, else ``alpha * x``.  As the ``op``
+    of nisa.activate2 its slope is ``relu_param``."""
+    if isinstance(alpha, (View, NkiTensor)):
+        a = value_of(alpha).astype(np.float32)
+        return compute("prelu", (x,), lambda v: _prelu(
+            v, a.reshape((a.shape[0],) + (1,) * (v.ndim - 1))), dtype, mask)
+    return compute("prelu", (x,), lambda v: _prelu(v, float(alpha)), dtype, mask)
+
+
+prelu._traced = _prelu  # type: ignore[attr-defined]  (activation function)
 ceil = _unary("ceil", np.ceil, "Smallest integer not below x.")
 floor = _unary("floor", np.floor, "Largest integer not above x.")
 trunc = _unary("trunc", _trunc, "x rounded toward zero.")
@@ -817,6 +839,14 @@ def gather_flattened(data: Any, indices: Any, axis: int = 0, dtype: Any = None,
     dt = as_dtype(dtype) if dtype is not None else v.dtype
     return new_tile(r if r.dtype == dt else r.astype(dt), MemoryRegion.sbuf,
                     "gather_flattened")
+
+
+def dropout(x: Any, rate: Any, dtype: Any = None, **_: Any) -> NkiTensor:
+    """Elements of ``x`` replaced by zero with probability ``rate`` (a
+    number, or a (partitions, 1) tile), unscaled; as nisa.dropout, which
+    ones is decided when the kernel is traced."""
+    from nrtpy.nki.isa import _dropout
+    return _dropout(None, x, rate, dtype)
 
 
 bypass = copy  # the operator that passes data through
