@@ -157,7 +157,9 @@ class Compiled:
     def _element_message(self, detail: str) -> str:
         """The runtime's out-of-bounds row, as the element index NumPy (the
         SDK's simulator) reports for the flattened tensor."""
-        m = re.search(r"op (\d+) \(take\): index (-?\d+) out of bounds for "
+        # (a take in a loop's body is not one of those: its index counts
+        # ops of the body)
+        m = re.search(r"(?<!body )op (\d+) \(take\): index (-?\d+) out of bounds for "
                       r"axis 0 with size (\d+)", detail)
         if m is None or int(m.group(1)) not in self.gathers:
             return detail

@@ -6,7 +6,9 @@ SBUF or PSUM tile) is one buffer of an emulator program
 (docs/neff-emulator-format.md) recorded with ``nrtpy.neff``'s ``Program``;
 every instruction appends ops to it.  Indexing never computes: a view holds
 the flat element indices it selects, worked out with NumPy at trace time
-(loops unroll, so every index is a constant).  Reading a view becomes a
+(loops with int bounds unroll, so every index is a constant; a loop the
+device runs adds its register's value to them when the ops run, as
+``View.dyn`` says: nki/_dynamic.py).  Reading a view becomes a
 ``slice`` (with ``reshape``/``transpose``/``broadcast_to``) when its indices
 form a box of the tensor, a ``take`` otherwise; writing one becomes an
 ``update_slice`` of the tensor's buffer (in place) when they form a box
@@ -822,7 +824,8 @@ class View:
         offs = self.row_indices()
         if skip:
             offs = np.where(self.rows_valid(), offs, 0)
-        t.trace.gathers[len(p.ops)] = (ind.row, t.size)
+        if not t.trace.loops:  # (the index of an op of the program's list)
+            t.trace.gathers[len(p.ops)] = (ind.row, t.size)
         gathered = p.emit("take", [table, offs], (offs.shape[0], ind.row),
                           t.dtype, axis=0)
         n = self.shape[0]
@@ -993,7 +996,8 @@ def _assign_indirect(view: View, src: Traced, mask: np.ndarray | None,
     offs = view.row_indices()
     if oob_error:
         table = t.traced().reshape(t.size // ind.row, ind.row)
-        t.trace.gathers[len(p.ops)] = (ind.row, t.size)
+        if not t.trace.loops:  # (the index of an op of the program's list)
+            t.trace.gathers[len(p.ops)] = (ind.row, t.size)
         p.emit("take", [table, offs], (n, ind.row), t.dtype, axis=0)
     dt = _index_dtype(t.size)
     rows = offs.astype(dt).reshape(n, 1)
