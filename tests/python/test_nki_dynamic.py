@@ -318,3 +318,15 @@ def test_dynamic_write_out_of_bounds():
     with pytest.raises(NrtError) as info:
         k(x, _n(5))
     assert info.value.status_name == "NRT_EXEC_OOB"
+
+
+def test_break_out_of_a_dynamic_loop_is_an_error():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+        for i in nl.dynamic_range(nisa.register_alloc(2)):
+            nl.store(out[i], nl.load(x[i]))
+            break
+        return out
+    with pytest.raises(RuntimeError, match="break or return"):
+        k(rand(2, 2))

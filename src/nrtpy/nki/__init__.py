@@ -293,6 +293,12 @@ class Kernel:
                 trace.pid = pid
                 trace.shared_next = 0
                 r = fn(*pos, **kw)
+                if trace.loops:
+                    # (its for statement never asked for the end, where
+                    # the loop's op is made)
+                    raise RuntimeError("nrtpy.nki: a loop the device runs "
+                                       "(nl.dynamic_range with a register "
+                                       "bound) was left by break or return")
                 if result is None:
                     result = r
         finally:
