@@ -246,6 +246,11 @@ CASES: list[Case] = [
     Case("update_slice", "", why="nrtpy.neff.compile never emits it (nrtpy.nki's "
          "writes to a box of a tile do)"),
     Case("scatter", "", why="nrtpy.neff.compile never emits it"),
+    Case("dynamic_slice", "", why="nrtpy.neff.compile never emits it (the HLO "
+         "compiler's dynamic slices do: bench/bench_hlo.py)"),
+    Case("dynamic_update_slice", "", why="nrtpy.neff.compile never emits it "
+         "(the HLO compiler's dynamic slices and nrtpy.nki's run-time loops do: "
+         "bench/bench_hlo.py, bench/bench_nki.py)"),
     Case("argsort", "np.argsort(a, kind='stable')",
          lambda a: np.argsort(a, kind="stable"), one, memory_bound=False),
     # Control flow runs other ops' kernels; collectives are timed by

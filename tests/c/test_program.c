@@ -509,6 +509,122 @@ test_take_out_of_bounds(void)
     unload(&l);
 }
 
+/*
+ * dynamic_slice and dynamic_update_slice through a run: starts from an
+ * input, "clamp" moving them into range and "check" failing the
+ * execution with NRT_EXEC_OOB before anything is written; the update
+ * written in place into a temp (the op's out is its operand).
+ */
+static void
+test_dynamic_slice_run(void)
+{
+    static const char *def =
+        "{\"var\": {"
+        "\"x\": {\"type\": \"input\", \"size\": 48, \"shape\": [4, 3], "
+        "\"dtype\": \"float32\"},"
+        "\"st\": {\"type\": \"input\", \"size\": 16, \"shape\": [2], "
+        "\"dtype\": \"int64\"},"
+        "\"output_0\": {\"type\": \"output\", \"size\": 24, \"shape\": [2, "
+        "3], \"dtype\": \"float32\"},"
+        "\"output_1\": {\"type\": \"output\", \"size\": 48, \"shape\": [4, "
+        "3], \"dtype\": \"float32\"},"
+        "\"output_2\": {\"type\": \"output\", \"size\": 8, \"shape\": [1, 2], "
+        "\"dtype\": \"float32\"}},"
+        "\"emulator_program\": \"program.json\"}";
+    static const char *prog_fmt =
+        "{\"format\": \"nrtpy-emulator-program\", \"version\": 1,"
+        "\"buffers\": {"
+        "\"x\": {\"kind\": \"input\", \"dtype\": \"float32\", \"shape\": "
+        "[4, 3]},"
+        "\"st\": {\"kind\": \"input\", \"dtype\": \"int64\", \"shape\": [2]},"
+        "\"t\": {\"kind\": \"temp\", \"dtype\": \"float32\", \"shape\": "
+        "[4, 3]},"
+        "\"output_0\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [2, 3]},"
+        "\"output_1\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [4, 3]},"
+        "\"output_2\": {\"kind\": \"output\", \"dtype\": \"float32\", "
+        "\"shape\": [1, 2]}},"
+        "\"ops\": ["
+        "{\"op\": \"dynamic_slice\", \"in\": [\"x\", \"st\"], \"out\": "
+        "\"output_0\", \"bounds\": \"%s\"},"
+        "{\"op\": \"neg\", \"in\": [\"x\"], \"out\": \"t\"},"
+        "{\"op\": \"dynamic_slice\", \"in\": [\"x\", \"st\"], \"out\": "
+        "\"output_2\", \"bounds\": \"%s\"},"
+        "{\"op\": \"dynamic_update_slice\", \"in\": [\"t\", \"output_0\", "
+        "\"st\"], \"out\": \"t\", \"bounds\": \"%s\"},"
+        "{\"op\": \"copy\", \"in\": [\"t\"], \"out\": \"output_1\"}]}";
+    char prog[4096];
+    float x[12], o0[6], o1[12], o2[2];
+    int64_t st[2];
+    struct loaded l;
+    void *io[5];
+
+    for (int i = 0; i < 12; i++) {
+        x[i] = (float)i;
+    }
+    /* clamp: [9, -7] is [2, 0] for the [2, 3] window and [3, 0] for the
+     * [1, 2] one; the window read is written back in place. */
+    snprintf(prog, sizeof prog, prog_fmt, "clamp", "clamp", "clamp");
+    ASSERT_OK(load_with(def, prog, NULL, 0, &l));
+    io[io_index(&l, "x")] = x;
+    io[io_index(&l, "st")] = st;
+    io[io_index(&l, "output_0")] = o0;
+    io[io_index(&l, "output_1")] = o1;
+    io[io_index(&l, "output_2")] = o2;
+    st[0] = 9;
+    st[1] = -7;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    for (int i = 0; i < 6; i++) {
+        ASSERT_TRUE(o0[i] == (float)(6 + i));
+    }
+    ASSERT_TRUE(o2[0] == 9.0f && o2[1] == 10.0f);
+    for (int i = 0; i < 12; i++) {
+        ASSERT_TRUE(o1[i] == (i < 6 ? -(float)i : (float)i));
+    }
+    st[0] = INT64_MIN;
+    st[1] = INT64_MAX;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    ASSERT_TRUE(o0[0] == 0.0f && o0[5] == 5.0f);
+    ASSERT_TRUE(o2[0] == 1.0f && o2[1] == 2.0f);
+    unload(&l);
+
+    /* check: in range it reads and writes the same; out of range the
+     * run fails at the first op and the outputs keep what they held. */
+    snprintf(prog, sizeof prog, prog_fmt, "check", "clamp", "check");
+    ASSERT_OK(load_with(def, prog, NULL, 0, &l));
+    io[io_index(&l, "x")] = x;
+    io[io_index(&l, "st")] = st;
+    io[io_index(&l, "output_0")] = o0;
+    io[io_index(&l, "output_1")] = o1;
+    io[io_index(&l, "output_2")] = o2;
+    st[0] = 1;
+    st[1] = 0;
+    ASSERT_OK(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL));
+    for (int i = 0; i < 6; i++) {
+        ASSERT_TRUE(o0[i] == (float)(3 + i));
+    }
+    for (int i = 0; i < 12; i++) {
+        ASSERT_TRUE(o1[i] == (i >= 3 && i < 9 ? (float)i : -(float)i));
+    }
+    memset(o0, 0, sizeof o0);
+    st[0] = 3;
+    ASSERT_STATUS(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL),
+                  NRT_EXEC_OOB);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "op 0 (dynamic_slice): start 3 of dimension 0 is out "
+                        "of bounds: a window of 2 in 4 starts in [0, 2]");
+    ASSERT_TRUE(o0[0] == 0.0f);
+    st[0] = 0;
+    st[1] = INT64_MIN;
+    ASSERT_STATUS(nrtemu__program_run(FUNC, l.program, io, 0, NULL, NULL),
+                  NRT_EXEC_OOB);
+    ASSERT_STR_CONTAINS(nrtemu_last_error(),
+                        "start -9223372036854775808 of dimension 1 is out of "
+                        "bounds: a window of 3 in 3 starts in [0, 0]");
+    unload(&l);
+}
+
 /* A bfloat16 constant saved as raw bytes ('|V2'), and a float32 npy
  * member that is not aligned in the archive. */
 static void
@@ -865,6 +981,49 @@ test_validation_ops(void)
          OPS(VPRE ", {\"op\": \"take\", \"in\": [\"a\", \"i\"], \"out\": "
                   "\"t\", \"axis\": 1}"),
          "op 5 (take): out 't' has shape [2,3]; the result has [2,2]"},
+        {"dynamic_slice without bounds",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"a\", \"i\"], "
+                  "\"out\": \"t\"}"),
+         "op 5 (dynamic_slice): \"bounds\" must be \"clamp\" or \"check\""},
+        {"dynamic_slice bounds name",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"a\", \"i\"], "
+                  "\"out\": \"t\", \"bounds\": \"wrap\"}"),
+         "op 5 (dynamic_slice): \"bounds\" \"wrap\" is not \"clamp\" or "
+         "\"check\""},
+        {"dynamic_slice float starts",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"t4\", \"b\"], "
+                  "\"out\": \"t3\", \"bounds\": \"clamp\"}"),
+         "op 5 (dynamic_slice): in[1] 'b' holds float32: starts must be "
+         "integers"},
+        {"dynamic_slice starts shape",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"t4\", \"i\"], "
+                  "\"out\": \"t3\", \"bounds\": \"check\"}"),
+         "op 5 (dynamic_slice): in[1] 'i' has shape [2]: the starts are one "
+         "per dimension of in[0] 't4', shape [1]"},
+        {"dynamic_slice rank",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"a\", \"i\"], "
+                  "\"out\": \"t4\", \"bounds\": \"check\"}"),
+         "op 5 (dynamic_slice): out 't4' has 1 dimensions and in[0] 'a' 2: "
+         "a window keeps them"},
+        {"dynamic_slice dtype",
+         OPS(VPRE ", {\"op\": \"dynamic_slice\", \"in\": [\"a\", \"i\"], "
+                  "\"out\": \"ti\", \"bounds\": \"check\"}"),
+         "op 5 (dynamic_slice): out 'ti' is int32 but in[0] 'a' is float32"},
+        {"dynamic_update_slice window too big",
+         OPS(VPRE ", {\"op\": \"dynamic_update_slice\", \"in\": [\"b\", "
+                  "\"t4\", \"i\"], \"out\": \"t3\", \"bounds\": \"clamp\"}"),
+         "op 5 (dynamic_update_slice): in[1] 't4', shape [4], does not fit "
+         "in in[0] 'b', shape [3]"},
+        {"dynamic_update_slice update dtype",
+         OPS(VPRE ", {\"op\": \"dynamic_update_slice\", \"in\": [\"ti\", "
+                  "\"t\", \"i\"], \"out\": \"ti\", \"bounds\": \"clamp\"}"),
+         "op 5 (dynamic_update_slice): out 'ti' is int32 but in[1] 't' is "
+         "float32"},
+        {"dynamic_update_slice out shape",
+         OPS(VPRE ", {\"op\": \"dynamic_update_slice\", \"in\": [\"a\", "
+                  "\"t\", \"i\"], \"out\": \"t4\", \"bounds\": \"clamp\"}"),
+         "op 5 (dynamic_update_slice): out 't4' has shape [4]; the result "
+         "has [2,3]"},
         {"iota axis",
          OPS(VPRE ", {\"op\": \"iota\", \"out\": \"t\", \"axis\": 2}"),
          "op 5 (iota): \"axis\" 2 is out of range"},
@@ -1157,6 +1316,7 @@ main(void)
     RUN_TEST(test_document_example);
     RUN_TEST(test_many_ops);
     RUN_TEST(test_take_out_of_bounds);
+    RUN_TEST(test_dynamic_slice_run);
     RUN_TEST(test_const_void_npy);
     RUN_TEST(test_validation_program_level);
     RUN_TEST(test_validation_ops);

@@ -54,6 +54,8 @@ ELSEWHERE = {
     "bitcast": "python/test_xla_ops.py", "scatter": "python/test_xla_ops.py",
     "argsort": "python/test_xla_ops.py",
     "update_slice": "python/test_xla_ops.py",
+    "dynamic_slice": "python/test_xla_ops.py",
+    "dynamic_update_slice": "python/test_xla_ops.py",
 }
 
 

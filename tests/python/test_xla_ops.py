@@ -450,3 +450,114 @@ def test_bad_update_slice_is_invalid(tmp_path, attrs, ins, out, detail):
         NrtpyModel.load_from_neff(path)
     assert ei.value.status_code == 2
     assert f"(update_slice): {detail}" in str(ei.value)
+
+
+# -- dynamic_slice, dynamic_update_slice -------------------------------------------
+
+
+def _window(shape, sizes, starts, bounds):
+    """The clamped starts of a window, or None where "check" refuses."""
+    out = []
+    for n, s, v in zip(shape, sizes, starts):
+        if not 0 <= v <= n - s:
+            if bounds == "check":
+                return None
+            v = min(max(v, 0), n - s)
+        out.append(int(v))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float8_e4m3fn", "int8",
+                                   "uint16", "float64", "bool"])
+@pytest.mark.parametrize("sdtype", ["int32", "int64", "uint32", "int8", "uint64"])
+def test_dynamic_slice_and_update(tmp_path, dtype, sdtype):
+    import ml_dtypes
+    dt = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    sdt = np.dtype(sdtype)
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 2 if dt == np.bool_ else 50, (4, 6, 9)).astype(dt)
+    u = rng.integers(0, 2 if dt == np.bool_ else 50, (2, 6, 4)).astype(dt)
+    info = np.iinfo(sdt)
+    cands = [[1, 0, 2], [2, 0, 5], [3, 0, 6], [0, 0, 0],
+             [info.max, 0, info.min], [info.min, 1, info.max]]
+    for bounds in ("clamp", "check"):
+        path = program_neff(
+            tmp_path, {"x": (dtype, x.shape), "u": (dtype, u.shape),
+                       "s": (sdtype, [3])},
+            {"w": (dtype, u.shape), "y": (dtype, x.shape), "z": (dtype, x.shape)},
+            [{"op": "dynamic_slice", "in": ["x", "s"], "out": "w", "bounds": bounds},
+             {"op": "dynamic_update_slice", "in": ["x", "u", "s"], "out": "y",
+              "bounds": bounds},
+             # in place, into a temporary copied out
+             {"op": "copy", "in": ["x"], "out": "t"},
+             {"op": "dynamic_update_slice", "in": ["t", "u", "s"], "out": "t",
+              "bounds": bounds},
+             {"op": "copy", "in": ["t"], "out": "z"}],
+            temps={"t": (dtype, x.shape)})
+        model = NrtpyModel.load_from_neff(path)
+        for c in cands:
+            s = np.array(c, dtype=sdt)
+            start = _window(x.shape, u.shape, [int(v) for v in s], bounds)
+            feed = {"x": x, "u": u, "s": s}
+            inputs = {k: NrtpyTensor.from_numpy(v, name=k) for k, v in feed.items()}
+            if start is None:
+                with pytest.raises(NrtError) as ei:
+                    model(inputs=inputs)
+                assert ei.value.status_code == 1006, (bounds, c)
+                assert "is out of bounds: a window of" in str(ei.value)
+                continue
+            got = {k: t.numpy() for k, t in model(inputs=inputs).items()}
+            box = tuple(slice(b, b + n) for b, n in zip(start, u.shape))
+            want = x.copy()
+            want[box] = u
+            assert got["w"].tobytes() == x[box].tobytes(), (bounds, c)
+            assert got["y"].tobytes() == want.tobytes(), (bounds, c)
+            assert got["z"].tobytes() == want.tobytes(), (bounds, c)
+
+
+def test_dynamic_slice_scalar_and_empty(tmp_path):
+    # rank 0: no starts (shape [0], a temporary: I/O is never empty); an
+    # empty window: any start clamps into [0, n]
+    x = np.array(3.5, np.float32)
+    got = run_program(tmp_path, {"x": x}, {"y": ("float32", [])},
+                      [{"op": "full", "out": "s", "value": 0},
+                       {"op": "dynamic_slice", "in": ["x", "s"], "out": "y",
+                        "bounds": "check"}],
+                      temps={"s": ("int32", [0])})
+    assert got["y"] == 3.5
+    v = np.arange(5, dtype=np.int16)
+    got = run_program(tmp_path, {"v": v, "s": np.array([9], np.int64)},
+                      {"y": ("int16", [5])},
+                      [{"op": "full", "out": "e", "value": 0},
+                       {"op": "dynamic_update_slice", "in": ["v", "e", "s"],
+                        "out": "y", "bounds": "clamp"}],
+                      temps={"e": ("int16", [0])})
+    assert got["y"].tolist() == v.tolist()
+
+
+@pytest.mark.parametrize("op, ins, out, attrs, detail", [
+    ("dynamic_slice", [("float32", [4, 5]), ("int32", [2])], ("float32", [2, 3]),
+     {}, "\"bounds\" must be \"clamp\" or \"check\""),
+    ("dynamic_slice", [("float32", [4, 5]), ("float32", [2])], ("float32", [2, 3]),
+     {"bounds": "clamp"}, "in[1] 'x1' holds float32: starts must be integers"),
+    ("dynamic_slice", [("float32", [4, 5]), ("int32", [3])], ("float32", [2, 3]),
+     {"bounds": "clamp"}, "in[1] 'x1' has shape [3]: the starts are one per "
+     "dimension of in[0] 'x0', shape [2]"),
+    ("dynamic_slice", [("float32", [4, 5]), ("int32", [2])], ("float32", [2, 6]),
+     {"bounds": "check"}, "out 'y', shape [2,6], does not fit in in[0] 'x0', "
+     "shape [4,5]"),
+    ("dynamic_update_slice", [("float32", [4, 5]), ("float32", [5, 1]),
+                              ("int64", [2])], ("float32", [4, 5]),
+     {"bounds": "check"}, "in[1] 'x1', shape [5,1], does not fit in in[0] 'x0'"),
+    ("dynamic_update_slice", [("float32", [4, 5]), ("float32", [2, 1]),
+                              ("bool", [2])], ("float32", [4, 5]),
+     {"bounds": "check"}, "in[2] 'x2' holds bool: starts must be integers"),
+])
+def test_bad_dynamic_slice_is_invalid(tmp_path, op, ins, out, attrs, detail):
+    inputs = {f"x{i}": spec for i, spec in enumerate(ins)}
+    path = program_neff(tmp_path, inputs, {"y": out},
+                        [{"op": op, "in": list(inputs), "out": "y", **attrs}])
+    with pytest.raises(NrtError) as ei:
+        NrtpyModel.load_from_neff(path)
+    assert ei.value.status_code == 2
+    assert f"({op}): {detail}" in str(ei.value)

@@ -316,4 +316,48 @@ NRT_STATUS nrtemu__kernel_argsort(const struct nrtemu_array *out,
                                   uint32_t axis, bool descending,
                                   struct nrtemu_scratch *s);
 
+/* The out-of-range rule of dynamic_slice and dynamic_update_slice
+ * ("bounds"): X(suffix, name). */
+#define NRTEMU_BOUNDS_LIST(X) \
+    X(CLAMP, "clamp")         \
+    X(CHECK, "check")
+
+enum nrtemu_bounds {
+#define NRTEMU_BOUNDS_ENUM(suffix, name) NRTEMU_BOUNDS_##suffix,
+    NRTEMU_BOUNDS_LIST(NRTEMU_BOUNDS_ENUM)
+#undef NRTEMU_BOUNDS_ENUM
+        NRTEMU_BOUNDS_COUNT
+};
+
+/* A start that "check" refuses: its dimension and its value, the bits of
+ * a uint64 when the starts are unsigned. */
+struct nrtemu_bad_start {
+    uint32_t dim;
+    bool is_unsigned;
+    int64_t value;
+};
+
+/*
+ * The first element of a window of `sizes` (sizes[d] <= shape[d]) in an
+ * array of `shape` (`ndim` dimensions) from `starts`, one integer of any
+ * integer dtype per dimension, read without wrapping: CLAMP moves each
+ * start into [0, shape[d] - sizes[d]] (XLA's dynamic-slice); CHECK
+ * returns NRT_EXEC_OOB at the first outside it, stored in *bad.
+ */
+NRT_STATUS nrtemu__kernel_window_start(enum nrtemu_bounds bounds,
+                                       const struct nrtemu_array *starts,
+                                       uint32_t ndim, const uint64_t *shape,
+                                       const uint64_t *sizes, int64_t *start,
+                                       struct nrtemu_bad_start *bad);
+/* out[i...] = in[start + i...]: the window of out's shape (in range). */
+void nrtemu__kernel_read_window(const struct nrtemu_array *out,
+                                const struct nrtemu_array *in,
+                                const int64_t *start);
+/* out = operand (unless out is operand), then out[start + i...] =
+ * update[i...] (in range); out must not overlap update. */
+void nrtemu__kernel_write_window(const struct nrtemu_array *out,
+                                 const struct nrtemu_array *operand,
+                                 const struct nrtemu_array *update,
+                                 const int64_t *start);
+
 #endif /* NRTEMU_KERNEL_H */

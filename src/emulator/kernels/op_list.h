@@ -121,7 +121,9 @@ X(IS_FINITE,     "is_finite",      1, TEST,    is_finite,   elementwise, element
 X(BITCAST,       "bitcast",        1, NONE,    bitcast,     reshape,     elements, 0,               STREAMS)              \
 X(SCATTER,       "scatter",        3, NONE,    scatter,     scatter,     elements, MODE,            IN_PLACE)             \
 X(ARGSORT,       "argsort",        1, NONE,    argsort,     argsort,     sort,     AXIS | DESCENDING, 0)                  \
-X(UPDATE_SLICE,  "update_slice",   2, NONE,    update_slice, update_slice, elements, START | STEP, IN_PLACE)
+X(UPDATE_SLICE,  "update_slice",   2, NONE,    update_slice, update_slice, elements, START | STEP, IN_PLACE) \
+X(DYNAMIC_SLICE, "dynamic_slice",  2, NONE,    dynamic_slice, dynamic_slice, elements, BOUNDS,      0)          \
+X(DYNAMIC_UPDATE_SLICE, "dynamic_update_slice", 3, NONE, dynamic_update_slice, dynamic_update_slice, elements, BOUNDS, IN_PLACE)
 /* clang-format on */
 
 /*
@@ -146,7 +148,8 @@ X(UPDATE_SLICE,  "update_slice",   2, NONE,    update_slice, update_slice, eleme
     X(REPLICA_GROUPS, "replica_groups") \
     X(SPLIT_AXIS, "split_axis")         \
     X(CONCAT_AXIS, "concat_axis")       \
-    X(PAIRS, "pairs")
+    X(PAIRS, "pairs")                   \
+    X(BOUNDS, "bounds")
 
 enum nrtemu_attr {
 #define NRTEMU_ATTR_ENUM(suffix, key) NRTEMU_ATTR_##suffix,

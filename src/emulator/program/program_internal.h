@@ -71,6 +71,7 @@ struct op {
     int64_t start[NRTEMU_MAX_DIMS], step[NRTEMU_MAX_DIMS];
     unsigned char value[8];        /* full: one element of the out dtype */
     enum nrtemu_scatter_mode mode; /* scatter */
+    enum nrtemu_bounds bounds;     /* dynamic_slice, dynamic_update_slice */
     bool descending;               /* argsort */
     bool via_scratch;  /* out is also an operand: compute aside, then copy */
     char *shapes;      /* owned: "float32[2,3], ... -> float32[2,3]" */

@@ -332,6 +332,64 @@ nrtemu__op_run_update_slice(const struct op_call *c)
     return NRT_SUCCESS;
 }
 
+/* The starts of a window op's run: a start "check" refuses fails the
+ * execution before anything is written, naming it. */
+static NRT_STATUS
+window_start(const struct op_call *c, const struct nrtemu_array *arr,
+             const struct nrtemu_array *starts, const uint64_t *sizes,
+             int64_t *start)
+{
+    struct nrtemu_bad_start bad = {0};
+    char value[32];
+    NRT_STATUS st = nrtemu__kernel_window_start(
+        c->op->bounds, starts, arr->ndim, arr->shape, sizes, start, &bad);
+
+    if (st != NRT_EXEC_OOB) {
+        return st;
+    }
+    if (bad.is_unsigned) {
+        snprintf(value, sizeof value, "%llu",
+                 (unsigned long long)(uint64_t)bad.value);
+    } else {
+        snprintf(value, sizeof value, "%lld", (long long)bad.value);
+    }
+    return nrtemu__reject(
+        NRT_EXEC_OOB, c->func,
+        "%sop %zu (%s): start %s of dimension %u is out of "
+        "bounds: a window of %llu in %llu starts in [0, "
+        "%llu]",
+        c->op->where, c->op->index, nrtemu__op_name(c->op->op), value, bad.dim,
+        (unsigned long long)sizes[bad.dim],
+        (unsigned long long)arr->shape[bad.dim],
+        (unsigned long long)(arr->shape[bad.dim] - sizes[bad.dim]));
+}
+
+NRT_STATUS
+nrtemu__op_run_dynamic_slice(const struct op_call *c)
+{
+    int64_t start[NRTEMU_MAX_DIMS];
+    NRT_STATUS st =
+        window_start(c, &c->in[0], &c->in[1], c->out->shape, start);
+
+    if (st == NRT_SUCCESS) {
+        nrtemu__kernel_read_window(c->out, &c->in[0], start);
+    }
+    return st;
+}
+
+NRT_STATUS
+nrtemu__op_run_dynamic_update_slice(const struct op_call *c)
+{
+    int64_t start[NRTEMU_MAX_DIMS];
+    NRT_STATUS st =
+        window_start(c, &c->in[0], &c->in[2], c->in[1].shape, start);
+
+    if (st == NRT_SUCCESS) {
+        nrtemu__kernel_write_window(c->out, &c->in[0], &c->in[1], start);
+    }
+    return st;
+}
+
 /* An index out of bounds fails the execution, naming it. */
 NRT_STATUS
 nrtemu__op_run_take(const struct op_call *c)

@@ -762,6 +762,116 @@ nrtemu__op_check_update_slice(const struct op_ctx *ctx, struct op *op)
     return st != NRT_SUCCESS ? st : check_box(ctx, op, out, upd->shape, "out");
 }
 
+/* The bounds rules by name, from their list. */
+static const char *const bounds_names[NRTEMU_BOUNDS_COUNT] = {
+#define BOUNDS_NAME(suffix, name) [NRTEMU_BOUNDS_##suffix] = name,
+    NRTEMU_BOUNDS_LIST(BOUNDS_NAME)
+#undef BOUNDS_NAME
+};
+
+/*
+ * What dynamic_slice and dynamic_update_slice share: "bounds" (required:
+ * a window out of range is clamped or fails, and neither is a default a
+ * producer should get unasked); in[k] the starts, a 1-D integer tensor
+ * of one start per dimension of `in_what` `arr`; a window of `sizes` that
+ * fits `arr` (`sizes_what` names it).
+ */
+static NRT_STATUS
+check_window(const struct op_ctx *ctx, struct op *op, size_t k,
+             const struct buffer *arr, const char *in_what,
+             const uint64_t *sizes, uint32_t ndim, const char *sizes_what)
+{
+    const struct nrtemu_json *v = get_attr(ctx, NRTEMU_ATTR_BOUNDS);
+    const struct buffer *starts = in_buf(ctx, k);
+    char a[160], b[160];
+
+    if (v == NULL || v->type != NRTEMU_JSON_STRING) {
+        return nrtemu__op_invalid(ctx, "\"bounds\" must be \"clamp\" or "
+                                       "\"check\"");
+    }
+    op->bounds = NRTEMU_BOUNDS_COUNT;
+    for (int m = 0; m < NRTEMU_BOUNDS_COUNT; m++) {
+        if (strcmp(v->u.string.chars, bounds_names[m]) == 0) {
+            op->bounds = (enum nrtemu_bounds)m;
+        }
+    }
+    if (op->bounds == NRTEMU_BOUNDS_COUNT) {
+        return nrtemu__op_invalid(ctx,
+                                  "\"bounds\" \"%.40s\" is not \"clamp\" or "
+                                  "\"check\"",
+                                  v->u.string.chars);
+    }
+    if (ndim != arr->ndim) {
+        return nrtemu__op_invalid(ctx,
+                                  "%s has %u dimensions and %s '%s' %u: a "
+                                  "window keeps them",
+                                  sizes_what, ndim, in_what, arr->name,
+                                  arr->ndim);
+    }
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (sizes[d] > arr->shape[d]) {
+            return nrtemu__op_invalid(
+                ctx, "%s, shape %s, does not fit in %s '%s', shape %s",
+                sizes_what, shape_text(sizes, ndim, a, sizeof a), in_what,
+                arr->name, shape_text(arr->shape, arr->ndim, b, sizeof b));
+        }
+    }
+    if (!nrtemu__dtype_is_signed_int(starts->dtype) &&
+        !nrtemu__dtype_is_unsigned_int(starts->dtype)) {
+        return nrtemu__op_invalid(ctx,
+                                  "in[%zu] '%s' holds %s: starts must be "
+                                  "integers",
+                                  k, starts->name,
+                                  nrtemu__dtype_name(starts->dtype));
+    }
+    if (starts->ndim != 1 || starts->shape[0] != arr->ndim) {
+        return nrtemu__op_invalid(
+            ctx,
+            "in[%zu] '%s' has shape %s: the starts are one per dimension of "
+            "%s '%s', shape [%u]",
+            k, starts->name,
+            shape_text(starts->shape, starts->ndim, a, sizeof a), in_what,
+            arr->name, arr->ndim);
+    }
+    return NRT_SUCCESS;
+}
+
+/* dynamic_slice: in[0] the operand, in[1] the starts; out the window (the
+ * operand's dtype, its shape the window's sizes). */
+NRT_STATUS
+nrtemu__op_check_dynamic_slice(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *in = in_buf(ctx, 0), *out = out_buf(ctx);
+    char what[200];
+    NRT_STATUS st = check_same_dtype(ctx, 0);
+
+    snprintf(what, sizeof what, "out '%s'", out->name);
+    return st != NRT_SUCCESS ? st
+                             : check_window(ctx, op, 1, in, "in[0]",
+                                            out->shape, out->ndim, what);
+}
+
+/* dynamic_update_slice: in[0] the operand, in[1] the update, in[2] the
+ * starts; out the operand's dtype and shape (it may be in[0] itself). */
+NRT_STATUS
+nrtemu__op_check_dynamic_update_slice(const struct op_ctx *ctx, struct op *op)
+{
+    const struct buffer *operand = in_buf(ctx, 0), *upd = in_buf(ctx, 1);
+    char what[200];
+    NRT_STATUS st = check_same_dtype(ctx, 0);
+
+    if (st == NRT_SUCCESS) {
+        st = check_same_dtype(ctx, 1);
+    }
+    if (st == NRT_SUCCESS) {
+        st = check_out_shape(ctx, operand->shape, operand->ndim);
+    }
+    snprintf(what, sizeof what, "in[1] '%s'", upd->name);
+    return st != NRT_SUCCESS ? st
+                             : check_window(ctx, op, 2, operand, "in[0]",
+                                            upd->shape, upd->ndim, what);
+}
+
 NRT_STATUS
 nrtemu__op_check_take(const struct op_ctx *ctx, struct op *op)
 {
