@@ -15,7 +15,7 @@ Usage: python bench/bench_hlo.py [--quick | --full] [--only NAME,...] [--phases 
   --full   the issue's sizes: MLP 64x4096->11008->4096, attention 8 heads
            x 1024 tokens x 128, decoder block 512 tokens x 1024 hidden
   --only   the models whose row names start with one of these (rmsnorm,
-           decoder, ...), and no compile-time row
+           decoder, kv-cache, ...), and no compile-time row
   --phases alternating phases per model (default 5, 3 with --full): more
            steady figures on a busy machine
 """
@@ -86,6 +86,20 @@ def rmsnorm(x, g):
             * g).astype(x.dtype)
 
 
+def kv_cache(cache, rows, first):
+    # A decoder's KV cache [heads, tokens, dim]: a loop writing one token's
+    # row per step at a run-time position (dynamic_update_slice), each row
+    # the step's input plus the row before it, read back (dynamic_slice).
+    h, _, d = cache.shape
+
+    def body(t, cache):
+        pos = first + t
+        prev = jax.lax.dynamic_slice(cache, (0, pos - 1, 0), (h, 1, d))
+        return jax.lax.dynamic_update_slice(cache, rows[t][:, None] + 0.5 * prev,
+                                            (0, pos, 0))
+    return jax.lax.fori_loop(0, rows.shape[0], body, cache)
+
+
 def cases(size: str):
     rng = np.random.default_rng(0)
 
@@ -106,6 +120,10 @@ def cases(size: str):
     yield (f"layernorm {rows}x{cols} f32", layernorm, (r(rows, cols),))
     yield (f"rmsnorm {rows}x{cols} bf16", rmsnorm,
            (r(rows, cols, dt=ml_dtypes.bfloat16), 1 + r(cols, scale=0.1)))
+    kh, kt, kd, steps = {"quick": (4, 256, 64, 64), "mid": (8, 1024, 64, 256),
+                         "full": (8, 4096, 128, 1024)}[size]
+    yield (f"kv-cache {kh}x{kt}x{kd} {steps} steps f32", kv_cache,
+           (np.zeros((kh, kt, kd), np.float32), r(steps, kh, kd), np.int32(3)))
     heads = max(1, dd // 64)
     yield (f"decoder {tt}x{dd} f32", lambda *a: decoder(*a, heads=heads),
            (r(tt, dd), r(dd, 3 * dd, scale=dd ** -0.5), r(dd, dd, scale=dd ** -0.5),

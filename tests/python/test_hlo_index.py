@@ -187,6 +187,75 @@ def test_dynamic_update_slice_clamped(tmp_path):
               rows, np.int32(7), tmp_path=tmp_path, name="rows")
 
 
+def test_dynamic_slice_ops(tmp_path):
+    # run-time starts: one dynamic_slice / dynamic_update_slice (clamping),
+    # no index tensors; starts known at compile time: slice / update_slice
+    ops = op_names(compiled_ops(
+        lambda x, u, i, j: (lax.dynamic_slice(x, (i, j), (3, 2)),
+                            lax.dynamic_update_slice(x, u, (i, j))),
+        (X, np.ones((2, 3), np.float32), np.int32(1), np.int32(2)), tmp_path))
+    assert "dynamic_slice" in ops and "dynamic_update_slice" in ops
+    assert not {"take", "scatter", "iota"} & set(ops)
+    ops = op_names(compiled_ops(
+        lambda x, u: (lax.dynamic_slice(x, (1, 7), (3, 2)),
+                      lax.dynamic_update_slice(x, u, (np.int32(-2), np.int32(1)))),
+        (X, np.ones((2, 3), np.float32)), tmp_path, "static"))
+    assert "slice" in ops and "update_slice" in ops
+    assert not {"dynamic_slice", "dynamic_update_slice", "scatter"} & set(ops)
+
+
+@pytest.mark.parametrize("idt", [np.int32, np.uint32, np.int16])
+def test_kv_cache_loop(tmp_path, idt):
+    # A decoder's KV cache: a fori_loop writing one row per step at the step
+    # (and reading the rows so far through a masked sum), from a start that
+    # runs past the end, where XLA clamps the row into the last one.
+    cache0 = np.zeros((2, 16, 8), np.float32)
+    rows = RNG.standard_normal((20, 2, 1, 8)).astype(np.float32)
+
+    def f(cache, rows, first):
+        def body(t, carry):
+            cache, acc = carry
+            pos = (first + t).astype(idt)
+            cache = lax.dynamic_update_slice(cache, rows[t], (idt(0), pos, idt(0)))
+            window = lax.dynamic_slice(cache, (idt(0), pos, idt(0)), (2, 1, 8))
+            return cache, acc + window.sum()
+        return lax.fori_loop(0, rows.shape[0], body, (cache, np.float32(0)))
+
+    for first in (0, 3):
+        check_jax(f, cache0, rows, idt(first), tmp_path=tmp_path,
+                  name=f"kv_{first}", **TOL)
+    ops = compiled_ops(f, (cache0, rows, idt(0)), tmp_path, "kv_ops")
+    assert "scatter" not in op_names(ops)
+    # the state is updated in place: no copy of the cache per step
+    body = next(op for op in ops if op["op"] == "while")["body"]
+    dus = [op for op in body if op["op"] == "dynamic_update_slice"]
+    assert len(dus) == 1 and dus[0]["out"] == dus[0]["in"][0]
+
+
+def test_loop_state_read_after_its_update(tmp_path):
+    # The old state is still read after the update (returned beside it,
+    # or summed): the update must not overwrite it in place.
+    cache0 = RNG.standard_normal((6, 4)).astype(np.float32)
+    row = np.ones((1, 4), np.float32)
+
+    def keeps_old(cache, row):
+        def body(t, carry):
+            cache, old, acc = carry
+            new = lax.dynamic_update_slice(cache, row * t.astype(np.float32), (t, 0))
+            return new, cache, acc + cache.sum() + new.sum()
+        return lax.fori_loop(0, 5, body, (cache, cache, np.float32(0)))
+
+    check_jax(keeps_old, cache0, row, tmp_path=tmp_path, **TOL)
+
+    def swaps(a, b, row):
+        def body(t, carry):
+            a, b = carry
+            return lax.dynamic_update_slice(b, row, (t, 0)), a
+        return lax.fori_loop(0, 3, body, (a, b))
+
+    check_jax(swaps, cache0, cache0 * 2, row, tmp_path=tmp_path, name="swaps")
+
+
 # -- pad ------------------------------------------------------------------------------
 
 

@@ -43,10 +43,72 @@ def _fresh(ctx: Lowering, shape: Shape) -> Value:
     return ctx.temp(shape.dims, shape.dtype)
 
 
+# Ops whose out may be their first operand, changed in place (the IN_PLACE
+# rows of the emulator's op table).
+_IN_PLACE = ("dynamic_update_slice", "update_slice", "scatter")
+
+
+def _names(op: dict[str, Any], key: str = "in") -> set[str]:
+    """The buffers an op, and the op lists nested in it, read (``key``
+    "in") or write ("out")."""
+    if key == "in":
+        names = set(op.get("in", [])) | ({op["pred"]} if "pred" in op else set())
+    else:
+        names = {op["out"]} if "out" in op else set()
+    for o in _nested(op):
+        names |= _names(o, key)
+    return names
+
+
+def _nested(op: dict[str, Any]) -> list[dict[str, Any]]:
+    return [o for k in ("cond", "body") for o in op.get(k, [])] + \
+        [o for br in op.get("branches", []) for o in br]
+
+
+def _rename_reads(op: dict[str, Any], old: str, new: str) -> None:
+    if "in" in op:
+        op["in"] = [new if n == old else n for n in op["in"]]
+    if op.get("pred") == old:
+        op["pred"] = new
+    for o in _nested(op):
+        _rename_reads(o, old, new)
+
+
+def _update_in_place(ctx: Lowering, dst: Buf, src: Buf, sources: list[str]) -> bool:
+    """Let the op that made ``src`` from ``dst`` write ``dst`` in place,
+    when it is an in-place op of the current list whose operand is
+    ``dst``, and no op after it uses ``dst`` or writes ``src`` (those
+    that read ``src`` then read ``dst``, which holds the same value): a
+    KV cache updated each step is not copied whole, twice, per iteration.
+    Whether it did; then ``dst`` already holds the value."""
+    ops = ctx.program.ops
+    if sources.count(src.name) != 1 or dst.name in sources:
+        return False
+    for k in range(len(ops) - 1, -1, -1):
+        op = ops[k]
+        if op.get("out") == src.name:
+            break
+        if src.name in _names(op, "out") or dst.name in _names(op) | _names(op, "out"):
+            return False
+    else:
+        return False
+    if op["op"] not in _IN_PLACE or op["in"][0] != dst.name or \
+            src.name in op["in"] or dst.name in op["in"][1:]:
+        return False
+    op["out"] = dst.name
+    for later in ops[k + 1:]:
+        _rename_reads(later, src.name, dst.name)
+    return True
+
+
 def _assign(ctx: Lowering, dst: list[Buf], src: list[Buf]) -> None:
     """Copy the values ``src`` into the buffers ``dst`` at once: a source
     that is itself one of ``dst`` (a loop passing state around) is saved
-    first, so that no copy reads a buffer already overwritten."""
+    first, so that no copy reads a buffer already overwritten.  A source
+    made by updating its own destination in place is written there."""
+    sources = [s.name for s in src]
+    done = {d.name for d, s in zip(dst, src)
+            if s.name != d.name and _update_in_place(ctx, d, s, sources)}
     targets = {b.name for b in dst}
     saved = []
     for d, s in zip(dst, src):
@@ -54,7 +116,7 @@ def _assign(ctx: Lowering, dst: list[Buf], src: list[Buf]) -> None:
             s = ctx.copy(s)
         saved.append(s)
     for d, s in zip(dst, saved):
-        if s.name != d.name:
+        if s.name != d.name and d.name not in done:
             ctx.emit_into(d, "copy", [s])
 
 

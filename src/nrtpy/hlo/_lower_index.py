@@ -414,45 +414,54 @@ def _static_start(ctx: Lowering, ins: Instruction, k: int) -> int | None:
     return int(v.reshape(()).item())
 
 
-def _dynamic_index(ctx: Lowering, ins: Instruction, first: int, shape: Sequence[int],
-                   sizes: Sequence[int]) -> tuple[Buf | None, list[int], int, np.dtype]:
-    """Flat indices (over the leading dims; trailing whole dims stay rows) of
-    the window of ``sizes`` at the clamped start indices: (index or None
-    when the window is static, static starts, rows, index dtype)."""
+def _static_starts(ctx: Lowering, ins: Instruction, first: int, shape: Sequence[int],
+                   sizes: Sequence[int]) -> list[int] | None:
+    """The clamped start indices (operands first..) of a window of
+    ``sizes`` when each is known at compile time (a constant, or any
+    value where the window spans its dimension whole), else None."""
     r = len(shape)
-    starts = _start_indices(ctx, ins, first, r)
-    static: list[int | None] = []
+    _start_indices(ctx, ins, first, r)  # (checks their count and shapes)
+    static = []
     for d in range(r):
         if sizes[d] == shape[d]:
             static.append(0)
-        elif len(ins.operand_ids) - first == r:
-            s = _static_start(ctx, ins, first + d)
-            static.append(None if s is None else min(max(s, 0), shape[d] - sizes[d]))
-        else:
-            static.append(None)
-    if all(s is not None for s in static):
-        return None, [int(s) for s in static], 1, np.dtype(np.int32)
-    full = [sizes[d] == shape[d] for d in range(r)]
-    t = _trailing_rows(shape, full)
-    lead = list(shape[:r - t])
-    st = _strides(lead)
-    idt = _idt(_prod(shape) + 1)
-    base: Buf | None = None
-    const_part = 0
-    for d in range(r - t):
-        if static[d] is not None:
-            const_part += static[d] * st[d]
             continue
-        c = _clamp(ctx, starts[d], 0, shape[d] - sizes[d], idt)
-        base = _add(ctx, base, _scaled(ctx, c, st[d], idt), idt)
-    index = _affine(ctx, sizes[:r - t], st, idt, offset=const_part)
-    if base is not None:
-        index = ctx.emit("add", [base, index], index.shape, idt)
-    return index, [], _prod(shape[r - t:]), idt
+        s = _static_start(ctx, ins, first + d) \
+            if len(ins.operand_ids) - first == r else None
+        if s is None:
+            return None
+        static.append(min(max(s, 0), shape[d] - sizes[d]))
+    return static
+
+
+def _starts_vector(ctx: Lowering, ins: Instruction, first: int, r: int) -> Buf:
+    """The start indices (operands first..) as the one 1-D integer tensor
+    the emulator's dynamic_slice and dynamic_update_slice read, each in
+    its own dtype (they are read exactly, so no cast can wrap one)."""
+    if len(ins.operand_ids) - first == 1 and r != 1:
+        v = ctx.operand(ins, first)
+        if v.shape == (r,):
+            return ctx.cast(v, np.int8) if v.dtype == np.bool_ else v
+    starts = _start_indices(ctx, ins, first, r)
+    dts = {b.dtype for b in starts}
+    dt = starts[0].dtype if len(dts) == 1 else np.dtype(np.int64)
+    dt = np.dtype(np.int8) if dt == np.bool_ else dt
+    parts = []
+    for k, b in enumerate(starts):
+        v = _static_start(ctx, ins, first + k)
+        if v is not None and np.can_cast(np.min_scalar_type(v), dt):
+            parts.append(ctx.const(np.array([v], dt)))   # (no op for it)
+        else:
+            parts.append(ctx.reshape(ctx.cast(b, dt), (1,)))
+    if r == 1:
+        return parts[0]
+    return ctx.emit("concatenate", parts, (r,), dt, axis=0)
 
 
 @lowers("dynamic-slice")
 def _dynamic_slice(ctx: Lowering, ins: Instruction) -> Value:
+    """A window at run-time starts is the emulator's dynamic_slice, which
+    clamps them as XLA does; one at starts known now, a slice."""
     x = ctx.operand(ins, 0)
     sizes = ins.raw.ints(20)
     r = len(x.shape)
@@ -462,16 +471,19 @@ def _dynamic_slice(ctx: Lowering, ins: Instruction) -> Value:
                                  f"{list(x.shape)}")
     if ins.shape.size == 0:
         return _empty(ctx, ins)
-    index, static, rows, _ = _dynamic_index(ctx, ins, 1, x.shape, sizes)
-    if index is None:
-        if list(sizes) == list(x.shape):
-            return x
-        return ctx.emit("slice", [x], sizes, x.dtype, start=static, step=[1] * r)
-    return _take_flat(ctx, x, index, rows, sizes)
+    static = _static_starts(ctx, ins, 1, x.shape, sizes)
+    if static is None:
+        return ctx.emit("dynamic_slice", [x, _starts_vector(ctx, ins, 1, r)],
+                        sizes, x.dtype, bounds="clamp")
+    if list(sizes) == list(x.shape):
+        return x
+    return ctx.emit("slice", [x], sizes, x.dtype, start=static, step=[1] * r)
 
 
 @lowers("dynamic-update-slice")
 def _dynamic_update_slice(ctx: Lowering, ins: Instruction) -> Value:
+    """The emulator's dynamic_update_slice (clamping as XLA does) at
+    run-time starts, an update_slice at starts known now."""
     x, u = ctx.operand(ins, 0), ctx.operand(ins, 1)
     r = len(x.shape)
     if len(u.shape) != r or any(a > b for a, b in zip(u.shape, x.shape)) or \
@@ -480,22 +492,14 @@ def _dynamic_update_slice(ctx: Lowering, ins: Instruction) -> Value:
                                  f"{x.dtype.name}{list(x.shape)}")
     if u.size == 0:
         return x
-    index, static, rows, idt = _dynamic_index(ctx, ins, 2, x.shape, u.shape)
-    if index is None:
-        if list(u.shape) == list(x.shape):
-            return u
-        st = _strides(x.shape)
-        index = _affine(ctx, u.shape, st, np.dtype(_idt(x.size + 1)),
-                        offset=sum(s * c for s, c in zip(static, st)))
-    elif rows > 1:
-        # Row indices -> element indices.
-        index = ctx.emit("mul", [index, ctx.const(np.array(rows, idt))],
-                         index.shape, idt)
-        index = ctx.emit("add", [ctx.reshape(index, list(index.shape) + [1]),
-                                 _affine(ctx, [rows], [1], idt)],
-                         list(index.shape) + [rows], idt)
-    return ctx.emit("scatter", [x, index, ctx.reshape(u, index.shape)], x.shape,
-                    x.dtype, mode="assign")
+    static = _static_starts(ctx, ins, 2, x.shape, u.shape)
+    if static is None:
+        return ctx.emit("dynamic_update_slice", [x, u, _starts_vector(ctx, ins, 2, r)],
+                        x.shape, x.dtype, bounds="clamp")
+    if list(u.shape) == list(x.shape):
+        return u
+    return ctx.emit("update_slice", [x, u], x.shape, x.dtype, start=static,
+                    step=[1] * r)
 
 
 # -- pad --------------------------------------------------------------------------
