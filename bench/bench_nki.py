@@ -1,7 +1,7 @@
 """NKI kernels on the emulator: instruction overhead, compile time, matmul.
 
 Three figures for issue 30's targets, each beside a reference measured in
-the same run after warm-up:
+the same run after warm-up, and one without a target:
 
 - **Instructions**: two kernels of 20,000 float32 instructions, executed
   with preallocated inputs and outputs through ``Nrtpy.execute``: 20,000
@@ -9,6 +9,10 @@ the same run after warm-up:
   an HBM tensor (load, add a scalar, store); the time per instruction
   (target: at most 1 us) beside NumPy's ``np.add(a, b, out=c)`` on
   [128, 1] arrays.
+- **Run-time loop**: 64 tiles of 128 x 512 float32 (load, multiply by 2,
+  store) in a loop the device runs (``nl.dynamic_range`` of a register:
+  an emulator ``while`` whose body's accesses move by the register),
+  beside the same loop unrolled at trace time.
 - **Compile**: each kernel's first ``nki.jit`` call without running it:
   tracing, writing the NEFF and loading it (target: at most 2 s), beside
   NumPy executing 20,000 adds eagerly.  The tutorial's matmul kernel
@@ -81,6 +85,37 @@ def tiles_kernel(a, b):
         t = nl.load(a[i * 128:(i + 1) * 128, :])
         nl.store(out[i * 128:(i + 1) * 128, :], nl.add(t, b))
     return out
+
+
+def row_tiles(x, n, dynamic: bool):
+    """Row tiles 0..n-1 of x ([128 n, f]): load, multiply by 2, store; in a
+    run-time loop (the bound in a register, an emulator while whose body
+    moves its accesses) or unrolled at trace time."""
+    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)
+    if dynamic:
+        n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=n_sb, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, n_sb)
+        loop = nl.dynamic_range(reg)
+    else:
+        loop = range(x.shape[0] // 128)
+    for i in loop:
+        t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[i * 128 + nl.arange(128)[:, None],
+                                   nl.arange(x.shape[1])[None, :]])
+        r = nl.ndarray(t.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=r, data=t, op0=nl.multiply, operand0=2.0)
+        nisa.dma_copy(dst=out[nl.ds(i * 128, 128), :], src=r)
+    return out
+
+
+def dynamic_tiles(x, n):
+    return row_tiles(x, n, True)
+
+
+def unrolled_tiles(x, n):
+    return row_tiles(x, n, False)
 
 
 def blocked_matmul(lhsT, rhs):
@@ -244,6 +279,25 @@ def main() -> int:
         if per > INSTRUCTION_TARGET_S:
             missed.append(f"instruction overhead ({label})")
     del loaded, tiled
+
+    # -- run-time loop ----------------------------------------------------------
+    # 64 tiles of 128 x 512 float32, load x2 store: the loop the device runs
+    # (one body, its accesses at register offsets) beside the same unrolled.
+    xt = rng.uniform(-1, 1, (128 * 64, 512)).astype(np.float32)
+    nt = np.array([[64]], np.int32)
+    k_dyn, k_unrolled = nki.jit(dynamic_tiles), nki.jit(unrolled_tiles)
+    dyn, unrolled = Loaded(k_dyn, xt, nt), Loaded(k_unrolled, xt, nt)
+    for loaded_ in (dyn, unrolled):
+        if not np.array_equal(loaded_.result(), 2 * xt):
+            print("row tiles: the kernel's result differs from NumPy's",
+                  file=sys.stderr)
+            return 1
+    t_dyn, t_unrolled = alternating([dyn.run, unrolled.run], [3, 3], phases)
+    print(f"| 64 [128, 512] tiles: load, x2, store, float32, in a run-time loop "
+          f"({program_ops(k_dyn, xt, nt)} ops) | {t_dyn * 1e3:.1f} ms | unrolled "
+          f"({program_ops(k_unrolled, xt, nt)} ops) {t_unrolled * 1e3:.1f} ms | "
+          f"{t_unrolled / t_dyn:.2f} | |")
+    del dyn, unrolled
 
     # -- compile ------------------------------------------------------------
     def eager() -> None:

@@ -8,7 +8,9 @@ every instruction appends ops to it.  Indexing never computes: a view holds
 the flat element indices it selects, worked out with NumPy at trace time
 (loops with int bounds unroll, so every index is a constant; a loop the
 device runs adds its register's value to them when the ops run, as
-``View.dyn`` says: nki/_dynamic.py).  Reading a view becomes a
+``View.dyn`` says: nki/_dynamic.py; a box moved by them is a
+``dynamic_slice`` / ``dynamic_update_slice`` with bounds ``"check"``, any
+other access a ``take`` / ``scatter``).  Reading a view becomes a
 ``slice`` (with ``reshape``/``transpose``/``broadcast_to``) when its indices
 form a box of the tensor, a ``take`` otherwise; writing one becomes an
 ``update_slice`` of the tensor's buffer (in place) when they form a box
@@ -1046,6 +1048,40 @@ def _dynamic_offset(view: View) -> tuple[Traced, Traced, np.dtype]:
     return total, bad, _index_dtype(t.size + 1)
 
 
+def _dynamic_window(view: View) -> tuple | None:
+    """For a view with run-time offsets on distinct tensor axes whose static
+    part is a box: (the box, as _as_box gives it; the first index and the
+    extent of the window that box spans, per tensor axis).  The window
+    moved by the offsets is what the emulator's dynamic_slice and
+    dynamic_update_slice read and write, and it stays in the tensor
+    exactly when every element of the access does.  None otherwise."""
+    t = view.tensor
+    axes = [axis for _, axis, _ in view.dyn or []]
+    if not axes or min(axes) < 0 or len(set(axes)) != len(axes):
+        return None
+    idx = view.index if view.index is not None else \
+        np.arange(t.size, dtype=np.int64).reshape(view.shape)
+    box = view.box if view.box is not None else _as_box(idx, t.shape)
+    if box is None:
+        return None
+    start, step, count = box[0], box[1], box[2]
+    lo = [s + st * (c - 1) if st < 0 else s for s, st, c in zip(start, step, count)]
+    span = [abs(st) * (c - 1) + 1 for st, c in zip(step, count)]
+    return box, lo, span
+
+
+def _window_starts(view: View, lo: list[int]) -> Traced:
+    """The first element of a view's window when the ops run: ``lo`` moved
+    by each run-time offset along its axis (an int64 vector)."""
+    t = view.tensor
+    starts = t.trace.index_const(np.array(lo, dtype=np.int64))
+    for r, axis, _ in view.dyn or []:
+        unit = np.zeros(t.ndim, dtype=np.int64)
+        unit[axis] = 1
+        starts = np.add(starts, np.multiply(r.value(), t.trace.index_const(unit)))
+    return starts
+
+
 def _read_dynamic(view: View, base: Traced) -> Traced:
     """Read a view with run-time offsets.  One along a tensor axis, the
     rest a box: a slice of the other axes, then a gather of the
@@ -1053,6 +1089,15 @@ def _read_dynamic(view: View, base: Traced) -> Traced:
     otherwise a gather of every element from the flat storage."""
     t = view.tensor
     p = t.trace.program
+    window = _dynamic_window(view)
+    if window is not None:
+        # the window at the moved start (NRT_EXEC_OOB when it leaves the
+        # tensor), then the box's steps, order and broadcast within it
+        (start, step, count, dims, broadcast), lo, span = window
+        win = p.emit("dynamic_slice", [base, _window_starts(view, lo)],
+                     tuple(span), base.dtype, bounds="check")
+        return _read_box(win, [s - l for s, l in zip(start, lo)], step, count,
+                         dims, broadcast, view.shape)
     off, bad, dt = _dynamic_offset(view)
     parts = view.dyn or []
     _, axis, unit = parts[0]
@@ -1102,6 +1147,21 @@ def _assign_dynamic(view: View, src: Traced, mask: np.ndarray | None,
                                     "out": fresh.name})
         t.name, t.readonly = fresh.name, False
         t.trace.owned.add(fresh.name)
+    window = _dynamic_window(view) if mode == "assign" else None
+    if window is not None:
+        (start, step, count, dims, broadcast), lo, span = window
+        order = [d for d in dims if d is not None]
+        if not broadcast and all(st == 1 for st in step) and order == sorted(order):
+            # a window of whole runs: written in place at the moved start,
+            # or NRT_EXEC_OOB (before anything is written) when it leaves
+            # the tensor
+            starts = _window_starts(view, lo)
+            upd = src if tuple(src.shape) == tuple(count) else src.reshape(tuple(count))
+            base = t.traced()
+            p.ops.append({"op": "dynamic_update_slice",
+                          "in": [base.name, upd.name, starts.name], "out": t.name,
+                          "bounds": "check"})
+            return
     off, bad, dt = _dynamic_offset(view)
     parts = view.dyn or []
     _, axis, unit = parts[0]

@@ -9,7 +9,12 @@ int32 scalar buffers, so that ``(i + 1) * 128 - i * 128`` is the int 128,
 as a slice's size must be) and :class:`DynArray` (a DynInt plus an index
 array: ``i * 128 + nl.arange(128)[:, None]``).  An access indexed by one
 keeps the run-time part apart from its static indices (``View.dyn``) and
-adds it when the ops run (``_core._read_dynamic``, ``_assign_dynamic``).
+adds it when the ops run (``_core._read_dynamic``, ``_assign_dynamic``):
+an access whose static part is a box, moved along distinct axes, is the
+emulator's ``dynamic_slice`` / ``dynamic_update_slice`` of that window
+(whole contiguous runs; ``"check"`` bounds fail the execution with
+NRT_EXEC_OOB when it leaves the tensor), any other a ``take`` of its
+moved indices or a ``scatter`` to them.
 
 Registers are mutable (``register_move``/``register_load`` write them);
 an expression reads a copy taken when it is made, so that a later write
