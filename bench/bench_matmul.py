@@ -28,7 +28,6 @@ bytes of float32 to stream, against OpenBLAS float32).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess

@@ -46,14 +46,10 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
-# A machine of its own (unless one is named): another process holding the
-# default emulated cores would stop the benchmark.
-os.environ.setdefault("NRTPY_EMU_NAMESPACE", f"bench-nki-{os.getpid()}")
-
-import nrtpy  # noqa: E402
-from nrtpy import NrtpyTensor, nki  # noqa: E402
-from nrtpy.nki import isa as nisa  # noqa: E402
-from nrtpy.nki import language as nl  # noqa: E402
+import nrtpy
+from nrtpy import NrtpyTensor, nki
+from nrtpy.nki import isa as nisa
+from nrtpy.nki import language as nl
 
 from _bench import per_call  # noqa: E402
 

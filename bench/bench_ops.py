@@ -35,7 +35,6 @@ Usage: python bench/bench_ops.py [--quick] [--report] [--rerun N] [--ops add,exp
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -47,13 +46,9 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 
-# A machine of its own (unless one is named): another process holding the
-# default emulated cores would make every row n/a.
-os.environ.setdefault("NRTPY_EMU_NAMESPACE", f"bench-ops-{os.getpid()}")
-
-import nrtpy  # noqa: E402
-import nrtpy.neff  # noqa: E402
-from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax  # noqa: E402
+import nrtpy
+import nrtpy.neff
+from nrtpy.neff import gelu, relu, rsqrt, sigmoid, softmax
 
 from _bench import Memcpy, compiled, per_call  # noqa: E402
 
