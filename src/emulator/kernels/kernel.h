@@ -56,8 +56,17 @@ enum nrtemu_op {
  * by hand, each with its rule, and the others through this, with no
  * default: compiled with -Wswitch-enum as an error (the rule files turn it
  * on around those switches), a row added to the family without its rule
- * does not build.  Defined for the classes whose rules are switches.
+ * does not build.  Defined for the classes whose rules are switches, and
+ * for REDUCE: the rows that nrtemu__kernel_reduce runs (run column
+ * reduce), whose class is NONE.
+ *
+ * NRTEMU_RULES_BEGIN and NRTEMU_RULES_END go around the code that holds
+ * such switches (the instantiations of the macros that define them).
  */
+#define NRTEMU_RULES_BEGIN         \
+    _Pragma("GCC diagnostic push") \
+        _Pragma("GCC diagnostic error \"-Wswitch-enum\"")
+#define NRTEMU_RULES_END _Pragma("GCC diagnostic pop")
 #define NRTEMU_PP_CAT(a, b) NRTEMU_PP_CAT_(a, b)
 #define NRTEMU_PP_CAT_(a, b) a##b
 #define NRTEMU_PP_SECOND(a, b, ...) b
@@ -70,6 +79,7 @@ enum nrtemu_op {
 #define NRTEMU_SAME_COMPARE_COMPARE ~, 1
 #define NRTEMU_SAME_LOGICAL_LOGICAL ~, 1
 #define NRTEMU_SAME_BITWISE_BITWISE ~, 1
+#define NRTEMU_SAME_reduce_REDUCE ~, 1
 #define NRTEMU_OP_CASE_OUTSIDE(CLASS, suffix, cls)                            \
     NRTEMU_PP_CAT(NRTEMU_PP_IF_, NRTEMU_PP_TEST(NRTEMU_SAME_##cls##_##CLASS)) \
     (, case NRTEMU_OP_##suffix:)
@@ -83,6 +93,9 @@ enum nrtemu_op {
     NRTEMU_OP_CASE_OUTSIDE(LOGICAL, suffix, cls)
 #define NRTEMU_OP_CASE_OUTSIDE_BITWISE(suffix, name, arity, cls, ...) \
     NRTEMU_OP_CASE_OUTSIDE(BITWISE, suffix, cls)
+#define NRTEMU_OP_CASE_OUTSIDE_REDUCE(suffix, name, arity, cls, check, run, \
+                                      ...)                                  \
+    NRTEMU_OP_CASE_OUTSIDE(REDUCE, suffix, run)
 #define NRTEMU_OP_CASES_OUTSIDE(CLASS)             \
     NRTEMU_OP_LIST(NRTEMU_OP_CASE_OUTSIDE_##CLASS) \
     case NRTEMU_OP_COUNT:

@@ -18,11 +18,13 @@
 #include "kernels/simd.h"
 
 /* The rows' extremes (SFX##_arg_row2), folded as the reductions fold them. */
+NRTEMU_RULES_BEGIN
 DEFINE_FLOAT_ROW(f32, float)
 DEFINE_FLOAT_ROW(f64, double)
 DEFINE_INT_ROW(i64, int64_t, INT64_MIN, INT64_MAX)
 DEFINE_INT_ROW(u64, uint64_t, 0, UINT64_MAX)
 DEFINE_INT_ROW(i32, int32_t, INT32_MIN, INT32_MAX)
+NRTEMU_RULES_END
 
 /* Whether x replaces the best so far: a greater (smaller) value, or the
  * first NaN, which then stays. */

@@ -57,14 +57,9 @@
 
 /* Comparisons write bool bytes.  The rule switches of the family (this
  * one and the files') are instantiated between NRTEMU_RULES_BEGIN and
- * NRTEMU_RULES_END: no default, every enumerator a case
+ * NRTEMU_RULES_END (kernel.h): no default, every enumerator a case
  * (NRTEMU_OP_CASES_OUTSIDE), so a row of the class without its rule fails
  * to compile. */
-#define NRTEMU_RULES_BEGIN         \
-    _Pragma("GCC diagnostic push") \
-        _Pragma("GCC diagnostic error \"-Wswitch-enum\"")
-#define NRTEMU_RULES_END _Pragma("GCC diagnostic pop")
-
 #define DEFINE_COMPARE(SFX, T)                                          \
     NRTEMU_MULTIVERSION                                                 \
     static void SFX##_compare(enum nrtemu_op op, size_t n, const T *a,  \

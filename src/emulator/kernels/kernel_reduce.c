@@ -46,6 +46,7 @@
 #include "kernels/pool.h"
 #include "kernels/simd.h"
 
+NRTEMU_RULES_BEGIN
 DEFINE_FLOAT_ROWS(f32, float)
 DEFINE_FLOAT_ROWS(f64, double)
 
@@ -53,6 +54,7 @@ DEFINE_INT_ROWS(i64, int64_t, INT64_MIN, INT64_MAX)
 DEFINE_INT_ROWS(u64, uint64_t, 0, UINT64_MAX)
 /* int32 max/min, in their own width (nrtemu__kernel_reduce). */
 DEFINE_INT_ROWS(i32, int32_t, INT32_MIN, INT32_MAX)
+NRTEMU_RULES_END
 
 /* Rows of int32 this long at most have float64 sums that are exact in
  * any order: no partial sum exceeds 2^22 * 2^31 = 2^53 in magnitude.  So
@@ -84,6 +86,7 @@ i32_row_wide(enum nrtemu_op op, size_t n, const int32_t *x)
 }
 
 /* Column folds that widen their rows in registers (fold_columns_from). */
+NRTEMU_RULES_BEGIN
 DEFINE_COLUMNS(f32_bf16, float, uint16_t, BF16_OF, NRTEMU_FLOAT_MAX,
                NRTEMU_FLOAT_MIN, ADD_, MUL_)
 DEFINE_COLUMNS(f32_fp8, float, uint8_t, NARROW_OF, NRTEMU_FLOAT_MAX,
@@ -94,6 +97,7 @@ DEFINE_COLUMNS(i64_i32, int64_t, int32_t, I64_OF, NRTEMU_INT_MAX,
                NRTEMU_INT_MIN, ADD_WRAP, MUL_WRAP)
 DEFINE_COLUMNS(f64_i32, double, int32_t, F64_OF, NRTEMU_FLOAT_MAX,
                NRTEMU_FLOAT_MIN, ADD_, MUL_)
+NRTEMU_RULES_END
 
 /* One accumulator element of any compute type. */
 union wide {

@@ -11,6 +11,13 @@
  * function of its own file directly (and may inline it), where a call to
  * another file's would go through that function's ifunc; and an ifunc
  * would be exported from the library whatever its visibility.
+ *
+ * Their rule switches (how each op folds) have no default: the reductions'
+ * rows by hand (a mean folds as its sum), every other op through
+ * NRTEMU_OP_CASES_OUTSIDE(REDUCE) (kernel.h), which never comes to them and
+ * goes with the sum.  Each file instantiates them between
+ * NRTEMU_RULES_BEGIN and NRTEMU_RULES_END, so a reduce row added without
+ * its rule does not build.
  */
 #ifndef NRTEMU_KERNEL_REDUCE_H
 #define NRTEMU_KERNEL_REDUCE_H
@@ -318,7 +325,9 @@ bf16_widen(uint16_t h)
         case NRTEMU_OP_PROD:                                                \
             COLUMNS_FOLD(T, S, LOAD, MULF);                                 \
             break;                                                          \
-        default:                                                            \
+        case NRTEMU_OP_SUM:                                                 \
+        case NRTEMU_OP_MEAN:                                                \
+            NRTEMU_OP_CASES_OUTSIDE(REDUCE)                                 \
             COLUMNS_FOLD(T, S, LOAD, ADDF);                                 \
             break;                                                          \
         }                                                                   \
@@ -375,9 +384,12 @@ bf16_widen(uint16_t h)
         case NRTEMU_OP_PROD:                                    \
             ROW_FOLD(T, (T)1, MUL_);                            \
             return result;                                      \
-        default:                                                \
-            return SFX##_sum_pairwise(n, x);                    \
+        case NRTEMU_OP_SUM:                                     \
+        case NRTEMU_OP_MEAN:                                    \
+            NRTEMU_OP_CASES_OUTSIDE(REDUCE)                     \
+            break;                                              \
         }                                                       \
+        return SFX##_sum_pairwise(n, x);                        \
     }
 
 /* A float type's rows and columns: what the reductions and softmax fold. */
@@ -406,14 +418,16 @@ bf16_widen(uint16_t h)
             }                                                   \
             return (T)p;                                        \
         }                                                       \
-        default: {                                              \
-            uint64_t s = 0;                                     \
-            for (size_t i = 0; i < n; i++) {                    \
-                s += (uint64_t)x[i];                            \
-            }                                                   \
-            return (T)s;                                        \
+        case NRTEMU_OP_SUM:                                     \
+        case NRTEMU_OP_MEAN:                                    \
+            NRTEMU_OP_CASES_OUTSIDE(REDUCE)                     \
+            break;                                              \
         }                                                       \
+        uint64_t s = 0;                                         \
+        for (size_t i = 0; i < n; i++) {                        \
+            s += (uint64_t)x[i];                                \
         }                                                       \
+        return (T)s;                                            \
     }
 
 #define DEFINE_INT_ROWS(SFX, T, LOWEST, HIGHEST)                         \

@@ -171,7 +171,9 @@ nrtemu__reduce_x86_ctx(enum nrtemu_dtype dt)
                 case NRTEMU_OP_PROD:                                          \
                     a[q] = _mm512_mul_ps(a[q], v[q]);                         \
                     break;                                                    \
-                default:                                                      \
+                case NRTEMU_OP_SUM:                                           \
+                case NRTEMU_OP_MEAN:                                          \
+                    NRTEMU_OP_CASES_OUTSIDE(REDUCE)                           \
                     a[q] = _mm512_add_ps(a[q], v[q]);                         \
                     break;                                                    \
                 }                                                             \
@@ -226,16 +228,20 @@ nrtemu__reduce_x86_ctx(enum nrtemu_dtype dt)
         case NRTEMU_OP_PROD:                                              \
             NAME##_op(NRTEMU_OP_PROD, n, g, stride, x, acc, &tab);        \
             break;                                                        \
-        default:                                                          \
+        case NRTEMU_OP_SUM:                                               \
+        case NRTEMU_OP_MEAN:                                              \
+            NRTEMU_OP_CASES_OUTSIDE(REDUCE)                               \
             NAME##_op(NRTEMU_OP_SUM, n, g, stride, x, acc, &tab);         \
             break;                                                        \
         }                                                                 \
     }
 
+NRTEMU_RULES_BEGIN
 WIDE_FOLD_SWEEP(wide_fold_f32, wide_load_f32, 4)
 WIDE_FOLD_SWEEP(wide_fold_bf16, wide_load_bf16, 2)
 WIDE_FOLD_SWEEP(wide_fold_f16, wide_load_f16, 2)
 WIDE_FOLD_SWEEP(wide_fold_fp8, wide_load_fp8, 1)
+NRTEMU_RULES_END
 
 /*
  * Sums and products of fp8 columns, as wide_fold_fp8 folds them, with
@@ -767,6 +773,7 @@ nrtemu__reduce_x86_rows_init(struct fp8_rows *f, enum nrtemu_op op,
  * decides the sign of the result, and f32_row's compiled order is its
  * own; and what bytes_row_ext does not settle), for fold_row to do.
  */
+NRTEMU_RULES_BEGIN
 bool
 nrtemu__reduce_x86_rows_fold(const struct fp8_rows *f, size_t n, const void *x,
                              float *acc)
@@ -794,10 +801,13 @@ nrtemu__reduce_x86_rows_fold(const struct fp8_rows *f, size_t n, const void *x,
         *acc = f->op == NRTEMU_OP_MAX ? NRTEMU_FLOAT_MAX(*acc, r)
                                       : NRTEMU_FLOAT_MIN(*acc, r);
         return true;
-    default:
-        return false;
+    case NRTEMU_OP_MEAN: /* (its fold is SUM) */
+        NRTEMU_OP_CASES_OUTSIDE(REDUCE)
+        break;
     }
+    return false;
 }
+NRTEMU_RULES_END
 
 /* Whether exact_sum (kernel_reduce.c) may split sums of fp8 columns of src
  * into kt by rows: only with the tables and AVX-512 VBMI. */

@@ -13,8 +13,10 @@
 #include "kernels/pool.h"
 #include "kernels/simd.h"
 
+NRTEMU_RULES_BEGIN
 DEFINE_FLOAT_ROWS(f32, float)
 DEFINE_FLOAT_ROWS(f64, double)
+NRTEMU_RULES_END
 
 /* p[i] = e^(p[i] - M(i)) over n elements, M(i) the maximum to take off:
  * float32 by kmath_exp in the same loop (vectorised in each clone),
