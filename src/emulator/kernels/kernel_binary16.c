@@ -89,7 +89,7 @@ binary16_lanes(enum nrtemu_op op, __m512 x, __m512 y, __mmask16 m)
         return _mm512_sub_ps(x, y);
     case NRTEMU_OP_MUL:
         return _mm512_mul_ps(x, y);
-    default:
+    default: /* the division-like ops and pow (binary16_applies): below */
         break;
     }
     if ((divmod16_ok(x, y) & m) == m) {
@@ -168,7 +168,7 @@ binary16_find(enum nrtemu_op op, enum nrtemu_dtype dt)
         return half ? NAME##_f16 : NAME##_bf16;
         BINARY16_LOOPS(BINARY16_CASE)
 #undef BINARY16_CASE
-    default:
+    default: /* a selector: no loop of this file */
         return NULL;
     }
 }
@@ -190,7 +190,7 @@ binary16_applies(enum nrtemu_op op, enum nrtemu_dtype dt)
     case NRTEMU_OP_SUB:
     case NRTEMU_OP_MUL:
         return dt == NRTEMU_DTYPE_FLOAT16;
-    default:
+    default: /* a selector: other ops take the driver's path */
         return false;
     }
 }

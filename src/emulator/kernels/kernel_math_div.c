@@ -157,7 +157,7 @@ vmath_f32_binary(enum nrtemu_op op, size_t n, const float *a, bool sa,
     case NRTEMU_OP_REM:
         F32_DIVMOD_LOOP(rem_f32, fmodf, divmod_f32_ok);
         return true;
-    default:
+    default: /* a selector: false, the caller's own loop */
         return false;
     }
 }
@@ -386,7 +386,7 @@ vmath_i32_binary(enum nrtemu_op op, size_t n, const int32_t *a, bool sa,
     case NRTEMU_OP_POW:
         i32_pow(n, a, sa, b, sb, o);
         return true;
-    default:
+    default: /* a selector: false, the caller's own loop */
         return false;
     }
 }

@@ -180,7 +180,7 @@ vmath_f32_unary(enum nrtemu_op op, size_t n, const float *a, float *o)
         VEC_WITH_FALLBACK(float, n, a, o, F32_CBRT_OK, cbrt_f32, kmath_cbrt,
                           VEC_ARG_ANY);
         return true;
-    default:
+    default: /* a selector: false, the caller's own loop */
         return false;
     }
 }
@@ -457,7 +457,7 @@ vmath_f64_unary(enum nrtemu_op op, size_t n, const double *a, double *o)
         VEC_WITH_FALLBACK(double, n, a, o, F64_GELU_OK, gelu_f64,
                           gelu_f64_slow, VEC_ARG_GUARDED);
         return true;
-    default:
+    default: /* a selector: false, the caller's own loop */
         return false;
     }
 }
@@ -580,7 +580,7 @@ table_i32_get(enum nrtemu_op op)
         return &table_i32_ops[TABLE_I32_##OP];
         TABLE_I32_LIST(TABLE_I32_CASE)
 #undef TABLE_I32_CASE
-    default:
+    default: /* a selector: other ops have no table */
         return NULL;
     }
 }
@@ -723,7 +723,8 @@ i32_f64_chunk(enum nrtemu_op op, const struct table_i32 *f, size_t c,
             t[i] = cbrt_f64((double)x[i]);
         }
         return;
-    default: {
+    case NRTEMU_OP_LOG:
+    default: { /* (vmath_i32_f64_unary admits no other op here) */
         /* log: the float64 loop on the chunk
          * converted in L1 (what matters is one call per run) */
         double xd[CHUNK];
@@ -750,7 +751,7 @@ vmath_i32_f64_unary(enum nrtemu_op op, size_t n, const int32_t *a, double *o,
     case NRTEMU_OP_CBRT:
     case NRTEMU_OP_LOG:
         break;
-    default:
+    default: /* a selector: the ops with a table, else false */
         if (f == NULL) {
             return false;
         }

@@ -489,7 +489,7 @@ arith_kind_of(enum nrtemu_op op, enum arith_kind *kind)
     case NRTEMU_OP_FLOOR_DIVIDE:
         *kind = ARITH_FLOOR_DIVIDE;
         return true;
-    default:
+    default: /* a selector: other ops have no table loop */
         return false;
     }
 }
@@ -926,7 +926,7 @@ keyed(enum nrtemu_op op)
     case NRTEMU_OP_MAXIMUM:
     case NRTEMU_OP_MINIMUM:
         return true;
-    default:
+    default: /* a selector: other ops are not keyed */
         return false;
     }
 }
@@ -954,7 +954,8 @@ keyed_one(enum nrtemu_op op, uint8_t ka, uint8_t kb)
         return !na && !nb && ka >= kb;
     case NRTEMU_OP_MAXIMUM:
         return na || (!nb && ka > kb);
-    default: /* MINIMUM */
+    case NRTEMU_OP_MINIMUM:
+    default: /* (keyed() admits no other op) */
         return na || (!nb && ka < kb);
     }
 }
@@ -1011,7 +1012,8 @@ keyed_vbmi(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
         case NRTEMU_OP_MAXIMUM:
             r = nx | (~ny & _mm512_cmpgt_epu8_mask(kx, ky));
             break;
-        default:
+        case NRTEMU_OP_MINIMUM:
+        default: /* (keyed() admits no other op) */
             r = nx | (~ny & _mm512_cmplt_epu8_mask(kx, ky));
             break;
         }
@@ -1074,7 +1076,8 @@ keyed_avx2(enum nrtemu_op op, const uint8_t *key, const uint8_t *diag,
                 nx, _mm256_andnot_si256(_mm256_or_si256(ny, le),
                                         _mm256_set1_epi8((char)-1)));
             break;
-        default: /* not ny, not ge: kx < ky */
+        case NRTEMU_OP_MINIMUM: /* not ny, not ge: kx < ky */
+        default:                /* (keyed() admits no other op) */
             r = _mm256_or_si256(
                 nx, _mm256_andnot_si256(_mm256_or_si256(ny, ge),
                                         _mm256_set1_epi8((char)-1)));

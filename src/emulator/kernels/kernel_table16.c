@@ -200,7 +200,8 @@ compute16_op(enum nrtemu_op op, __m512 x)
         return _mm512_mul_ps(x, x);
     case NRTEMU_OP_RECIPROCAL:
         return _mm512_div_ps(one, x);
-    default: /* NRTEMU_OP_SQRT */
+    case NRTEMU_OP_SQRT:
+    default: /* (COMPUTE16_OPS holds no other op) */
         return _mm512_sqrt_ps(x);
     }
 }
@@ -333,7 +334,7 @@ compute16_find(enum nrtemu_op op, enum nrtemu_dtype dt)
         COMPUTE16_CASE(RELU, relu)
         COMPUTE16_CASE(SIGN, sign)
 #undef COMPUTE16_CASE
-    default:
+    default: /* a selector: other ops take the table */
         return NULL;
     }
 #else
