@@ -284,7 +284,7 @@ test_transpose_small_items(void)
 /*
  * Large transposes of 1-, 2- and 4-byte items with extents of whole
  * squares of 64-byte lines (64, 32 and 16 items a side: by bands of src,
- * streamed, kernel_layout.c, with AVX-512 BW), wide, tall and square, one
+ * streamed, kernel_transpose.c, with AVX-512 BW), wide, tall and square, one
  * band and many (of the square's side: 16 x 131072 and 131072 x 16 for
  * 4-byte items); extents one square's side off those (the tiles); and
  * the same arrays one byte off a 64-byte boundary (the tiles); every item

@@ -328,7 +328,7 @@ static const enum nrtemu_dtype fp8_dtypes[] = {
     NRTEMU_DTYPE_FLOAT8_E4M3, NRTEMU_DTYPE_FLOAT8_E4M3FN,
     NRTEMU_DTYPE_FLOAT8_E5M2, NRTEMU_DTYPE_FLOAT8_E3M4};
 
-/* The fp8 max and min by their codes (kernel_reduce.c's bytes_*), and the
+/* The fp8 max and min by their codes (kernel_reduce_x86.c's bytes_*), and the
  * sums, against the serial walk, which widens every code: every code,
  * ties of -0 and +0, negative codes only, NaNs of both signs, rows and
  * columns, split or not, at widths that leave a tail of a vector. */
@@ -522,7 +522,7 @@ test_fp8_column_sum_split(void)
     }
 }
 
-/* fp8 sums along rows (kernel_reduce.c's wide_row_sum_fp8, whose leaves
+/* fp8 sums along rows (kernel_reduce_x86.c's wide_row_sum_fp8, whose leaves
  * of whole vector steps are summed several at a time) against the float32
  * sums of the rows widened (f32_row: the same pairwise order), bit for
  * bit, at lengths whose halves or quarters are such leaves (1024, 2048,

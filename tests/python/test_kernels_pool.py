@@ -192,7 +192,7 @@ def test_split_layout_matches_numpy(tmp_path, dtype):
 
 def test_fp8_transpose_by_squares_of_lines(tmp_path):
     """1-byte transposes whose rows are whole cache lines apart go by 64 x
-    64 squares with AVX-512 (kernel_layout.c), the rest of the plane by
+    64 squares with AVX-512 (kernel_transpose.c), the rest of the plane by
     the 16 x 32 blocks: planes of whole squares, of squares and edges
     (strides of 64 bytes, extents not), on the pool and not; large planes
     of whole squares by bands of rows, streamed."""
