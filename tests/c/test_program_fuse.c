@@ -599,6 +599,86 @@ test_row_group(void)
     free(yb);
 }
 
+/*
+ * A row group that casts x twice (as the HLO compiler writes an RMS
+ * norm): the second cast reads the first's result; with an op between
+ * them that writes what they cast (v, then no intermediate), it runs.
+ * Results equal the unfused ones bit for bit.
+ */
+static void
+test_row_group_reuse(void)
+{
+    static const char *def =
+        "{'var': {"
+        "'x': {'type': 'input', 'size': 444148, 'shape': [37, 3001], "
+        "'dtype': 'float32'},"
+        "'y': {'type': 'output', 'size': 444148, 'shape': [37, 3001], "
+        "'dtype': 'float32'}},"
+        "'emulator_program': 'program.json'}";
+#define REUSE_BUFFERS                                                   \
+    "{'format': 'nrtpy-emulator-program', 'version': 1, 'buffers': {"   \
+    "'x': {'kind': 'input', 'dtype': 'float32', 'shape': [37, 3001]},"  \
+    "'y': {'kind': 'output', 'dtype': 'float32', 'shape': [37, 3001]}," \
+    "'v': {'kind': 'temp', 'dtype': 'float32', 'shape': [37, 3001]},"   \
+    "'a': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 3001]},"   \
+    "'b': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 3001]},"   \
+    "'c': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 3001]},"   \
+    "'d': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 3001]},"   \
+    "'s': {'kind': 'temp', 'dtype': 'float64', 'shape': [37]},"         \
+    "'s2': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 1]},"     \
+    "'r': {'kind': 'temp', 'dtype': 'float64', 'shape': [37, 1]}},"     \
+    "'ops': ["                                                          \
+    "{'op': 'copy', 'in': ['x'], 'out': 'v'},"                          \
+    "{'op': 'cast', 'in': ['v'], 'out': 'a'},"                          \
+    "{'op': 'mul', 'in': ['a', 'a'], 'out': 'b'},"                      \
+    "{'op': 'sum', 'in': ['b'], 'out': 's', 'axes': [1]},"              \
+    "{'op': 'reshape', 'in': ['s'], 'out': 's2'},"                      \
+    "{'op': 'rsqrt', 'in': ['s2'], 'out': 'r'},"
+#define REUSE_TAIL                                 \
+    "{'op': 'cast', 'in': ['v'], 'out': 'c'},"     \
+    "{'op': 'mul', 'in': ['c', 'r'], 'out': 'd'}," \
+    "{'op': 'cast', 'in': ['d'], 'out': 'y'}]}"
+    static const char *progs[2] = {
+        REUSE_BUFFERS REUSE_TAIL,
+        REUSE_BUFFERS
+        "{'op': 'add', 'in': ['v', 'v'], 'out': 'v'}," REUSE_TAIL,
+    };
+#undef REUSE_BUFFERS
+#undef REUSE_TAIL
+    float *x = malloc(GR * GC * sizeof *x);
+    float *ya = malloc(GR * GC * sizeof *ya),
+          *yb = malloc(GR * GC * sizeof *yb);
+
+    ASSERT_TRUE(x && ya && yb);
+    for (int i = 0; i < GR * GC; i++) {
+        x[i] = (float)((i * 37) % 101) / 9 - 5;
+    }
+    for (int k = 0; k < 2; k++) {
+        struct loaded fused, plain;
+        struct nrtemu_fusion_stats s;
+        void *da[2], *db[2];
+        ASSERT_OK(load_text(def, progs[k], "1", &fused));
+        ASSERT_OK(load_text(def, progs[k], "0", &plain));
+        nrtemu__program_fusion_stats(fused.program, &s);
+        ASSERT_UEQ(s.row_groups, 1);
+        ASSERT_UEQ(s.row_ops, 9 + (size_t)k);
+        ASSERT_UEQ(s.row_reused, k == 0 ? 1 : 0);
+        for (size_t i = 0; i < fused.neff->io_count; i++) {
+            bool in = fused.neff->io[i].name[0] == 'x';
+            da[i] = in ? (void *)x : (void *)ya;
+            db[i] = in ? (void *)x : (void *)yb;
+        }
+        ASSERT_OK(nrtemu__program_run(FUNC, fused.program, da, 0, NULL, NULL));
+        ASSERT_OK(nrtemu__program_run(FUNC, plain.program, db, 0, NULL, NULL));
+        ASSERT_TRUE(memcmp(ya, yb, GR * GC * sizeof *ya) == 0);
+        unload(&fused);
+        unload(&plain);
+    }
+    free(x);
+    free(ya);
+    free(yb);
+}
+
 int
 main(void)
 {
@@ -609,5 +689,6 @@ main(void)
     RUN_TEST(test_broadcasts);
     RUN_TEST(test_long_program);
     RUN_TEST(test_row_group);
+    RUN_TEST(test_row_group_reuse);
     return 0;
 }

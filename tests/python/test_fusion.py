@@ -227,6 +227,14 @@ def rmsnorm(x, g):
     return (xf * r * g.astype(np.float32)).astype(x.dtype), ss
 
 
+def rmsnorm_twice(x, g):
+    # x cast twice, as the HLO compiler writes it: the group computes
+    # the second cast's elements once (program_fuse_rows.c, same_as).
+    ss = np.sum(x.astype(np.float32) * x.astype(np.float32), axis=-1, keepdims=True)
+    r = 1 / np.sqrt(ss / np.float32(x.shape[-1]) + np.float32(1e-6))
+    return (x.astype(np.float32) * r * g.astype(np.float32)).astype(x.dtype)
+
+
 ROW_SHAPES = [(37, 3001),      # blocks of 10 rows, the last of 7
               (4097, 1024),    # shared among the pool's threads
               (3, 5, 700),     # rows of two dimensions
@@ -236,7 +244,8 @@ ROW_SHAPES = [(37, 3001),      # blocks of 10 rows, the last of 7
 
 @pytest.mark.parametrize("dtype", [np.float32, BF16, np.float16], ids=str)
 @pytest.mark.parametrize("shape", ROW_SHAPES, ids=str)
-@pytest.mark.parametrize("fn", [softmax, rmsnorm, layernorm], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [softmax, rmsnorm, rmsnorm_twice, layernorm],
+                         ids=lambda f: f.__name__)
 def test_row_groups_equal_unfused(fresh_runtime, tmp_path, fn, shape, dtype):
     x, g = arrays([shape, shape[-1:]], dtype, 8)
     arrs = [x] if fn is softmax else [x, g]

@@ -70,6 +70,7 @@ struct nrtemu_fusion_stats {
     size_t row_ops;            /* ops in them, hoisted ones not counted */
     size_t row_reductions;     /* of them, reductions */
     size_t row_intermediates;  /* their results that never reach memory */
+    size_t row_reused;         /* of them, an earlier op's result again */
 };
 
 void nrtemu__program_fusion_stats(const struct nrtemu_program *program,

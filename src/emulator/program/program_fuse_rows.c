@@ -292,16 +292,65 @@ reads_memory(const struct row_op *ro, size_t data)
     return false;
 }
 
+/* Whether two arguments of ops of the group are the same elements. */
+static bool
+same_arg(const struct row_arg *a, const struct row_arg *b)
+{
+    return a->buffer == b->buffer && a->data == b->data &&
+           a->slot == b->slot && a->whole == b->whole;
+}
+
 /*
- * Intermediates, virtual reshapes, slots and block size of group g, its
- * ops filled with their op and kind.  `inter`, `last` and `slot_of` have
- * n_ops entries.
+ * An earlier op of the group whose result elementwise op ops[c] would
+ * compute again (ops[c].in resolved, slots holding their owners): the
+ * same op on the same operands, with the same compute dtype, into a
+ * result of the same dtype and shape held in a slot, and no op between
+ * them writes an operand they read from memory.  c when there is none.
+ * Its readers then read that result (ops[c] becomes virtual): the
+ * elements are those it would have computed, bit for bit.
+ */
+static size_t
+same_as(const struct nrtemu_program *p, const struct row_group *g, size_t c)
+{
+    const struct row_op *ro = &g->ops[c];
+    const struct buffer *o = &p->buffers[ro->op->out];
+
+    for (size_t e = c; e-- > 0;) {
+        const struct row_op *re = &g->ops[e];
+        const struct buffer *oe = &p->buffers[re->op->out];
+        bool same = !re->virtual && re->kind == ROW_ELEMENTWISE &&
+                    re->out.slot == (int)e && re->op->op == ro->op->op &&
+                    re->op->compute == ro->op->compute &&
+                    re->op->n_in == ro->op->n_in && oe->dtype == o->dtype &&
+                    oe->ndim == o->ndim &&
+                    memcmp(oe->shape, o->shape, o->ndim * sizeof *o->shape) ==
+                        0;
+        for (size_t k = 0; same && k < ro->op->n_in; k++) {
+            same = same_arg(&re->in[k], &ro->in[k]);
+        }
+        for (size_t j = e + 1; same && j < c; j++) {
+            for (size_t k = 0; same && k < ro->op->n_in; k++) {
+                same =
+                    ro->in[k].slot >= 0 || g->ops[j].op->out != ro->in[k].data;
+            }
+        }
+        if (same) {
+            return e;
+        }
+    }
+    return c;
+}
+
+/*
+ * Intermediates, virtual ops, slots and block size of group g, its ops
+ * filled with their op and kind.  `inter` and `last` have n_ops entries.
  */
 static void
 plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
-          struct row_group *g, bool *inter, size_t *last, size_t *slot_of)
+          struct row_group *g, bool *inter, size_t *last)
 {
     size_t n = g->n_ops, n_free = 0, free_slots[ROWS_MAX_OPS];
+    size_t slot_of[ROWS_MAX_OPS];
     uint64_t widest = 1, slot_width = 0;
 
     /* An intermediate: a temporary that op c alone writes and only later
@@ -321,6 +370,9 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
         inter[c] = p->buffers[t].kind == BUFFER_TEMP && u->writes[t] == 1 &&
                    reads == u->reads[t];
     }
+    /* Operands, results and virtual ops; until slots are handed out
+     * below, an intermediate's slot is the op that owns it, whose last
+     * reader a virtual op's readers may move on. */
     for (size_t c = 0; c < n; c++) {
         struct row_op *ro = &g->ops[c];
         const struct op *op = ro->op;
@@ -336,13 +388,16 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
             for (size_t e = 0; e < c; e++) {
                 if (inter[e] && g->ops[e].op->out == op->in[k]) {
                     *a = g->ops[e].out;
+                    a->buffer = op->in[k];
                 }
             }
         }
         ro->out = (struct row_arg){op->out, op->out, -1, false};
         /* A reshape into an intermediate reads as its source, unless an
          * op of the group writes the source's memory before its readers
-         * are done; a slot it reads stays taken as long. */
+         * are done.  An elementwise op into an intermediate that an
+         * earlier op already computes (same_as) reads as that op's
+         * result. */
         if (inter[c] && ro->kind == ROW_RESHAPE) {
             bool ok = true;
             for (size_t e = c + 1; ok && ro->in[0].slot < 0 && e <= last[c];
@@ -352,30 +407,24 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
             if (ok) {
                 ro->virtual = true;
                 ro->out = ro->in[0];
-                ro->out.buffer = op->out;
-                for (size_t e = 0; e < c && ro->out.slot >= 0; e++) {
-                    /* (the slot's owner now: still read at c) */
-                    if (inter[e] && !g->ops[e].virtual && last[e] >= c &&
-                        (int)slot_of[e] == ro->out.slot && last[e] < last[c]) {
-                        last[e] = last[c];
-                    }
-                }
+            }
+        } else if (inter[c] && ro->kind == ROW_ELEMENTWISE) {
+            size_t e = same_as(p, g, c);
+            if (e < c) {
+                ro->virtual = true;
+                ro->out = g->ops[e].out;
             }
         }
+        ro->out.buffer = op->out;
+        if (ro->virtual && ro->out.slot >= 0 && last[ro->out.slot] < last[c]) {
+            last[ro->out.slot] = last[c]; /* its slot stays taken as long */
+        }
         if (inter[c] && !ro->virtual) {
-            slot_of[c] = n_free > 0 ? free_slots[--n_free] : g->n_slots++;
-            ro->out.slot = (int)slot_of[c];
+            ro->out.slot = (int)c;
             slot_width =
                 width(g, o) * nrtemu__dtype_size(o->dtype) > slot_width
                     ? width(g, o) * nrtemu__dtype_size(o->dtype)
                     : slot_width;
-        }
-        /* Slots free once their last reader has run (never for that
-         * reader's own out: dtypes may differ in size). */
-        for (size_t e = 0; e < c; e++) {
-            if (inter[e] && !g->ops[e].virtual && last[e] == c) {
-                free_slots[n_free++] = slot_of[e];
-            }
         }
         widest = width(g, o) > widest ? width(g, o) : widest;
         for (size_t k = 0; k < op->n_in; k++) {
@@ -389,6 +438,25 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
             for (uint32_t e = g->lead; e < b->ndim; e++) {
                 ro->axes |= (op->axes >> e & 1u) << (e - g->lead + 1);
             }
+        }
+    }
+    /* Slots: one per live intermediate, reused once its last reader has
+     * run (never for that reader's own out: dtypes may differ in size). */
+    for (size_t c = 0; c < n; c++) {
+        if (g->ops[c].out.slot == (int)c) {
+            slot_of[c] = n_free > 0 ? free_slots[--n_free] : g->n_slots++;
+        }
+        for (size_t e = 0; e < c; e++) {
+            if (g->ops[e].out.slot == (int)e && last[e] == c) {
+                free_slots[n_free++] = slot_of[e];
+            }
+        }
+    }
+    for (size_t c = 0; c < n; c++) {
+        struct row_op *ro = &g->ops[c];
+        for (size_t k = 0; k <= ro->op->n_in; k++) {
+            struct row_arg *a = k < ro->op->n_in ? &ro->in[k] : &ro->out;
+            a->slot = a->slot >= 0 ? (int)slot_of[a->slot] : -1;
         }
     }
     g->block = ROWS_BLOCK / widest;
@@ -467,7 +535,7 @@ build(const struct nrtemu_program *p, const struct op_list *list,
 {
     struct row_group *g = calloc(1, sizeof *g);
     bool inter[ROWS_MAX_OPS];
-    size_t last[ROWS_MAX_OPS], slot_of[ROWS_MAX_OPS];
+    size_t last[ROWS_MAX_OPS];
 
     if (g == NULL) {
         return false;
@@ -494,7 +562,7 @@ build(const struct nrtemu_program *p, const struct op_list *list,
         g->ops[c].kernel =
             op->op == NRTEMU_OP_BROADCAST_TO ? NRTEMU_OP_COPY : op->op;
     }
-    plan_args(p, u, g, inter, last, slot_of);
+    plan_args(p, u, g, inter, last);
     if (!plan_memory(p, g)) {
         nrtemu__row_group_free(g);
         return false;
@@ -587,6 +655,8 @@ nrtemu__row_group_stats(const struct row_group *g,
         s->row_ops++;
         s->row_reductions += g->ops[c].kind == ROW_REDUCE;
         s->row_intermediates += g->ops[c].out.slot >= 0 || g->ops[c].virtual;
+        s->row_reused +=
+            g->ops[c].virtual && g->ops[c].kind == ROW_ELEMENTWISE;
     }
 }
 
