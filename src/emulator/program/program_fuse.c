@@ -827,18 +827,16 @@ stream_ops(const struct nrtemu_program *p, const struct fusion *f)
 }
 
 /*
- * Blocks [first, end) of the chain, in the order lead index, then start
- * along dimension split; each op of the chain on a block before the next
- * block, the ops in `streamed` (stream_ops) storing their results with
- * non-temporal stores.  `slots` and `scratch` belong to the caller alone.
- * On failure, *failed is the op whose kernel failed (no error is recorded
- * here: this may run on a worker thread).
+ * Blocks [first, end) of the chain (nrtemu_fuse_blocks_fn), in the order
+ * lead index, then start along dimension split; the ops in `streamed`
+ * are those of stream_ops.
  */
 static NRT_STATUS
-run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
+run_blocks(const struct op_call *c, const void *plan, uint64_t first,
            uint64_t end, uint64_t streamed, char *slots,
            struct nrtemu_scratch *scratch, const struct op **failed)
 {
+    const struct fusion *f = plan;
     struct nrtemu_program *p = c->program;
     uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split];
     uint64_t per_lead = (extent + f->rows - 1) / f->rows;
@@ -892,22 +890,22 @@ run_blocks(const struct op_call *c, const struct fusion *f, uint64_t first,
 }
 
 /*
- * A chain's blocks shared out among the pool's threads: each task, with
+ * A plan's blocks shared out among the pool's threads: each task, with
  * slots and kernel scratch of its own (blocks write disjoint parts of
- * every buffer the chain writes), claims runs of `run` consecutive blocks
+ * every buffer the plan writes), claims runs of `run` consecutive blocks
  * from `next` until none is left.  A worker that joins late (a parked
- * one can take a good part of a chain's time to wake) so leaves the runs
+ * one can take a good part of a plan's time to wake) so leaves the runs
  * it does not reach to the caller, which would wait for it with a fixed
  * half of the blocks each.
  */
-struct chain_job {
+struct blocks_job {
     const struct op_call *c;
-    const struct fusion *f;
+    nrtemu_fuse_blocks_fn *fn;
+    const void *plan;
     uint64_t blocks;
     uint64_t run;          /* blocks a claim takes */
     _Atomic uint64_t next; /* the first block no task has claimed */
-    uint64_t streamed;     /* stream_ops */
-    uint32_t tasks;
+    uint64_t streamed;
     char *slots;
     size_t slot_bytes; /* per task */
     struct nrtemu_scratch *scratch;
@@ -916,9 +914,9 @@ struct chain_job {
 };
 
 static void
-chain_task(void *arg, uint32_t t)
+blocks_task(void *arg, uint32_t t)
 {
-    struct chain_job *job = arg;
+    struct blocks_job *job = arg;
 
     job->st[t] = NRT_SUCCESS;
     for (;;) {
@@ -929,9 +927,9 @@ chain_task(void *arg, uint32_t t)
             return;
         }
         end = job->blocks - first < job->run ? job->blocks : first + job->run;
-        job->st[t] = run_blocks(job->c, job->f, first, end, job->streamed,
-                                job->slots + (size_t)t * job->slot_bytes,
-                                &job->scratch[t], &job->failed[t]);
+        job->st[t] = job->fn(job->c, job->plan, first, end, job->streamed,
+                             job->slots + (size_t)t * job->slot_bytes,
+                             &job->scratch[t], &job->failed[t]);
     }
 }
 
@@ -939,30 +937,26 @@ chain_task(void *arg, uint32_t t)
  * elements: long enough for the hardware prefetchers). */
 #define FUSE_RUNS_PER_TASK 8
 
-/* Chains of fewer elements run on the calling thread alone. */
+/* Plans of fewer elements run on the calling thread alone. */
 #define FUSE_PARALLEL_MIN ((uint64_t)1 << 17)
 
-/* At most this many tasks share a chain. */
+/* At most this many tasks share a plan. */
 #define FUSE_MAX_TASKS 64
 
-static NRT_STATUS
-run_chain(const struct op_call *c, const struct fusion *f)
+NRT_STATUS
+nrtemu__fuse_run_blocks(const struct op_call *c, nrtemu_fuse_blocks_fn *run,
+                        const void *plan, uint64_t blocks, uint64_t elements,
+                        uint64_t streamed, size_t slot_bytes)
 {
     struct nrtemu_program *p = c->program;
-    uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split], count = 1;
     struct nrtemu_scratch scratch[FUSE_MAX_TASKS];
     NRT_STATUS st[FUSE_MAX_TASKS];
     const struct op *failed[FUSE_MAX_TASKS];
-    struct chain_job job = {.c = c, .f = f, .tasks = 1};
+    struct blocks_job job = {
+        .c = c, .fn = run, .plan = plan, .blocks = blocks};
+    uint32_t tasks = 1;
 
-    for (uint32_t e = 0; e < f->ndim; e++) {
-        count *= f->shape[e];
-    }
-    job.blocks = (extent + f->rows - 1) / f->rows;
-    for (uint32_t e = 0; e < f->split; e++) {
-        job.blocks *= f->shape[e];
-    }
-    if (count >= FUSE_PARALLEL_MIN && job.blocks >= 2) {
+    if (elements >= FUSE_PARALLEL_MIN && blocks >= 2) {
         uint32_t threads = nrtemu__pool_threads();
         threads = threads < FUSE_MAX_TASKS ? threads : FUSE_MAX_TASKS;
         if (p->task_scratch == NULL && threads > 1) {
@@ -970,38 +964,38 @@ run_chain(const struct op_call *c, const struct fusion *f)
             p->task_scratch = calloc(threads - 1, sizeof *p->task_scratch);
             p->n_task_scratch = p->task_scratch != NULL ? threads - 1 : 0;
         }
-        job.tasks = threads < job.blocks ? threads : (uint32_t)job.blocks;
-        job.tasks = job.tasks < p->n_task_scratch + 1 ? job.tasks
-                                                      : p->n_task_scratch + 1;
+        tasks = threads < blocks ? threads : (uint32_t)blocks;
+        tasks = tasks < p->n_task_scratch + 1 ? tasks : p->n_task_scratch + 1;
     }
-    job.run = job.blocks / ((uint64_t)job.tasks * FUSE_RUNS_PER_TASK);
+    job.run = blocks / ((uint64_t)tasks * FUSE_RUNS_PER_TASK);
     job.run = job.run > 0 ? job.run : 1;
     atomic_init(&job.next, 0);
-    job.streamed = stream_ops(p, f);
-    job.slot_bytes = (f->n_slots ? f->n_slots : 1) * f->block * 8;
-    job.slots = nrtemu__scratch_get(&p->fused, job.slot_bytes * job.tasks);
+    job.streamed = streamed;
+    job.slot_bytes = (slot_bytes + 63) / 64 * 64;
+    job.slot_bytes = job.slot_bytes ? job.slot_bytes : 64;
+    job.slots = nrtemu__scratch_get(&p->fused, job.slot_bytes * tasks);
     if (job.slots == NULL) {
         return nrtemu__fail(NRT_RESOURCE, c->func,
                             "%s: out of host memory for fused ops", p->path);
     }
     /* The tasks' scratch lives in the program between runs. */
     scratch[0] = p->scratch;
-    for (uint32_t t = 1; t < job.tasks; t++) {
+    for (uint32_t t = 1; t < tasks; t++) {
         scratch[t] = p->task_scratch[t - 1];
     }
     job.scratch = scratch;
     job.st = st;
     job.failed = failed;
-    if (job.tasks == 1) {
-        chain_task(&job, 0);
+    if (tasks == 1) {
+        blocks_task(&job, 0);
     } else {
-        nrtemu__pool_run(chain_task, &job, job.tasks);
+        nrtemu__pool_run(blocks_task, &job, tasks);
     }
     p->scratch = scratch[0];
-    for (uint32_t t = 1; t < job.tasks; t++) {
+    for (uint32_t t = 1; t < tasks; t++) {
         p->task_scratch[t - 1] = scratch[t];
     }
-    for (uint32_t t = 0; t < job.tasks; t++) {
+    for (uint32_t t = 0; t < tasks; t++) {
         if (st[t] != NRT_SUCCESS) {
             return nrtemu__fail(st[t], c->func,
                                 "%s: %sop %zu (%s): out of host memory for "
@@ -1011,6 +1005,23 @@ run_chain(const struct op_call *c, const struct fusion *f)
         }
     }
     return NRT_SUCCESS;
+}
+
+static NRT_STATUS
+run_chain(const struct op_call *c, const struct fusion *f)
+{
+    uint64_t extent = f->ndim == 0 ? 1 : f->shape[f->split], count = 1;
+    uint64_t blocks = (extent + f->rows - 1) / f->rows;
+
+    for (uint32_t e = 0; e < f->ndim; e++) {
+        count *= f->shape[e];
+    }
+    for (uint32_t e = 0; e < f->split; e++) {
+        blocks *= f->shape[e];
+    }
+    return nrtemu__fuse_run_blocks(
+        c, run_blocks, f, blocks, count, stream_ops(c->program, f),
+        (f->n_slots ? f->n_slots : 1) * f->block * 8);
 }
 
 NRT_STATUS

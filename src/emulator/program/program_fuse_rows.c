@@ -38,21 +38,24 @@
  * order), and a reshape moves no element.  Results are so bit for bit
  * those of running the ops one by one.  An intermediate lives in a per
  * task slot; a reshape of an intermediate does not run at all (its
- * readers read the slot, as its shape).  Blocks are independent, so the
- * pool's threads share them, as they share a chain's.
+ * readers read the slot, as its shape), nor does an elementwise op whose
+ * elements an earlier op of the group already computes: the same op on
+ * the same operands, with the same dtypes, and no op in between writes
+ * an operand they read from memory (the HLO compiler writes a norm's
+ * convert of its input twice); its readers read that op's result.
+ * Blocks are independent, so the pool's threads share them, through the
+ * runner that chains use (nrtemu__fuse_run_blocks).
  *
  * When the caller's input and output memory overlap other than as one
  * tensor used whole by both, the group runs op by op.  NRTPY_EMU_FUSION=0
  * turns row groups off with the rest of fusion.
  */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
 #include "kernels/kernel_stream.h"
-#include "kernels/pool.h"
 #include "program/program_internal.h"
 
 /* Elements of the widest buffer of the group per block, about: its rows
@@ -71,12 +74,6 @@
 /* Rows at most this wide (elements of a buffer per row): a block holds
  * at least one. */
 #define ROWS_MAX_WIDTH 65536
-
-/* Groups of fewer elements (of their widest buffer) run on the calling
- * thread alone; runs of blocks a task claims, about; tasks at most. */
-#define ROWS_PARALLEL_MIN ((uint64_t)1 << 17)
-#define ROWS_RUNS_PER_TASK 8
-#define ROWS_MAX_TASKS 64
 
 enum row_kind {
     ROW_NONE,
@@ -693,18 +690,13 @@ row_view(const struct nrtemu_program *p, const struct row_group *g,
                                  (size_t)(first * width(g, b)) * size;
 }
 
-/*
- * Blocks [first, end) of the group, each op on a block before the next
- * block; the ops in `streamed` store their results with non-temporal
- * stores.  `slots` and `scratch` belong to the caller alone.  On failure,
- * *failed is the op whose kernel failed (no error is recorded here: this
- * may run on a worker thread).
- */
+/* Blocks [first, end) of the group (nrtemu_fuse_blocks_fn). */
 static NRT_STATUS
-run_blocks(const struct op_call *c, const struct row_group *g, uint64_t first,
+run_blocks(const struct op_call *c, const void *plan, uint64_t first,
            uint64_t end, uint64_t streamed, char *slots,
            struct nrtemu_scratch *scratch, const struct op **failed)
 {
+    const struct row_group *g = plan;
     const struct nrtemu_program *p = c->program;
 
     for (uint64_t blk = first; blk < end; blk++) {
@@ -751,43 +743,6 @@ run_blocks(const struct op_call *c, const struct row_group *g, uint64_t first,
     return NRT_SUCCESS;
 }
 
-/* A group's blocks shared out among the pool's threads, as a chain's
- * (program_fuse.c): each task, with slots and kernel scratch of its own,
- * claims runs of `run` consecutive blocks until none is left. */
-struct rows_job {
-    const struct op_call *c;
-    const struct row_group *g;
-    uint64_t blocks;
-    uint64_t run;
-    _Atomic uint64_t next;
-    uint64_t streamed;
-    char *slots;
-    size_t slot_bytes; /* per task */
-    struct nrtemu_scratch *scratch;
-    NRT_STATUS *st;
-    const struct op **failed;
-};
-
-static void
-rows_task(void *arg, uint32_t t)
-{
-    struct rows_job *job = arg;
-
-    job->st[t] = NRT_SUCCESS;
-    for (;;) {
-        uint64_t first = atomic_fetch_add_explicit(&job->next, job->run,
-                                                   memory_order_relaxed);
-        uint64_t end;
-        if (first >= job->blocks || job->st[t] != NRT_SUCCESS) {
-            return;
-        }
-        end = job->blocks - first < job->run ? job->blocks : first + job->run;
-        job->st[t] = run_blocks(job->c, job->g, first, end, job->streamed,
-                                job->slots + (size_t)t * job->slot_bytes,
-                                &job->scratch[t], &job->failed[t]);
-    }
-}
-
 /* Whether the caller's memory makes the blocked order unsafe: two I/O
  * buffers the group uses in memory overlap, one of them written, and are
  * not one tensor used whole by both. */
@@ -820,65 +775,14 @@ io_overlaps(const struct nrtemu_program *p, const struct row_group *g,
 static NRT_STATUS
 run_group(const struct op_call *c, const struct row_group *g)
 {
-    struct nrtemu_program *p = c->program;
-    struct nrtemu_scratch scratch[ROWS_MAX_TASKS];
-    NRT_STATUS st[ROWS_MAX_TASKS];
-    const struct op *failed[ROWS_MAX_TASKS];
-    struct rows_job job = {.c = c, .g = g};
-    uint32_t tasks = 1;
+    uint64_t streamed =
+        g->streamable != 0 && kstream_wanted(g->bytes, g->out_bytes)
+            ? g->streamable
+            : 0;
 
-    job.blocks = (g->rows + g->block - 1) / g->block;
-    if (g->elements >= ROWS_PARALLEL_MIN && job.blocks >= 2) {
-        uint32_t threads = nrtemu__pool_threads();
-        threads = threads < ROWS_MAX_TASKS ? threads : ROWS_MAX_TASKS;
-        if (p->task_scratch == NULL && threads > 1) {
-            /* Kernel scratch of tasks 1...; task 0 takes the program's. */
-            p->task_scratch = calloc(threads - 1, sizeof *p->task_scratch);
-            p->n_task_scratch = p->task_scratch != NULL ? threads - 1 : 0;
-        }
-        tasks = threads < job.blocks ? threads : (uint32_t)job.blocks;
-        tasks = tasks < p->n_task_scratch + 1 ? tasks : p->n_task_scratch + 1;
-    }
-    job.run = job.blocks / ((uint64_t)tasks * ROWS_RUNS_PER_TASK);
-    job.run = job.run > 0 ? job.run : 1;
-    atomic_init(&job.next, 0);
-    job.streamed = g->streamable != 0 && kstream_wanted(g->bytes, g->out_bytes)
-                       ? g->streamable
-                       : 0;
-    job.slot_bytes = g->slot_bytes ? g->slot_bytes : 64;
-    job.slots = nrtemu__scratch_get(
-        &p->fused, job.slot_bytes * (g->n_slots ? g->n_slots : 1) * tasks);
-    if (job.slots == NULL) {
-        return nrtemu__fail(NRT_RESOURCE, c->func,
-                            "%s: out of host memory for fused ops", p->path);
-    }
-    job.slot_bytes *= g->n_slots ? g->n_slots : 1;
-    scratch[0] = p->scratch;
-    for (uint32_t t = 1; t < tasks; t++) {
-        scratch[t] = p->task_scratch[t - 1];
-    }
-    job.scratch = scratch;
-    job.st = st;
-    job.failed = failed;
-    if (tasks == 1) {
-        rows_task(&job, 0);
-    } else {
-        nrtemu__pool_run(rows_task, &job, tasks);
-    }
-    p->scratch = scratch[0];
-    for (uint32_t t = 1; t < tasks; t++) {
-        p->task_scratch[t - 1] = scratch[t];
-    }
-    for (uint32_t t = 0; t < tasks; t++) {
-        if (st[t] != NRT_SUCCESS) {
-            return nrtemu__fail(st[t], c->func,
-                                "%s: %sop %zu (%s): out of host memory for "
-                                "its working space",
-                                p->path, failed[t]->where, failed[t]->index,
-                                nrtemu__op_name(failed[t]->op));
-        }
-    }
-    return NRT_SUCCESS;
+    return nrtemu__fuse_run_blocks(
+        c, run_blocks, g, (g->rows + g->block - 1) / g->block, g->elements,
+        streamed, g->slot_bytes * g->n_slots);
 }
 
 NRT_STATUS

@@ -299,6 +299,32 @@ bool nrtemu__fuse_hoistable(const struct op *op, const struct fuse_set *w,
                             const struct fuse_set *r);
 
 /*
+ * Blocks [first, end) of a fused plan (a chain's, a row group's), each op
+ * on a block before the next block; the ops in `streamed` (bit per op)
+ * store their results with non-temporal stores.  `slots` and `scratch`
+ * belong to the caller alone.  On failure, *failed is the op whose kernel
+ * failed (no error is recorded: this may run on a worker thread).
+ */
+typedef NRT_STATUS nrtemu_fuse_blocks_fn(const struct op_call *c,
+                                         const void *plan, uint64_t first,
+                                         uint64_t end, uint64_t streamed,
+                                         char *slots,
+                                         struct nrtemu_scratch *scratch,
+                                         const struct op **failed);
+
+/*
+ * Run `blocks` blocks of `plan` through `run`, shared out among the
+ * pool's threads when the plan's widest buffer has `elements` elements
+ * or more than a few blocks' worth (program_fuse.c); each task gets
+ * `slot_bytes` of slots of its own and kernel scratch of its own.
+ */
+NRT_STATUS nrtemu__fuse_run_blocks(const struct op_call *c,
+                                   nrtemu_fuse_blocks_fn *run,
+                                   const void *plan, uint64_t blocks,
+                                   uint64_t elements, uint64_t streamed,
+                                   size_t slot_bytes);
+
+/*
  * Plan the row group that would start at list->ops[i] (program_fuse_rows.c):
  * sets list->ops[i].row_group, or leaves it NULL when none fits there.
  * @return NRT_SUCCESS; NRT_RESOURCE.
