@@ -679,6 +679,84 @@ test_row_group_reuse(void)
     free(yb);
 }
 
+/*
+ * A softmax of s + m over rows [3, 37] of 3001, m [1, 37, 3001] (a mask
+ * or bias shared by the 3 heads): m joins the group, each block reading
+ * the matching rows of it; blocks of 10 rows stop at each 37th row (the
+ * last of a head has 7).  Results equal the unfused ones bit for bit.
+ */
+static void
+test_row_group_broadcast_rows(void)
+{
+    static const char *def =
+        "{'var': {"
+        "'s': {'type': 'input', 'size': 1332444, 'shape': [3, 37, 3001], "
+        "'dtype': 'float32'},"
+        "'m': {'type': 'input', 'size': 444148, 'shape': [1, 37, 3001], "
+        "'dtype': 'float32'},"
+        "'y': {'type': 'output', 'size': 1332444, 'shape': [3, 37, 3001], "
+        "'dtype': 'float32'}},"
+        "'emulator_program': 'program.json'}";
+    static const char *prog =
+        "{'format': 'nrtpy-emulator-program', 'version': 1, 'buffers': {"
+        "'s': {'kind': 'input', 'dtype': 'float32', 'shape': [3, 37, 3001]},"
+        "'m': {'kind': 'input', 'dtype': 'float32', 'shape': [1, 37, 3001]},"
+        "'y': {'kind': 'output', 'dtype': 'float32', 'shape': [3, 37, 3001]},"
+        "'z': {'kind': 'temp', 'dtype': 'float32', 'shape': [3, 37, 3001]},"
+        "'x': {'kind': 'temp', 'dtype': 'float32', 'shape': [3, 37, 1]},"
+        "'d': {'kind': 'temp', 'dtype': 'float32', 'shape': [3, 37, 3001]},"
+        "'e': {'kind': 'temp', 'dtype': 'float32', 'shape': [3, 37, 3001]},"
+        "'t': {'kind': 'temp', 'dtype': 'float32', 'shape': [3, 37, 1]}},"
+        "'ops': ["
+        "{'op': 'add', 'in': ['s', 'm'], 'out': 'z'},"
+        "{'op': 'max', 'in': ['z'], 'out': 'x', 'axes': [2], "
+        "'keepdims': true},"
+        "{'op': 'sub', 'in': ['z', 'x'], 'out': 'd'},"
+        "{'op': 'exp', 'in': ['d'], 'out': 'e'},"
+        "{'op': 'sum', 'in': ['e'], 'out': 't', 'axes': [2], "
+        "'keepdims': true},"
+        "{'op': 'div', 'in': ['e', 't'], 'out': 'y'}]}";
+    const int n = 3 * GR * GC;
+    struct loaded fused, plain;
+    struct nrtemu_fusion_stats st;
+    float *s = malloc(n * sizeof *s), *m = malloc(GR * GC * sizeof *m);
+    float *ya = malloc(n * sizeof *ya), *yb = malloc(n * sizeof *yb);
+    void *da[3], *db[3];
+
+    ASSERT_TRUE(s && m && ya && yb);
+    for (int i = 0; i < n; i++) {
+        s[i] = (float)((i * 37) % 101) / 9 - 5;
+    }
+    for (int i = 0; i < GR * GC; i++) {
+        m[i] = (float)((i * 13) % 29) - 14;
+    }
+    ASSERT_OK(load_text(def, prog, "1", &fused));
+    ASSERT_OK(load_text(def, prog, "0", &plain));
+    nrtemu__program_fusion_stats(fused.program, &st);
+    ASSERT_UEQ(st.row_groups, 1);
+    ASSERT_UEQ(st.row_ops, 6);
+    ASSERT_UEQ(st.row_reductions, 2);
+    ASSERT_UEQ(st.chains, 0);
+    for (size_t i = 0; i < fused.neff->io_count; i++) {
+        const char *name = fused.neff->io[i].name;
+        da[i] = name[0] == 's'   ? (void *)s
+                : name[0] == 'm' ? (void *)m
+                                 : (void *)ya;
+        db[i] = name[0] == 's'   ? (void *)s
+                : name[0] == 'm' ? (void *)m
+                                 : (void *)yb;
+    }
+    ASSERT_OK(nrtemu__program_run(FUNC, fused.program, da, 0, NULL, NULL));
+    ASSERT_OK(nrtemu__program_run(FUNC, plain.program, db, 0, NULL, NULL));
+    ASSERT_TRUE(memcmp(ya, yb, n * sizeof *ya) == 0);
+    unload(&fused);
+    unload(&plain);
+    free(s);
+    free(m);
+    free(ya);
+    free(yb);
+}
+
 int
 main(void)
 {
@@ -690,5 +768,6 @@ main(void)
     RUN_TEST(test_long_program);
     RUN_TEST(test_row_group);
     RUN_TEST(test_row_group_reuse);
+    RUN_TEST(test_row_group_broadcast_rows);
     return 0;
 }

@@ -272,3 +272,33 @@ def test_row_group_aliased_input_and_output(fresh_runtime, tmp_path):
         results.append(t.numpy())
     assert results[0].tobytes() == results[1].tobytes()
     np.testing.assert_allclose(results[0], softmax(x), rtol=1e-5, atol=1e-6)
+
+
+# An operand broadcast along the leading row dimensions and full along
+# the others (attention's mask [1, T, T] for rows [H, T]): each block
+# reads the matching rows of it, and no block crosses from one of its
+# repeats into the next, so the masked softmax forms one group.
+
+def masked_softmax(s, m, b):
+    lead = s.ndim - m.ndim
+    m = m.reshape((1,) * lead + m.shape)
+    b = b.reshape((1,) * (s.ndim - b.ndim) + b.shape)
+    z = np.where(m > 0, s + b, np.asarray(-1e4, s.dtype))
+    return softmax(z)
+
+
+MASK_SHAPES = [((3, 37, 3001), (37, 3001), (37, 3001)),  # 4 blocks per mask, the last of 7 rows
+               ((5, 700, 12), (700, 12), (700, 12)),    # a block is one mask
+               ((2, 3, 5, 64), (5, 64), (3, 5, 64)),    # two row dims of extent 1
+               ((4, 1, 9, 33), (1, 9, 33), (9, 33)),    # a row dim of extent 1 in both
+               ((7, 9, 1), (9, 1), (9, 1))]             # rows of one element
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16], ids=str)
+@pytest.mark.parametrize("shapes", MASK_SHAPES, ids=str)
+def test_row_group_mask_broadcast_along_rows_equal_unfused(fresh_runtime, tmp_path,
+                                                           shapes, dtype):
+    arrs = arrays(shapes, dtype, 10)
+    got = check_same(tmp_path, fresh_runtime, masked_softmax, arrs)[0]
+    if np.dtype(dtype) == np.float32:
+        np.testing.assert_allclose(got, masked_softmax(*arrs), rtol=1e-5, atol=1e-6)

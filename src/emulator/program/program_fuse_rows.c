@@ -18,8 +18,12 @@
  * its result and every operand are, along the rows, row-independent:
  *   - an elementwise op (or broadcast_to, run as copy) whose result has
  *     the rows as its leading dimensions, each operand either with the
- *     same leading dimensions (a block reads the same rows of it) or with
- *     none of them (extent 1 or absent: every block reads all of it);
+ *     same leading dimensions (a block reads the same rows of it), with
+ *     none of them (extent 1 or absent: every block reads all of it), or
+ *     with extent 1 in the leading ones of them and the rows' extents in
+ *     the others (attention's mask [1, T, T] for rows [H, T]: row r
+ *     reads its row r mod T; blocks then stop at each multiple of T, so
+ *     that a block reads consecutive rows of it);
  *     pow only with an exponent of the second kind (its kernel takes
  *     another path for an exponent of one element, which a block of one
  *     row would turn a row-sliced one into);
@@ -88,6 +92,7 @@ struct row_arg {
     size_t data;   /* the buffer whose memory holds it (a reshape's source) */
     int slot;      /* >= 0: an intermediate, in this slot */
     bool whole;    /* none of the rows: every block reads all of it */
+    uint64_t period; /* else its rows: row r of the group reads r mod it */
 };
 
 struct row_op {
@@ -109,6 +114,7 @@ struct row_group {
     uint32_t lead;     /* leading dimensions that make the rows */
     uint64_t rows;     /* their product */
     uint64_t block;    /* rows per block */
+    uint64_t period;   /* no block crosses a multiple of it (lead_broadcast) */
     uint64_t elements; /* of the widest buffer */
     size_t n_slots;
     size_t slot_bytes;
@@ -176,6 +182,38 @@ no_rows(const struct buffer *b, uint32_t ndim, uint32_t lead)
     return true;
 }
 
+/* The rows of b, a buffer of `lead` + some dimensions that broadcasts to
+ * rows `rows` along extent 1 in its leading row dimensions and is full
+ * in the others (a mask [1, T, T] of rows [H, T]): the product of its
+ * full ones, each row r of the group reading its row r mod that.  0
+ * when b is no such buffer (or has all the rows: then they are the
+ * group's own). */
+static uint64_t
+lead_broadcast(const struct buffer *b, uint32_t ndim, uint32_t lead,
+               const uint64_t *rows)
+{
+    uint64_t period = 1;
+    uint32_t d = 0;
+    bool broadcast = false;
+
+    if (b->ndim != ndim) {
+        return 0;
+    }
+    for (; d < lead && b->shape[d] == 1; d++) {
+        broadcast = broadcast || rows[d] != 1;
+    }
+    if (!broadcast || d == lead) {
+        return 0; /* (none of the rows: all of it for every row) */
+    }
+    for (; d < lead; d++) {
+        if (b->shape[d] != rows[d]) {
+            return 0;
+        }
+        period *= rows[d];
+    }
+    return period;
+}
+
 /* The leading axes a reduction keeps when it reduces trailing ones (and
  * some), else 0. */
 static uint32_t
@@ -220,7 +258,8 @@ row_kind(const struct nrtemu_program *p, const struct op *op, uint32_t lead,
         op->op == NRTEMU_OP_BROADCAST_TO) {
         for (size_t k = 0; k < op->n_in; k++) {
             const struct buffer *b = &p->buffers[op->in[k]];
-            bool aligned = b->ndim == o->ndim && has_rows(b, lead, rows);
+            bool aligned = (b->ndim == o->ndim && has_rows(b, lead, rows)) ||
+                           lead_broadcast(b, o->ndim, lead, rows) != 0;
             if (aligned ? op->op == NRTEMU_OP_POW && k == 1
                         : !no_rows(b, o->ndim, lead)) {
                 return ROW_NONE;
@@ -294,7 +333,8 @@ static bool
 same_arg(const struct row_arg *a, const struct row_arg *b)
 {
     return a->buffer == b->buffer && a->data == b->data &&
-           a->slot == b->slot && a->whole == b->whole;
+           a->slot == b->slot && a->whole == b->whole &&
+           a->period == b->period;
 }
 
 /*
@@ -377,11 +417,19 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
         for (size_t k = 0; k < op->n_in; k++) {
             const struct buffer *b = &p->buffers[op->in[k]];
             struct row_arg *a = &ro->in[k];
-            *a = (struct row_arg){op->in[k], op->in[k], -1, false};
+            uint64_t period =
+                ro->kind == ROW_ELEMENTWISE
+                    ? lead_broadcast(b, o->ndim, g->lead, o->shape)
+                    : 0;
+            *a = (struct row_arg){op->in[k], op->in[k], -1, false, g->rows};
             a->whole =
-                ro->kind == ROW_ELEMENTWISE &&
+                ro->kind == ROW_ELEMENTWISE && period == 0 &&
                 !(b->ndim == o->ndim && b->ndim >= g->lead &&
                   memcmp(b->shape, o->shape, g->lead * sizeof *b->shape) == 0);
+            if (period != 0) {
+                a->period = period;
+                g->period = period < g->period ? period : g->period;
+            }
             for (size_t e = 0; e < c; e++) {
                 if (inter[e] && g->ops[e].op->out == op->in[k]) {
                     *a = g->ops[e].out;
@@ -389,7 +437,7 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
                 }
             }
         }
-        ro->out = (struct row_arg){op->out, op->out, -1, false};
+        ro->out = (struct row_arg){op->out, op->out, -1, false, g->rows};
         /* A reshape into an intermediate reads as its source, unless an
          * op of the group writes the source's memory before its readers
          * are done.  An elementwise op into an intermediate that an
@@ -426,8 +474,9 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
         widest = width(g, o) > widest ? width(g, o) : widest;
         for (size_t k = 0; k < op->n_in; k++) {
             const struct buffer *b = &p->buffers[op->in[k]];
-            if (!ro->in[k].whole && width(g, b) > widest) {
-                widest = width(g, b);
+            uint64_t w = b->count / ro->in[k].period;
+            if (!ro->in[k].whole && w > widest) {
+                widest = w;
             }
         }
         if (ro->kind == ROW_REDUCE) {
@@ -457,7 +506,7 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
         }
     }
     g->block = ROWS_BLOCK / widest;
-    g->block = g->block == 0 ? 1 : g->block < g->rows ? g->block : g->rows;
+    g->block = g->block == 0 ? 1 : g->block < g->period ? g->block : g->period;
     g->elements = g->rows * widest;
     g->slot_bytes = (size_t)(g->block * slot_width + 63) / 64 * 64;
 }
@@ -552,6 +601,7 @@ build(const struct nrtemu_program *p, const struct op_list *list,
     for (uint32_t d = 0; d < lead; d++) {
         g->rows *= rows[d];
     }
+    g->period = g->rows;
     for (size_t c = 0; c < n; c++) {
         const struct op *op = &list->ops[members[c]];
         g->ops[c].op = op;
@@ -685,9 +735,11 @@ row_view(const struct nrtemu_program *p, const struct row_group *g,
     for (uint32_t d = g->lead; d < b->ndim; d++) {
         v->shape[v->ndim++] = b->shape[d];
     }
-    v->data = a->slot >= 0 ? slots + (size_t)a->slot * g->slot_bytes
-                           : (char *)data[a->data] +
-                                 (size_t)(first * width(g, b)) * size;
+    v->data =
+        a->slot >= 0
+            ? slots + (size_t)a->slot * g->slot_bytes
+            : (char *)data[a->data] +
+                  (size_t)(first % a->period * (b->count / a->period)) * size;
 }
 
 /* Blocks [first, end) of the group (nrtemu_fuse_blocks_fn). */
@@ -699,9 +751,12 @@ run_blocks(const struct op_call *c, const void *plan, uint64_t first,
     const struct row_group *g = plan;
     const struct nrtemu_program *p = c->program;
 
+    uint64_t per = (g->period + g->block - 1) / g->block; /* blocks */
+
     for (uint64_t blk = first; blk < end; blk++) {
-        uint64_t row = blk * g->block;
-        uint64_t len = g->rows - row < g->block ? g->rows - row : g->block;
+        uint64_t at = blk % per * g->block;
+        uint64_t row = blk / per * g->period + at;
+        uint64_t len = g->period - at < g->block ? g->period - at : g->block;
         for (size_t k = 0; k < g->n_ops; k++) {
             const struct row_op *ro = &g->ops[k];
             uint32_t ndim = p->buffers[ro->op->out].ndim;
@@ -781,8 +836,9 @@ run_group(const struct op_call *c, const struct row_group *g)
             : 0;
 
     return nrtemu__fuse_run_blocks(
-        c, run_blocks, g, (g->rows + g->block - 1) / g->block, g->elements,
-        streamed, g->slot_bytes * g->n_slots);
+        c, run_blocks, g,
+        g->rows / g->period * ((g->period + g->block - 1) / g->block),
+        g->elements, streamed, g->slot_bytes * g->n_slots);
 }
 
 NRT_STATUS
