@@ -750,8 +750,8 @@ run_blocks(const struct op_call *c, const void *plan, uint64_t first,
 {
     const struct row_group *g = plan;
     const struct nrtemu_program *p = c->program;
-
-    uint64_t per = (g->period + g->block - 1) / g->block; /* blocks */
+    /* Blocks per period: block k of a period starts at its row k*block. */
+    uint64_t per = (g->period + g->block - 1) / g->block;
 
     for (uint64_t blk = first; blk < end; blk++) {
         uint64_t at = blk % per * g->block;
