@@ -92,7 +92,8 @@ struct row_arg {
     size_t data;   /* the buffer whose memory holds it (a reshape's source) */
     int slot;      /* >= 0: an intermediate, in this slot */
     bool whole;    /* none of the rows: every block reads all of it */
-    uint64_t period; /* else its rows: row r of the group reads r mod it */
+    uint64_t period;  /* else its rows: row r of the group reads r mod it */
+    size_t row_bytes; /* bytes of one of them */
 };
 
 struct row_op {
@@ -421,7 +422,7 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
                 ro->kind == ROW_ELEMENTWISE
                     ? lead_broadcast(b, o->ndim, g->lead, o->shape)
                     : 0;
-            *a = (struct row_arg){op->in[k], op->in[k], -1, false, g->rows};
+            *a = (struct row_arg){op->in[k], op->in[k], -1, false, g->rows, 0};
             a->whole =
                 ro->kind == ROW_ELEMENTWISE && period == 0 &&
                 !(b->ndim == o->ndim && b->ndim >= g->lead &&
@@ -437,7 +438,7 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
                 }
             }
         }
-        ro->out = (struct row_arg){op->out, op->out, -1, false, g->rows};
+        ro->out = (struct row_arg){op->out, op->out, -1, false, g->rows, 0};
         /* A reshape into an intermediate reads as its source, unless an
          * op of the group writes the source's memory before its readers
          * are done.  An elementwise op into an intermediate that an
@@ -503,6 +504,8 @@ plan_args(const struct nrtemu_program *p, const struct fuse_uses *u,
         for (size_t k = 0; k <= ro->op->n_in; k++) {
             struct row_arg *a = k < ro->op->n_in ? &ro->in[k] : &ro->out;
             a->slot = a->slot >= 0 ? (int)slot_of[a->slot] : -1;
+            a->row_bytes = (size_t)(p->buffers[a->buffer].count / a->period) *
+                           nrtemu__dtype_size(p->buffers[a->buffer].dtype);
         }
     }
     g->block = ROWS_BLOCK / widest;
@@ -718,7 +721,6 @@ row_view(const struct nrtemu_program *p, const struct row_group *g,
          char *slots, uint64_t first, uint64_t len, struct nrtemu_array *v)
 {
     const struct buffer *b = &p->buffers[a->buffer];
-    size_t size = nrtemu__dtype_size(b->dtype);
 
     v->dtype = b->dtype;
     v->ndim = 0;
@@ -739,7 +741,8 @@ row_view(const struct nrtemu_program *p, const struct row_group *g,
         a->slot >= 0
             ? slots + (size_t)a->slot * g->slot_bytes
             : (char *)data[a->data] +
-                  (size_t)(first % a->period * (b->count / a->period)) * size;
+                  (size_t)(a->period == g->rows ? first : first % a->period) *
+                      a->row_bytes;
 }
 
 /* Blocks [first, end) of the group (nrtemu_fuse_blocks_fn). */
