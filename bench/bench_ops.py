@@ -229,6 +229,7 @@ CASES: list[Case] = [
          "unsigned >>; the dtypes here have none"),
     binary("rem", "np.fmod(a, b)", np.fmod),
     binary("atan2", "np.arctan2(a, b)", np.arctan2),
+    binary("copysign", "np.copysign(a, b)", np.copysign),
     Case("trunc_divide", "", why="nrtpy.neff.compile never emits it"),
     unary("expm1", "np.expm1(a)", np.expm1, make=signed),
     unary("log1p", "np.log1p(a)", np.log1p),

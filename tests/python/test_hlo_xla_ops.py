@@ -142,6 +142,19 @@ def test_atan2_and_inverse_trig(tmp_path):
 
 
 
+def test_copysign_bits(tmp_path):
+    # JAX writes copysign as signbit (a bitcast and a shift), abs, negate
+    # and select; the emulator's copysign row is the tracer's.  Both give
+    # XLA's bits: signed zeros and the sign of NaN included.
+    v = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, -np.nan, 1e-40],
+                 np.float32)
+    x, y = (a.ravel() for a in np.meshgrid(v, v))
+    got = check_jax(jnp.copysign, x, y, tmp_path=tmp_path)
+    (out,) = got.values()
+    assert np.asarray(out).tobytes() == np.asarray(jax.jit(jnp.copysign)(x, y)).tobytes()
+    assert np.asarray(out).tobytes() == np.copysign(x, y).tobytes()
+
+
 def test_atan2_float64(tmp_path):
     # Hand-built (JAX without x64 has no f64): the emulator's atan2 row.
     v = np.array([0.0, -0.0, 1.0, -1.0, 0.3, -2.5, 1e-300, 1e300, np.inf,

@@ -397,6 +397,26 @@ def test_arctan2_traced(tmp_path):
                                    if dt == np.float16 else 1e-6)
 
 
+
+def test_copysign_traced(tmp_path):
+    # Bit for bit NumPy's: signed zeros, infinities and NaNs of either sign
+    # in both operands, an int32 operand promoted to float64.
+    special = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, -np.nan, 1e-40]
+    for dt in (np.float32, np.float16, np.float64, np.int32):
+        with np.errstate(invalid="ignore", over="ignore"):
+            x = np.array([a for a in special for _ in special]).astype(dt)
+            y = np.array([b for _ in special for b in special]).astype(dt)
+        path = nrtpy.neff.compile(lambda x, y: np.copysign(x, y), x, y,
+                                  path=tmp_path / "c.neff")
+        model = nrtpy.NrtpyModel.load_from_neff(path)
+        got = model({"x": nrtpy.NrtpyTensor.from_numpy(x, name="x"),
+                     "y": nrtpy.NrtpyTensor.from_numpy(y, name="y")})
+        got = got["output_0"].numpy()
+        want = np.copysign(x, y)
+        assert got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes(), dt
+
+
 # -- compile: errors --------------------------------------------------------
 
 

@@ -93,7 +93,7 @@ BINARY = {
     "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
     "shift_left": np.left_shift, "shift_right_logical": None,
     "shift_right_arithmetic": np.right_shift, "rem": np.fmod,
-    "atan2": np.arctan2,
+    "atan2": np.arctan2, "copysign": np.copysign,
     "trunc_divide": lambda a, b: a / b if a.dtype.kind == "f" else _trunc_div(a, b),
 }
 TERNARY = {"where": np.where}

@@ -319,6 +319,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
 #define f64_erf(x) erf(x)
 #define f32_atan2(y, x) kmath_atan2(y, x)
 #define f64_atan2(y, x) kmath_atan2_f64(y, x)
+/* |x| with the sign bit of y, NaNs included (C copysign, NumPy's). */
+#define f32_copysign(x, y) __builtin_copysignf(x, y)
+#define f64_copysign(x, y) __builtin_copysign(x, y)
 
 #define DEFINE_FLOAT_KERNELS(SFX, T, EXP, LOG, TANH, SQRT, FLOOR, CEIL, POW, \
                              FABS)                                           \
@@ -449,6 +452,9 @@ DEFINE_XLA_FLOAT(f64, double, __builtin_trunc, __builtin_copysign)
             break;                                                           \
         case NRTEMU_OP_ATAN2:                                                \
             BIN_LOOP(T, SFX##_atan2(x, y));                                  \
+            break;                                                           \
+        case NRTEMU_OP_COPYSIGN:                                             \
+            BIN_LOOP(T, SFX##_copysign(x, y));                               \
             break;                                                           \
             NRTEMU_OP_CASES_OUTSIDE(BINARY)                                  \
             break;                                                           \

@@ -141,8 +141,9 @@ i64_rem(int64_t a, int64_t b)
     case NRTEMU_OP_CBRT:    \
     case NRTEMU_OP_ERF:     \
         NRTEMU_OP_CASES_OUTSIDE(UNARY)
-#define INT_NO_BINARY_CASES \
-    case NRTEMU_OP_ATAN2:   \
+#define INT_NO_BINARY_CASES  \
+    case NRTEMU_OP_ATAN2:    \
+    case NRTEMU_OP_COPYSIGN: \
         NRTEMU_OP_CASES_OUTSIDE(BINARY)
 
 /*

@@ -115,6 +115,7 @@ X(LOG1P,         "log1p",          1, UNARY,   arith,       elementwise, element
 X(CBRT,          "cbrt",           1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(ERF,           "erf",            1, UNARY,   arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(ATAN2,         "atan2",          2, BINARY,  arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
+X(COPYSIGN,      "copysign",       2, BINARY,  arith,       elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \
 X(ROUND_EVEN,    "round_even",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
 X(ROUND_AWAY,    "round_away",     1, UNARY,   arith,       elementwise, elements, 0,               STREAMS)              \
 X(IS_FINITE,     "is_finite",      1, TEST,    is_finite,   elementwise, elements, 0,               STREAMS | FLOAT_ONLY) \

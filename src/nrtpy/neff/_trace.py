@@ -39,6 +39,7 @@ _BINARY = {
     np.greater_equal: "greater_equal", np.logical_and: "logical_and",
     np.logical_or: "logical_or", np.logical_xor: "logical_xor",
     np.fmod: "rem", np.left_shift: "shift_left", np.arctan2: "atan2",
+    np.copysign: "copysign",
 }
 # Bitwise ufuncs: on booleans the logical ops, on integers the bitwise ops.
 _BOOL_BITWISE = {
