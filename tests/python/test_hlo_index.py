@@ -230,6 +230,13 @@ def test_kv_cache_loop(tmp_path, idt):
     body = next(op for op in ops if op["op"] == "while")["body"]
     dus = [op for op in body if op["op"] == "dynamic_update_slice"]
     assert len(dus) == 1 and dus[0]["out"] == dus[0]["in"][0]
+    # ... and the state is the output: the cache is copied in once, the
+    # loop's rows are read where they are (no copy of an input the loop
+    # only reads), and nothing is copied out at the end.
+    copies = [op for op in ops if op["op"] == "copy"]
+    assert [op["in"] for op in copies if op["out"] == dus[0]["out"]] == [["cache"]]
+    assert not any(op["in"] == ["rows"] for op in copies)
+    assert dus[0]["out"] == "output0"
 
 
 def test_loop_state_read_after_its_update(tmp_path):

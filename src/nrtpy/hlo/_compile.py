@@ -99,7 +99,8 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
     See ``nrtpy.neff.compile_hlo`` (the public name) and docs/hlo.md.
     """
     # Imported here: nrtpy.neff imports this module at its end.
-    from nrtpy.neff import _attach_outputs, _check_target, _write_neff
+    from nrtpy.neff import (_attach_outputs, _check_target, _forward_input_copies,
+                            _write_neff)
 
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got "
@@ -231,6 +232,7 @@ def compile_hlo(module: Any, path: str | os.PathLike, *, name: str | None = None
         for n in [n for n, b in ctx.program.buffers.items() if b["kind"] != "input"]:
             del ctx.program.buffers[n]
         ctx.program.consts.clear()
+    _forward_input_copies(ctx.program, kept)
     outputs = _attach_outputs(ctx.program, kept, copy=aliased)
     _rematerialize_casts(ctx.program)
     neff_name = name or mod.name or Path(os.fspath(path)).stem

@@ -202,6 +202,66 @@ def _walk_ops(ops: list[dict[str, Any]]):
                         stack.extend(v for v in value if v and isinstance(v[0], dict))
 
 
+def _names_of(op: dict[str, Any]) -> set[str]:
+    """The buffers an op names, in its nested op lists too."""
+    names: set[str] = set()
+    for o in _walk_ops([op]):
+        names.update(o.get("in", ()))
+        names.update(o[k] for k in ("out", "pred") if k in o)
+    return names
+
+
+def _defined_first(ops: list[dict[str, Any]]) -> set[str]:
+    """The buffers whose first mention in `ops` is a top-level op that
+    writes them without reading them (every op writes all of its out)."""
+    seen: set[str] = set()
+    defined: set[str] = set()
+    for op in ops:
+        names = _names_of(op)
+        out = op.get("out")
+        if out is not None and out not in seen and out not in op.get("in", ()) \
+                and "cond" not in op and "body" not in op and "branches" not in op:
+            defined.add(out)
+        seen |= names
+    return defined
+
+
+def _forward_input_copies(program: Program, results: list[tuple[str, Traced]]) -> None:
+    """Drop each top-level copy of an input or a constant into a temporary
+    that nothing else writes, its readers reading the input instead: an
+    input or a constant is never written, so both hold the same values for
+    as long as the program runs (a loop's state that the loop only reads,
+    as HLO writes it)."""
+    writers: dict[str, int] = {}
+    for op in _walk_ops(program.ops):
+        if "out" in op:
+            writers[op["out"]] = writers.get(op["out"], 0) + 1
+    rename: dict[str, str] = {}
+    kept = []
+    for op in program.ops:
+        if op["op"] == "copy" and len(op.get("in", ())) == 1:
+            src, dst = op["in"][0], op["out"]
+            if program.buffers[src]["kind"] in ("input", "const") and \
+                    program.buffers[dst]["kind"] == "temp" and writers[dst] == 1 and \
+                    program.buffers[src]["shape"] == program.buffers[dst]["shape"] and \
+                    program.buffers[src]["dtype"] == program.buffers[dst]["dtype"]:
+                rename[dst] = src
+                continue
+        kept.append(op)
+    if not rename:
+        return
+    program.ops[:] = kept
+    for op in _walk_ops(program.ops):
+        if "in" in op:
+            op["in"] = [rename.get(n, n) for n in op["in"]]
+        if op.get("pred") in rename:
+            op["pred"] = rename[op["pred"]]
+    for name in rename:
+        del program.buffers[name]
+    for _, t in results:
+        t.name = rename.get(t.name, t.name)
+
+
 def _check_target(path: str | os.PathLike) -> None:
     """Refuse, before any work, a NEFF path that cannot be written: a
     folder, or a file in a folder that does not exist.  Said of the path
@@ -220,24 +280,35 @@ def _attach_outputs(program: Program, results: list[tuple[str, Traced]],
                     ) -> list[tuple[str, dict[str, Any]]]:
     """Make each (name, value) of `results` an output buffer of `program`.
 
-    A temporary written by exactly one op becomes the output itself (the
-    op writes it directly), unless its name is in `copy`; anything else
-    (an input, a constant, a value output twice) is copied into the output
-    by an op appended at the end.  Returns (name, buffer entry) per output.
+    A temporary becomes the output itself (the ops that write it write the
+    output directly) when one op writes it, or when the first op of the
+    program that names it writes all of it (reads it not) at the top
+    level: then the ops after may rewrite it (a loop's state) and its value
+    at the end is the result, while no op ever sees what the caller's
+    output buffer held.  Not so when its name is in `copy`; anything else
+    (an input, a constant, a value output twice, a temporary that ops
+    update piece by piece from its initial zeros) is copied into the
+    output by an op appended at the end.  Returns (name, buffer entry) per
+    output.
     """
     writers: dict[str, int] = {}
     for op in _walk_ops(program.ops):
         if "out" in op:
             writers[op["out"]] = writers.get(op["out"], 0) + 1
     top_writers = {op["out"] for op in program.ops if "out" in op}
+    defined = _defined_first(program.ops)
     outputs = []
+    renamed: dict[str, str] = {}  # temporaries that became outputs
     for out_name, t in results:
         if 0 in t.shape:
             raise ValueError(f"{out_name} has no elements (shape {t.shape}); "
                              f"NEFF tensors need at least one")
+        # Another handle on a buffer already made an output: copied from it.
+        t.name = renamed.get(t.name, t.name)
         info = program.buffers[t.name]
-        if info["kind"] == "temp" and writers.get(t.name) == 1 and \
-                t.name in top_writers and out_name not in copy:
+        if info["kind"] == "temp" and out_name not in copy and (
+                (writers.get(t.name) == 1 and t.name in top_writers)
+                or t.name in defined):
             # Let the op that computes the result write the output directly.
             program.buffers[out_name] = dict(info, kind="output")
             del program.buffers[t.name]
@@ -250,7 +321,7 @@ def _attach_outputs(program: Program, results: list[tuple[str, Traced]],
                 for key in ("pred",):
                     if op.get(key) == old:
                         op[key] = out_name
-            t.name = out_name
+            t.name = renamed[old] = out_name
         else:
             program.buffers[out_name] = dict(info, kind="output")
             program.buffers[out_name].pop("var", None)
