@@ -706,9 +706,6 @@ block_view(const struct fusion *f, const struct buffer *b, char *data,
     a->data = data + off * nrtemu__dtype_size(b->dtype);
 }
 
-/* Whether the caller's memory makes the blocked order unsafe: two I/O
- * buffers the chain uses in place overlap, one of them written, and are
- * not one tensor used whole by both. */
 /* The rows of a reduction's out that block (`lead`, `start`, `len`)
  * computes: its kept axes from split on. */
 static void
@@ -734,32 +731,55 @@ reduced_view(const struct fusion *f, const struct buffer *b, char *data,
     a->data = data + off * nrtemu__dtype_size(b->dtype);
 }
 
-static bool
-io_overlaps(const struct nrtemu_program *p, const struct fusion *f,
-            void *const *data)
+bool
+nrtemu__fuse_io_overlaps(const struct nrtemu_program *p, const size_t *io,
+                         const bool *io_write, size_t n_io, void *const *data)
 {
-    for (size_t i = 0; i < f->n_io; i++) {
-        const struct buffer *bi = &p->buffers[f->io[i]];
-        const char *di = data[f->io[i]];
-        for (size_t j = i + 1; j < f->n_io; j++) {
-            const struct buffer *bj = &p->buffers[f->io[j]];
-            const char *dj = data[f->io[j]];
-            if (!f->io_write[i] && !f->io_write[j]) {
-                continue;
-            }
-            if (bi->bytes == 0 || bj->bytes == 0 || di + bi->bytes <= dj ||
+    for (size_t i = 0; i < n_io; i++) {
+        const struct buffer *bi = &p->buffers[io[i]];
+        const char *di = data[io[i]];
+        for (size_t j = i + 1; j < n_io; j++) {
+            const struct buffer *bj = &p->buffers[io[j]];
+            const char *dj = data[io[j]];
+            if ((!io_write[i] && !io_write[j]) || bi->bytes == 0 ||
+                bj->bytes == 0 || di + bi->bytes <= dj ||
                 dj + bj->bytes <= di) {
                 continue;
             }
             if (di == dj && bi->dtype == bj->dtype &&
-                same_shape(bi, f->ndim, f->shape) &&
-                same_shape(bj, f->ndim, f->shape)) {
+                same_shape(bi, bj->ndim, bj->shape)) {
                 continue; /* one tensor, element for element */
             }
             return true;
         }
     }
     return false;
+}
+
+NRT_STATUS
+nrtemu__fuse_run_each(const struct op_call *c, const struct op_list *list,
+                      size_t first, size_t span)
+{
+    for (size_t i = first; i < first + span; i++) {
+        NRT_STATUS st = nrtemu__program_run_op(c, &list->ops[i]);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS
+nrtemu__fuse_run_hoisted(const struct op_call *c, const struct op_list *list,
+                         const size_t *hoisted, size_t n_hoisted)
+{
+    for (size_t h = 0; h < n_hoisted; h++) {
+        NRT_STATUS st = nrtemu__program_run_op(c, &list->ops[hoisted[h]]);
+        if (st != NRT_SUCCESS) {
+            return st;
+        }
+    }
+    return NRT_SUCCESS;
 }
 
 /* Whether chained op k reads buffer b from memory (not from a slot). */
@@ -1029,25 +1049,16 @@ nrtemu__fusion_run(const struct op_call *c, const struct op_list *list,
                    size_t first)
 {
     const struct fusion *f = list->ops[first].fusion;
-    struct nrtemu_program *p = c->program;
     NRT_STATUS st;
 
-    if (io_overlaps(p, f, c->data)) {
-        for (size_t i = first; i < first + f->span; i++) {
-            st = nrtemu__program_run_op(c, &list->ops[i]);
-            if (st != NRT_SUCCESS) {
-                return st;
-            }
-        }
-        return NRT_SUCCESS;
+    /* Written buffers of a chain all have its shape, so two that are one
+     * tensor used whole by both have it too. */
+    if (nrtemu__fuse_io_overlaps(c->program, f->io, f->io_write, f->n_io,
+                                 c->data)) {
+        return nrtemu__fuse_run_each(c, list, first, f->span);
     }
-    for (size_t h = 0; h < f->n_hoisted; h++) {
-        st = nrtemu__program_run_op(c, &list->ops[f->hoisted[h]]);
-        if (st != NRT_SUCCESS) {
-            return st;
-        }
-    }
-    return run_chain(c, f);
+    st = nrtemu__fuse_run_hoisted(c, list, f->hoisted, f->n_hoisted);
+    return st != NRT_SUCCESS ? st : run_chain(c, f);
 }
 
 size_t

@@ -801,35 +801,6 @@ run_blocks(const struct op_call *c, const void *plan, uint64_t first,
     return NRT_SUCCESS;
 }
 
-/* Whether the caller's memory makes the blocked order unsafe: two I/O
- * buffers the group uses in memory overlap, one of them written, and are
- * not one tensor used whole by both. */
-static bool
-io_overlaps(const struct nrtemu_program *p, const struct row_group *g,
-            void *const *data)
-{
-    for (size_t i = 0; i < g->n_io; i++) {
-        const struct buffer *bi = &p->buffers[g->io[i]];
-        const char *di = data[g->io[i]];
-        for (size_t j = i + 1; j < g->n_io; j++) {
-            const struct buffer *bj = &p->buffers[g->io[j]];
-            const char *dj = data[g->io[j]];
-            if ((!g->io_write[i] && !g->io_write[j]) || bi->bytes == 0 ||
-                bj->bytes == 0 || di + bi->bytes <= dj ||
-                dj + bj->bytes <= di) {
-                continue;
-            }
-            if (di == dj && bi->dtype == bj->dtype && bi->ndim == bj->ndim &&
-                memcmp(bi->shape, bj->shape, bi->ndim * sizeof *bi->shape) ==
-                    0) {
-                continue; /* one tensor, element for element */
-            }
-            return true;
-        }
-    }
-    return false;
-}
-
 static NRT_STATUS
 run_group(const struct op_call *c, const struct row_group *g)
 {
@@ -851,20 +822,10 @@ nrtemu__row_group_run(const struct op_call *c, const struct op_list *list,
     const struct row_group *g = list->ops[first].row_group;
     NRT_STATUS st;
 
-    if (io_overlaps(c->program, g, c->data)) {
-        for (size_t i = first; i < first + g->span; i++) {
-            st = nrtemu__program_run_op(c, &list->ops[i]);
-            if (st != NRT_SUCCESS) {
-                return st;
-            }
-        }
-        return NRT_SUCCESS;
+    if (nrtemu__fuse_io_overlaps(c->program, g->io, g->io_write, g->n_io,
+                                 c->data)) {
+        return nrtemu__fuse_run_each(c, list, first, g->span);
     }
-    for (size_t h = 0; h < g->n_hoisted; h++) {
-        st = nrtemu__program_run_op(c, &list->ops[g->hoisted[h]]);
-        if (st != NRT_SUCCESS) {
-            return st;
-        }
-    }
-    return run_group(c, g);
+    st = nrtemu__fuse_run_hoisted(c, list, g->hoisted, g->n_hoisted);
+    return st != NRT_SUCCESS ? st : run_group(c, g);
 }

@@ -325,6 +325,28 @@ NRT_STATUS nrtemu__fuse_run_blocks(const struct op_call *c,
                                    size_t slot_bytes);
 
 /*
+ * Whether the caller's memory makes a fused plan's blocked order unsafe:
+ * two of its I/O buffers `io` (those with `io_write` set written) overlap
+ * in `data`, one of them written, and are not one tensor used whole by
+ * both (the same address, dtype and shape).  Then the plan's ops run one
+ * by one (nrtemu__fuse_run_each) instead.  Thread-safe.
+ */
+bool nrtemu__fuse_io_overlaps(const struct nrtemu_program *p, const size_t *io,
+                              const bool *io_write, size_t n_io,
+                              void *const *data);
+
+/* Run list->ops[first, first + span) one by one, as unfused. */
+NRT_STATUS nrtemu__fuse_run_each(const struct op_call *c,
+                                 const struct op_list *list, size_t first,
+                                 size_t span);
+
+/* Run the ops of `list` at `hoisted[0, n_hoisted)`, in that order: those a
+ * fused plan runs before its blocks. */
+NRT_STATUS nrtemu__fuse_run_hoisted(const struct op_call *c,
+                                    const struct op_list *list,
+                                    const size_t *hoisted, size_t n_hoisted);
+
+/*
  * Plan the row group that would start at list->ops[i] (program_fuse_rows.c):
  * sets list->ops[i].row_group, or leaves it NULL when none fits there.
  * @return NRT_SUCCESS; NRT_RESOURCE.
