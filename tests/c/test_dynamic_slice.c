@@ -9,21 +9,7 @@
 #include "test.h"
 
 #include "kernels/kernel.h"
-
-static struct nrtemu_array
-array(enum nrtemu_dtype dt, void *data, uint32_t ndim, const uint64_t *shape)
-{
-    struct nrtemu_array a;
-
-    memset(&a, 0, sizeof a);
-    a.data = data;
-    a.dtype = dt;
-    a.ndim = ndim;
-    for (uint32_t d = 0; d < ndim; d++) {
-        a.shape[d] = shape[d];
-    }
-    return a;
-}
+#include "test_array.h"
 
 /* Resolve one start of a window of 3 in 10 (the last start is 7). */
 static NRT_STATUS

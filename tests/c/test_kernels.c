@@ -15,6 +15,7 @@
 #include "kernels/convert.h"
 #include "kernels/kernel.h"
 #include "kernels/pool.h"
+#include "test_array.h"
 
 static struct nrtemu_scratch scratch;
 
@@ -26,21 +27,6 @@ static const char *const op_names[NRTEMU_OP_COUNT] = {
     NRTEMU_OP_LIST(OP_NAME)
 #undef OP_NAME
 };
-
-static struct nrtemu_array
-array(enum nrtemu_dtype dt, void *data, uint32_t ndim, const uint64_t *shape)
-{
-    struct nrtemu_array a;
-
-    memset(&a, 0, sizeof a);
-    a.data = data;
-    a.dtype = dt;
-    a.ndim = ndim;
-    for (uint32_t d = 0; d < ndim; d++) {
-        a.shape[d] = shape[d];
-    }
-    return a;
-}
 
 #define SHAPE(...) ((const uint64_t[]){__VA_ARGS__})
 #define NDIM(...) ((uint32_t)(sizeof((uint64_t[]){__VA_ARGS__}) / 8))

@@ -31,23 +31,9 @@
 #include "kernels/convert.h"
 #include "kernels/kernel.h"
 #include "kernels/pool.h"
+#include "test_array.h"
 
 static struct nrtemu_scratch scratch;
-
-static struct nrtemu_array
-array(enum nrtemu_dtype dt, void *data, uint32_t ndim, const uint64_t *shape)
-{
-    struct nrtemu_array a;
-
-    memset(&a, 0, sizeof a);
-    a.data = data;
-    a.dtype = dt;
-    a.ndim = ndim;
-    for (uint32_t d = 0; d < ndim; d++) {
-        a.shape[d] = shape[d];
-    }
-    return a;
-}
 
 static void *
 alloc_bytes(size_t n)
